@@ -1,0 +1,324 @@
+//! Lowering a view to a provider's request shape, and one validator per shape.
+//!
+//! Lowering is what a careful harness adapter does and no more: it maps roles and parts to
+//! the shape, groups what the shape groups (Anthropic and Gemini put tool results in the next
+//! user turn), and merges adjacent same-role turns where the provider requires or performs
+//! that (Anthropic's API combines them; Gemini rejects them, so adapters such as pi-ai merge).
+//! Everything else that is wrong with a view stays wrong and the validator lists it.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::{Part, Role, Shape, View};
+
+/// One content block of a wire message.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Reasoning sent back to the provider.
+    Reasoning {
+        /// The text.
+        text: String,
+    },
+    /// A tool call (`tool_calls`, `function_call`, `tool_use`, `functionCall`).
+    ToolCall {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        args: serde_json::Value,
+    },
+    /// A tool result (`tool`, `function_call_output`, `tool_result`, `functionResponse`).
+    ToolResult {
+        /// Id of the answered call.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Output.
+        text: String,
+        /// Failure flag.
+        is_error: bool,
+    },
+    /// Media, by size.
+    Media {
+        /// Token size.
+        tokens: u32,
+    },
+}
+
+impl Block {
+    fn is_empty(&self) -> bool {
+        match self {
+            Block::Text { text } | Block::Reasoning { text } => text.trim().is_empty(),
+            Block::ToolCall { .. } | Block::ToolResult { .. } | Block::Media { .. } => false,
+        }
+    }
+}
+
+/// One message (or item) of a request.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WireMessage {
+    /// Role or item type in the shape's own words (`user`, `model`, `function_call_output`, …).
+    pub role: &'static str,
+    /// Content.
+    pub blocks: Vec<Block>,
+    /// Indices of the view messages this was built from.
+    pub from_view: Vec<usize>,
+}
+
+/// A view lowered to one provider shape.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Request {
+    /// The shape.
+    pub shape: Shape,
+    /// Top-level system text (Responses `instructions`, Anthropic `system`, Gemini
+    /// `systemInstruction`); empty for OpenAI Chat, which sends system messages inline.
+    pub system: Vec<String>,
+    /// Messages or items in order.
+    pub messages: Vec<WireMessage>,
+}
+
+fn blocks_of(parts: &[Part], keep_reasoning: bool) -> Vec<Block> {
+    parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(Block::Text { text: text.clone() }),
+            Part::Reasoning { text } => keep_reasoning.then(|| Block::Reasoning { text: text.clone() }),
+            Part::ToolCall { id, name, args } => {
+                Some(Block::ToolCall { id: id.clone(), name: name.clone(), args: args.clone() })
+            }
+            Part::ToolResult { call_id, name, text, is_error } => Some(Block::ToolResult {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                text: text.clone(),
+                is_error: *is_error,
+            }),
+            Part::Media { tokens, .. } => Some(Block::Media { tokens: *tokens }),
+        })
+        .collect()
+}
+
+/// Lowers `view` to `shape`.
+pub fn lower(view: &View, shape: Shape) -> Request {
+    let mut request = Request { shape, system: Vec::new(), messages: Vec::new() };
+    let mut leading = true;
+    for (i, vm) in view.messages.iter().enumerate() {
+        let m = &vm.message;
+        if m.role == Role::System && leading && shape != Shape::OpenaiChat {
+            request.system.push(m.text());
+            continue;
+        }
+        leading = false;
+        let wire = |role: &'static str, blocks: Vec<Block>| WireMessage { role, blocks, from_view: vec![i] };
+        match shape {
+            Shape::OpenaiChat => match m.role {
+                Role::System => request.messages.push(wire("system", blocks_of(&m.parts, false))),
+                Role::User => request.messages.push(wire("user", blocks_of(&m.parts, false))),
+                Role::Assistant => request.messages.push(wire("assistant", blocks_of(&m.parts, false))),
+                // One `tool` message per result.
+                Role::Tool => {
+                    for b in blocks_of(&m.parts, false) {
+                        request.messages.push(wire("tool", vec![b]));
+                    }
+                }
+            },
+            Shape::OpenaiResponses => {
+                let role = match m.role {
+                    Role::System => "system",
+                    Role::User | Role::Tool => "user",
+                    Role::Assistant => "assistant",
+                };
+                // Every call and every output is an item of its own; text goes in a message item.
+                let mut text = Vec::new();
+                let mut items = Vec::new();
+                for b in blocks_of(&m.parts, true) {
+                    match b {
+                        Block::ToolCall { .. } => items.push(wire("function_call", vec![b])),
+                        Block::ToolResult { .. } => items.push(wire("function_call_output", vec![b])),
+                        Block::Reasoning { .. } => items.push(wire("reasoning", vec![b])),
+                        Block::Text { .. } | Block::Media { .. } => text.push(b),
+                    }
+                }
+                if !text.is_empty() || items.is_empty() {
+                    request.messages.push(wire(role, text));
+                }
+                request.messages.extend(items);
+            }
+            Shape::Anthropic | Shape::Gemini => {
+                let (user, assistant) = if shape == Shape::Anthropic { ("user", "assistant") } else { ("user", "model") };
+                let role = match m.role {
+                    Role::System | Role::User | Role::Tool => user,
+                    Role::Assistant => assistant,
+                };
+                let blocks = blocks_of(&m.parts, shape == Shape::Anthropic);
+                match request.messages.last_mut() {
+                    Some(last) if last.role == role => {
+                        last.blocks.extend(blocks);
+                        last.from_view.push(i);
+                    }
+                    _ => request.messages.push(wire(role, blocks)),
+                }
+            }
+        }
+    }
+    request
+}
+
+/// A rule a request breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// A tool result whose call appears nowhere before it.
+    OrphanResult,
+    /// A tool call that is never answered (or not answered where the shape requires).
+    MissingResult,
+    /// A result whose call exists, but not in the message right before it.
+    ResultNotAfterCall,
+    /// The first message has a role the shape does not accept first.
+    FirstRole,
+    /// Two adjacent messages share a role the shape requires to alternate.
+    ConsecutiveSameRole,
+    /// A message (or, for Anthropic and Gemini, a text block) with no content.
+    EmptyContent,
+}
+
+impl Rule {
+    /// Every rule, in report order.
+    pub const ALL: [Rule; 6] = [
+        Rule::OrphanResult,
+        Rule::MissingResult,
+        Rule::ResultNotAfterCall,
+        Rule::FirstRole,
+        Rule::ConsecutiveSameRole,
+        Rule::EmptyContent,
+    ];
+
+    /// Snake-case name as used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::OrphanResult => "orphan_result",
+            Rule::MissingResult => "missing_result",
+            Rule::ResultNotAfterCall => "result_not_after_call",
+            Rule::FirstRole => "first_role",
+            Rule::ConsecutiveSameRole => "consecutive_same_role",
+            Rule::EmptyContent => "empty_content",
+        }
+    }
+}
+
+/// One broken rule, where.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The rule.
+    pub rule: Rule,
+    /// Index into [`Request::messages`].
+    pub at: usize,
+    /// What exactly (call id, roles).
+    pub detail: String,
+}
+
+struct ShapeRules {
+    /// Results must sit in the run of result-carrying messages right after their call.
+    adjacent_results: bool,
+    /// The first message must be `user`.
+    first_user: bool,
+    /// Adjacent messages must not share a role.
+    alternate: bool,
+    /// An empty text block is an error even when the message has other content.
+    empty_blocks: bool,
+}
+
+fn rules(shape: Shape) -> ShapeRules {
+    match shape {
+        Shape::OpenaiChat => ShapeRules { adjacent_results: true, first_user: false, alternate: false, empty_blocks: false },
+        Shape::OpenaiResponses => ShapeRules { adjacent_results: false, first_user: false, alternate: false, empty_blocks: false },
+        Shape::Anthropic => ShapeRules { adjacent_results: true, first_user: true, alternate: false, empty_blocks: true },
+        Shape::Gemini => ShapeRules { adjacent_results: true, first_user: true, alternate: true, empty_blocks: true },
+    }
+}
+
+/// Every rule `request` breaks for its shape, in message order.
+pub fn validate(request: &Request) -> Vec<Violation> {
+    let rules = rules(request.shape);
+    let mut out = Vec::new();
+    let msgs = &request.messages;
+    let mut push = |rule, at, detail: String| out.push(Violation { rule, at, detail });
+
+    if rules.first_user {
+        if let Some(first) = msgs.first() {
+            if first.role != "user" {
+                push(Rule::FirstRole, 0, format!("first message is {}", first.role));
+            }
+        }
+    }
+    for (i, m) in msgs.iter().enumerate() {
+        if m.blocks.iter().all(Block::is_empty) {
+            push(Rule::EmptyContent, i, format!("{} message has no content", m.role));
+        } else if rules.empty_blocks && m.blocks.iter().any(Block::is_empty) {
+            push(Rule::EmptyContent, i, format!("{} message has an empty text block", m.role));
+        }
+        if rules.alternate && i > 0 && msgs[i - 1].role == m.role {
+            push(Rule::ConsecutiveSameRole, i, format!("two {} messages in a row", m.role));
+        }
+    }
+
+    let calls = |m: &WireMessage| -> Vec<String> {
+        m.blocks.iter().filter_map(|b| if let Block::ToolCall { id, .. } = b { Some(id.clone()) } else { None }).collect()
+    };
+    let results = |m: &WireMessage| -> Vec<String> {
+        m.blocks.iter().filter_map(|b| if let Block::ToolResult { call_id, .. } = b { Some(call_id.clone()) } else { None }).collect()
+    };
+
+    let mut seen: HashSet<String> = HashSet::new();
+    if rules.adjacent_results {
+        // Calls of the latest assistant message still waiting for their results, and where.
+        let mut pending: Vec<(String, usize)> = Vec::new();
+        for (i, m) in msgs.iter().enumerate() {
+            let res = results(m);
+            if res.is_empty() || !calls(m).is_empty() {
+                for (id, at) in pending.drain(..) {
+                    push(Rule::MissingResult, at, format!("call {id} has no result right after it"));
+                }
+            }
+            for id in res {
+                if let Some(k) = pending.iter().position(|(p, _)| *p == id) {
+                    pending.remove(k);
+                } else if seen.contains(&id) {
+                    push(Rule::ResultNotAfterCall, i, format!("result for {id} is not right after its call"));
+                } else {
+                    push(Rule::OrphanResult, i, format!("result for {id} has no call"));
+                }
+            }
+            for id in calls(m) {
+                seen.insert(id.clone());
+                pending.push((id, i));
+            }
+        }
+        for (id, at) in pending {
+            push(Rule::MissingResult, at, format!("call {id} has no result right after it"));
+        }
+    } else {
+        let answered: HashSet<String> = msgs.iter().flat_map(results).collect();
+        for (i, m) in msgs.iter().enumerate() {
+            for id in results(m) {
+                if !seen.contains(&id) {
+                    push(Rule::OrphanResult, i, format!("output for {id} has no earlier call"));
+                }
+            }
+            for id in calls(m) {
+                if !answered.contains(&id) {
+                    push(Rule::MissingResult, i, format!("call {id} has no output"));
+                }
+                seen.insert(id);
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,97 @@
+//! The Strategy seam.
+
+use crate::{default_projection, Checkpoint, Error, Log, ModelProfile, Summarizer, View, VirtualStore};
+
+/// How faithfully a strategy reproduces its original.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fidelity {
+    /// Reimplemented from the original's source; differences are bugs or documented.
+    Source,
+    /// The original is closed; modelled from documentation and reports. Choices are marked
+    /// in the crate docs and shown in reports.
+    Modelled,
+    /// A plain baseline with no original.
+    Baseline,
+}
+
+/// What a strategy is, for listings and reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StrategyInfo {
+    /// Report id, `harness` or `harness/variant` (e.g. `pi`, `openhands/llm-summarizing`).
+    pub id: String,
+    /// The harness it reproduces (or `baseline`).
+    pub harness: String,
+    /// Source it follows: `owner/repo@commit` or a package version.
+    pub source: String,
+    /// One line: trigger and what is kept.
+    pub summary: String,
+    /// How faithful it is.
+    pub fidelity: Fidelity,
+}
+
+/// When the runner asks a strategy whether to compact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// A turn just ended (last assistant reply is in the log) and a new user message is about
+    /// to be appended. Harnesses that check after the agent loop or before a prompt act here.
+    TurnEnd,
+    /// A model request is about to be built (also mid-turn, between tool calls).
+    BeforeRequest,
+    /// The request just built exceeds the model's window: the provider would reject it.
+    /// A strategy with an overflow path compacts here and the runner retries once.
+    Overflow,
+}
+
+/// A strategy's answer to "compact now?".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Do nothing.
+    Skip,
+    /// Compact, for this reason (e.g. `threshold`, `overflow`).
+    Compact {
+        /// Short reason, shown in reports.
+        reason: String,
+    },
+}
+
+impl Decision {
+    /// `Compact` with `reason`.
+    pub fn compact(reason: impl Into<String>) -> Decision {
+        Decision::Compact { reason: reason.into() }
+    }
+}
+
+/// What a harness has at hand when it compacts.
+pub struct Cx<'a> {
+    /// The model profile.
+    pub model: &'a ModelProfile,
+    /// The summarizer (the model call of the original, injected).
+    pub summarizer: &'a dyn Summarizer,
+    /// The virtual file store for offloads; persists across compactions of one session.
+    pub store: &'a mut VirtualStore,
+}
+
+/// A compaction strategy.
+///
+/// Object safe: the registry and runner hold `Box<dyn Strategy>`. A strategy decides with
+/// its original's own token estimator ([`crate::estimate`], or provider usage carried on
+/// assistant messages), never with the runner's exact counts.
+pub trait Strategy: Send + Sync {
+    /// Identity and provenance.
+    fn info(&self) -> &StrategyInfo;
+
+    /// Whether to compact at `at`, given the log and its current projection. Must not
+    /// mutate anything; returning `Skip` is always safe.
+    fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision;
+
+    /// Performs a compaction the strategy just decided on, returning the checkpoints to
+    /// append in order (several when the original does several steps, e.g. prune then
+    /// summarize). An empty list means nothing was done. Errors leave the log unchanged.
+    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error>;
+
+    /// The working view for `log`. The default follows checkpoint data; override only when
+    /// the original rebuilds its view differently.
+    fn project(&self, log: &Log) -> View {
+        default_projection(log)
+    }
+}

@@ -1,0 +1,172 @@
+//! Tests of the projection and of lowering plus validation.
+
+use serde_json::json;
+
+use crate::request::{lower, validate, Block, Request, Rule, WireMessage};
+use crate::*;
+
+fn session() -> Log {
+    Log::from_messages([
+        Message::system("sys"),
+        Message::user("u1"),
+        Message::tool_call("c1", "read", json!({"path": "a.rs"})),
+        Message::tool_result("c1", "read", "fn a() {}", false),
+        Message::assistant("a1"),
+        Message::user("u2"),
+        Message::assistant("a2"),
+    ])
+}
+
+fn texts(view: &View) -> Vec<String> {
+    view.iter().map(Message::searchable_text).collect()
+}
+
+#[test]
+fn log_ids_are_positions_and_stable() {
+    let mut log = session();
+    assert_eq!(log.len(), 7);
+    let id = log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
+    assert_eq!(id, EntryId(7));
+    assert_eq!(log.message(EntryId(1)).unwrap().text(), "u1");
+    assert!(log.message(id).is_none());
+    assert_eq!(log.last_checkpoint().unwrap().0, id);
+}
+
+#[test]
+fn projection_without_checkpoint_is_the_log() {
+    let log = session();
+    let view = default_projection(&log);
+    assert_eq!(view.len(), 7);
+    assert!(view.messages.iter().enumerate().all(|(i, m)| m.origin == Origin::Entry(EntryId(i as u32))));
+}
+
+#[test]
+fn projection_puts_summary_after_system_then_kept_then_later() {
+    let mut log = session();
+    let cp = log.push_checkpoint(
+        Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))).with_summary(Message::user("S")),
+    );
+    log.push_message(Message::user("u3"));
+    let view = default_projection(&log);
+    assert_eq!(texts(&view), ["sys", "S", "u2", "a2", "u3"]);
+    assert_eq!(view.messages[1].origin, Origin::Summary(cp));
+}
+
+#[test]
+fn only_the_newest_window_counts_and_replacements_accumulate() {
+    let mut log = session();
+    let mut prune = Checkpoint::new(CheckpointKind::Prune, Window::Inherit);
+    prune.replacements.push(Replacement { entry: EntryId(3), message: Message::tool_result("c1", "read", "[pruned]", false) });
+    let p = log.push_checkpoint(prune);
+    let view = default_projection(&log);
+    assert_eq!(texts(&view), ["sys", "u1", "read {\"path\":\"a.rs\"}", "[pruned]", "a1", "u2", "a2"]);
+    assert_eq!(view.messages[3].origin, Origin::Replaced(EntryId(3), p));
+
+    log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(1))).with_summary(Message::user("S1")));
+    log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::Kept(vec![EntryId(2), EntryId(3)])).with_summary(Message::user("S2")));
+    let view = default_projection(&log);
+    assert_eq!(texts(&view), ["sys", "S2", "read {\"path\":\"a.rs\"}", "[pruned]"]);
+}
+
+#[test]
+fn summary_after_kept_and_injected_after_summary() {
+    let mut log = session();
+    let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(vec![EntryId(1), EntryId(5)]))
+        .with_summary(Message::user("S"));
+    cp.summary_position = SummaryPosition::AfterKept;
+    cp.injected.push(Message::user("AGENTS.md"));
+    log.push_checkpoint(cp);
+    assert_eq!(texts(&default_projection(&log)), ["sys", "AGENTS.md", "u1", "u2", "S"]);
+}
+
+#[test]
+fn a_paired_session_is_valid_in_every_shape() {
+    let mut log = session();
+    log.push_message(Message::new(
+        Role::Assistant,
+        vec![
+            Part::text("two at once"),
+            Part::ToolCall { id: "p1".into(), name: "grep".into(), args: json!({}) },
+            Part::ToolCall { id: "p2".into(), name: "grep".into(), args: json!({}) },
+        ],
+    ));
+    log.push_message(Message::tool_result("p2", "grep", "x", false));
+    log.push_message(Message::tool_result("p1", "grep", "y", false));
+    let view = default_projection(&log);
+    for shape in Shape::ALL {
+        let req = lower(&view, shape);
+        assert_eq!(validate(&req), vec![], "{shape:?}: {req:#?}");
+    }
+    let anthropic = lower(&view, Shape::Anthropic);
+    assert_eq!(anthropic.system, ["sys"]);
+    assert_eq!(anthropic.messages.last().unwrap().blocks.len(), 2, "both results in one user turn");
+}
+
+fn rules_of(view: &View, shape: Shape) -> Vec<Rule> {
+    validate(&lower(view, shape)).into_iter().map(|v| v.rule).collect()
+}
+
+#[test]
+fn a_dropped_call_leaves_an_orphan_result_in_every_shape() {
+    let mut log = session();
+    log.push_checkpoint(Checkpoint::new(CheckpointKind::Truncate, Window::From(EntryId(3))));
+    let view = default_projection(&log);
+    for shape in Shape::ALL {
+        assert!(rules_of(&view, shape).contains(&Rule::OrphanResult), "{shape:?}");
+    }
+    // Anthropic and Gemini also see an assistant-free start... of a user turn: fine, first is user.
+    assert!(!rules_of(&view, Shape::Anthropic).contains(&Rule::FirstRole));
+}
+
+#[test]
+fn a_dropped_result_leaves_a_missing_result() {
+    let mut log = session();
+    log.push_checkpoint(Checkpoint::new(CheckpointKind::Truncate, Window::Kept(vec![EntryId(1), EntryId(2), EntryId(4)])));
+    let view = default_projection(&log);
+    for shape in Shape::ALL {
+        assert_eq!(rules_of(&view, shape), vec![Rule::MissingResult], "{shape:?}");
+    }
+}
+
+#[test]
+fn a_result_separated_from_its_call_breaks_adjacency_but_not_responses() {
+    let log = Log::from_messages([
+        Message::user("u"),
+        Message::tool_call("c1", "read", json!({})),
+        Message::user("interjection"),
+        Message::tool_result("c1", "read", "r", false),
+    ]);
+    let view = default_projection(&log);
+    assert_eq!(rules_of(&view, Shape::OpenaiChat), vec![Rule::MissingResult, Rule::ResultNotAfterCall]);
+    assert_eq!(rules_of(&view, Shape::OpenaiResponses), vec![]);
+}
+
+#[test]
+fn first_role_empty_content_and_alternation() {
+    let log = Log::from_messages([Message::system("s"), Message::assistant(""), Message::user("u")]);
+    let view = default_projection(&log);
+    assert_eq!(rules_of(&view, Shape::Anthropic), vec![Rule::FirstRole, Rule::EmptyContent]);
+    assert_eq!(rules_of(&view, Shape::OpenaiChat), vec![Rule::EmptyContent]);
+
+    let text = |t: &str| Block::Text { text: t.into() };
+    let req = Request {
+        shape: Shape::Gemini,
+        system: vec![],
+        messages: vec![
+            WireMessage { role: "user", blocks: vec![text("a")], from_view: vec![0] },
+            WireMessage { role: "user", blocks: vec![text("b"), text(" ")], from_view: vec![1] },
+        ],
+    };
+    let got: Vec<Rule> = validate(&req).into_iter().map(|v| v.rule).collect();
+    assert_eq!(got, vec![Rule::EmptyContent, Rule::ConsecutiveSameRole]);
+}
+
+#[test]
+fn lowering_merges_same_role_turns_for_anthropic_and_gemini_only() {
+    let log = Log::from_messages([Message::user("summary"), Message::user("u2")]);
+    let view = default_projection(&log);
+    assert_eq!(lower(&view, Shape::Gemini).messages.len(), 1);
+    assert_eq!(lower(&view, Shape::Anthropic).messages.len(), 1);
+    assert_eq!(lower(&view, Shape::OpenaiChat).messages.len(), 2);
+    assert_eq!(lower(&view, Shape::OpenaiResponses).messages.len(), 2);
+}
