@@ -1,0 +1,161 @@
+//! Test support for strategy crates.
+//!
+//! - [`FakeSummarizer`]: deterministic, records every request, can be told to fail.
+//! - [`model`]: a model profile with a given window.
+//! - [`Harness`]: a log plus store plus summarizer, with `check` / `compact` helpers that
+//!   apply a strategy the way the runner does and assert the log only grew.
+
+use std::sync::Mutex;
+
+use compactbench_core::{
+    Checkpoint, Cx, Decision, Error, ErrorKind, Log, Message, ModelProfile, Moment, Pricing, Shape, StopReason,
+    Strategy, Summarizer, Summary, SummaryRequest, View, VirtualStore,
+};
+
+/// A model profile with `window` tokens and `max_output` output tokens, Anthropic shape.
+pub fn model(window: u64, max_output: u64) -> ModelProfile {
+    ModelProfile {
+        name: "test-model".into(),
+        window,
+        max_output,
+        provider: Shape::Anthropic,
+        pricing: Pricing::default(),
+    }
+}
+
+/// How the fake summarizer answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FakeMode {
+    /// `SUMMARY <n> of <purpose>` (n counts calls from 1).
+    Numbered,
+    /// Always this text.
+    Fixed(String),
+    /// Always fail with this kind.
+    Fail(ErrorKind),
+}
+
+/// A deterministic summarizer that records what it was asked.
+pub struct FakeSummarizer {
+    mode: FakeMode,
+    requests: Mutex<Vec<SummaryRequest>>,
+}
+
+impl FakeSummarizer {
+    /// A summarizer answering as `mode` says.
+    pub fn new(mode: FakeMode) -> FakeSummarizer {
+        FakeSummarizer { mode, requests: Mutex::new(Vec::new()) }
+    }
+
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<SummaryRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Default for FakeSummarizer {
+    fn default() -> Self {
+        FakeSummarizer::new(FakeMode::Numbered)
+    }
+}
+
+impl Summarizer for FakeSummarizer {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        let mut requests = self.requests.lock().unwrap();
+        requests.push(request.clone());
+        let text = match &self.mode {
+            FakeMode::Numbered => format!("SUMMARY {} of {}", requests.len(), request.purpose),
+            FakeMode::Fixed(t) => t.clone(),
+            FakeMode::Fail(kind) => return Err(Error::new(*kind, "fake summarizer failure")),
+        };
+        Ok(Summary {
+            input_tokens: (request.system.len() + request.user_message().len()) as u64 / 4,
+            output_tokens: text.len() as u64 / 4,
+            text,
+            stop: StopReason::Complete,
+        })
+    }
+}
+
+/// A session under test: log, store, model, summarizer.
+pub struct Harness {
+    /// The log.
+    pub log: Log,
+    /// The virtual store.
+    pub store: VirtualStore,
+    /// The model profile.
+    pub model: ModelProfile,
+    /// The summarizer.
+    pub summarizer: FakeSummarizer,
+}
+
+impl Harness {
+    /// A harness over `messages` with `model` and a numbered fake summarizer.
+    pub fn new(messages: impl IntoIterator<Item = Message>, model: ModelProfile) -> Harness {
+        Harness { log: Log::from_messages(messages), store: VirtualStore::new(), model, summarizer: FakeSummarizer::default() }
+    }
+
+    /// Appends a message.
+    pub fn push(&mut self, message: Message) {
+        self.log.push_message(message);
+    }
+
+    /// The strategy's view of the log.
+    pub fn view(&self, strategy: &dyn Strategy) -> View {
+        strategy.project(&self.log)
+    }
+
+    /// The strategy's decision at `at`.
+    pub fn decide(&mut self, strategy: &dyn Strategy, at: Moment) -> Decision {
+        let view = strategy.project(&self.log);
+        let cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store };
+        strategy.decide(&self.log, &view, at, &cx)
+    }
+
+    /// Runs `compact` unconditionally at `at`, appends what it returns, and asserts that the
+    /// log kept every earlier entry unchanged. Returns the appended checkpoints.
+    #[track_caller]
+    pub fn compact(&mut self, strategy: &dyn Strategy, at: Moment) -> Result<Vec<Checkpoint>, Error> {
+        let before = self.log.clone();
+        let view = strategy.project(&self.log);
+        let mut cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store };
+        let checkpoints = strategy.compact(&self.log, &view, at, &mut cx)?;
+        for cp in &checkpoints {
+            self.log.push_checkpoint(cp.clone());
+        }
+        assert!(before.entries().zip(self.log.entries()).all(|(a, b)| a == b), "compaction rewrote the log");
+        Ok(checkpoints)
+    }
+
+    /// Decides at `at` and compacts if the strategy says so; returns the appended checkpoints.
+    #[track_caller]
+    pub fn step(&mut self, strategy: &dyn Strategy, at: Moment) -> Result<Vec<Checkpoint>, Error> {
+        match self.decide(strategy, at) {
+            Decision::Skip => Ok(Vec::new()),
+            Decision::Compact { .. } => self.compact(strategy, at),
+        }
+    }
+}
+
+/// Plain-text rendering of a view, one message per line: `role: searchable text` (long texts
+/// cut to 60 chars). Handy for expect-test snapshots.
+pub fn render(view: &View) -> String {
+    let mut out = String::new();
+    for vm in &view.messages {
+        let text = vm.message.searchable_text().replace('\n', "⏎");
+        let text: String = if text.chars().count() > 60 { text.chars().take(60).chain("…".chars()).collect() } else { text };
+        out.push_str(&format!("{:?} {}: {}\n", vm.origin, vm.message.role.as_str(), text));
+    }
+    out
+}
+
+/// A message whose text is `n` copies of `ch` (for sizing by chars/4 estimators).
+pub fn sized(role: compactbench_core::Role, ch: char, n: usize) -> Message {
+    Message::new(role, vec![compactbench_core::Part::text(std::iter::repeat_n(ch, n).collect::<String>())])
+}
+
+/// JSON helper re-export so tests need no direct serde_json dependency.
+pub use serde_json::json;
