@@ -1,0 +1,151 @@
+//! Exact token counting for the runner, memoized by content.
+//!
+//! The runner measures every request with a real BPE (o200k_base by default, cl100k_base
+//! selectable). Each unique message is tokenized once per [`TokenCounter`]: counts are cached
+//! by a 64-bit hash of the message's role and searchable text. Strategies never use these
+//! counts for their decisions; they use their original's estimator, re-exported here as
+//! [`estimate`].
+
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use compactbench_core::{Message, Part};
+use dashmap::DashMap;
+use tiktoken_rs::CoreBPE;
+
+pub use compactbench_core::estimate;
+
+/// Framing tokens per message (role markers), as OpenAI's chat format charges them.
+pub const PER_MESSAGE_OVERHEAD: u64 = 4;
+/// Tokens that prime the reply, charged once per request.
+pub const PER_REQUEST_OVERHEAD: u64 = 3;
+
+/// Which BPE to count with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// GPT-4o and later.
+    #[default]
+    O200kBase,
+    /// GPT-4 and GPT-3.5.
+    Cl100kBase,
+}
+
+impl Encoding {
+    /// Name as used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Cl100kBase => "cl100k_base",
+        }
+    }
+
+    /// Parses `o200k_base` or `cl100k_base`.
+    pub fn parse(s: &str) -> Option<Encoding> {
+        match s {
+            "o200k_base" => Some(Encoding::O200kBase),
+            "cl100k_base" => Some(Encoding::Cl100kBase),
+            _ => None,
+        }
+    }
+
+    fn bpe(self) -> &'static CoreBPE {
+        static O200K: OnceLock<CoreBPE> = OnceLock::new();
+        static CL100K: OnceLock<CoreBPE> = OnceLock::new();
+        match self {
+            Encoding::O200kBase => O200K.get_or_init(|| tiktoken_rs::o200k_base().expect("o200k_base ships with tiktoken-rs")),
+            Encoding::Cl100kBase => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().expect("cl100k_base ships with tiktoken-rs")),
+        }
+    }
+}
+
+/// A thread-safe, memoizing token counter. Share one per run.
+pub struct TokenCounter {
+    encoding: Encoding,
+    cache: DashMap<u64, u64>,
+    misses: AtomicU64,
+    hits: AtomicU64,
+}
+
+impl TokenCounter {
+    /// A counter for `encoding`.
+    pub fn new(encoding: Encoding) -> TokenCounter {
+        TokenCounter { encoding, cache: DashMap::new(), misses: AtomicU64::new(0), hits: AtomicU64::new(0) }
+    }
+
+    /// The encoding.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Exact tokens of `text` (not memoized: use for one-off strings).
+    pub fn count_text(&self, text: &str) -> u64 {
+        self.encoding.bpe().encode_ordinary(text).len() as u64
+    }
+
+    /// Exact tokens of `message` as sent: its text, reasoning, tool names and arguments,
+    /// results, media sizes, plus [`PER_MESSAGE_OVERHEAD`]. Memoized by content.
+    pub fn count_message(&self, message: &Message) -> u64 {
+        let text = message.searchable_text();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        message.role.hash(&mut hasher);
+        text.hash(&mut hasher);
+        let key = hasher.finish();
+        if let Some(n) = self.cache.get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return *n;
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        // Media is charged by its declared size, not by the placeholder text.
+        let media: u64 = message.parts.iter().map(|p| if let Part::Media { tokens, .. } = p { u64::from(*tokens) } else { 0 }).sum();
+        let n = self.count_text(&text) + media + PER_MESSAGE_OVERHEAD;
+        self.cache.insert(key, n);
+        n
+    }
+
+    /// Messages tokenized so far (cache misses) and answered from the cache (hits).
+    pub fn stats(&self) -> (u64, u64) {
+        (self.misses.load(Ordering::Relaxed), self.hits.load(Ordering::Relaxed))
+    }
+}
+
+impl Default for TokenCounter {
+    fn default() -> Self {
+        TokenCounter::new(Encoding::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_exact_and_memoized() {
+        let counter = TokenCounter::default();
+        assert_eq!(counter.count_text("hello world"), 2);
+        let m = Message::user("hello world");
+        assert_eq!(counter.count_message(&m), 2 + PER_MESSAGE_OVERHEAD);
+        assert_eq!(counter.count_message(&m.clone()), 2 + PER_MESSAGE_OVERHEAD);
+        assert_eq!(counter.stats(), (1, 1), "second count of equal content is a cache hit");
+        // Same text, other role: a different message.
+        counter.count_message(&Message::assistant("hello world"));
+        assert_eq!(counter.stats().0, 2);
+    }
+
+    #[test]
+    fn encodings_differ_and_parse() {
+        let text = "fn main() { println!(\"Καλημέρα κόσμε\"); }";
+        let o = TokenCounter::new(Encoding::O200kBase).count_text(text);
+        let c = TokenCounter::new(Encoding::Cl100kBase).count_text(text);
+        assert_ne!(o, c);
+        assert_eq!(Encoding::parse("cl100k_base"), Some(Encoding::Cl100kBase));
+        assert_eq!(Encoding::parse("gpt2"), None);
+    }
+
+    #[test]
+    fn media_counts_by_declared_size() {
+        let counter = TokenCounter::default();
+        let m = Message::new(compactbench_core::Role::User, vec![Part::Media { mime: "image/png".into(), tokens: 1200 }]);
+        assert!(counter.count_message(&m) >= 1200 + PER_MESSAGE_OVERHEAD);
+    }
+}
