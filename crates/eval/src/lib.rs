@@ -1,1 +1,15 @@
-//! placeholder
+//! compactbench-eval: scenarios, the seeded session generator, the replay driver with fact
+//! probes, and the matrix runner.
+//!
+//! Pure computation: it reads scenario files when asked ([`scenario::load_dir`]) and writes
+//! nothing; reports are the report crate's job.
+
+pub mod drive;
+pub mod facts;
+pub mod generate;
+pub mod matrix;
+pub mod results;
+pub mod scenario;
+
+#[cfg(test)]
+mod tests;

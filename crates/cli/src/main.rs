@@ -1,0 +1,223 @@
+//! The `compactbench` command.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use compactbench_core::{Fidelity, Strategy};
+use compactbench_eval::drive::{run, Env};
+use compactbench_eval::generate::generate;
+use compactbench_eval::matrix::run_matrix;
+use compactbench_eval::scenario::{load_dir, Scenario};
+use compactbench_report::StrategyMeta;
+use compactbench_summarize::Extractive;
+use compactbench_tokens::{Encoding, TokenCounter};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Which compaction design keeps what the agent still needs, at what cost, with a valid request?
+#[derive(Parser)]
+#[command(name = "compactbench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run strategies over scenarios and write reports/<run>/{results.csv,results.json,report.md}.
+    Eval {
+        /// Strategy id to run (repeatable); default: every registered strategy.
+        #[arg(long = "strategy", value_name = "ID")]
+        strategies: Vec<String>,
+        /// Scenario name to run (repeatable); default: every scenario in --scenarios.
+        #[arg(long = "scenario", value_name = "NAME")]
+        scenarios: Vec<String>,
+        /// Seeds per scenario (seeds 0..N).
+        #[arg(long, default_value_t = 1)]
+        seeds: u64,
+        /// Output directory.
+        #[arg(long, default_value = "reports/latest")]
+        out: PathBuf,
+        /// Worker threads (default: all cores). Results do not depend on it.
+        #[arg(long)]
+        jobs: Option<usize>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List registered strategies and available scenarios.
+    List {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Show one request of one run: its messages with roles, origins and exact token sizes.
+    Inspect {
+        /// Strategy id.
+        #[arg(long)]
+        strategy: String,
+        /// Scenario name.
+        #[arg(long)]
+        scenario: String,
+        /// Request index (from 0).
+        #[arg(long)]
+        request: u32,
+        /// Seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Folder of scenario TOML files.
+    #[arg(long = "scenarios", default_value = "scenarios", value_name = "DIR")]
+    scenarios_dir: PathBuf,
+    /// Tokenizer for exact counts: o200k_base or cl100k_base.
+    #[arg(long, default_value = "o200k_base")]
+    encoding: String,
+}
+
+impl Common {
+    fn counter(&self) -> Result<TokenCounter> {
+        match Encoding::parse(&self.encoding) {
+            Some(e) => Ok(TokenCounter::new(e)),
+            None => bail!("unknown --encoding {:?}: expected o200k_base or cl100k_base", self.encoding),
+        }
+    }
+
+    fn scenarios(&self) -> Result<Vec<Scenario>> {
+        Ok(load_dir(&self.scenarios_dir)?)
+    }
+}
+
+fn select_strategies(ids: &[String]) -> Result<Vec<Box<dyn Strategy>>> {
+    let all = compactbench_registry::all();
+    if ids.is_empty() {
+        return Ok(all);
+    }
+    let known: Vec<String> = all.iter().map(|s| s.info().id.clone()).collect();
+    let mut out = Vec::new();
+    for id in ids {
+        match compactbench_registry::find(id) {
+            Some(s) => out.push(s),
+            None => bail!("unknown strategy {id:?}; known: {}", known.join(", ")),
+        }
+    }
+    Ok(out)
+}
+
+fn select_scenarios(all: Vec<Scenario>, names: &[String], dir: &Path) -> Result<Vec<Scenario>> {
+    if names.is_empty() {
+        return Ok(all);
+    }
+    let mut out = Vec::new();
+    for n in names {
+        match all.iter().find(|s| &s.name == n) {
+            Some(s) => out.push(s.clone()),
+            None => bail!(
+                "unknown scenario {n:?} in {}; known: {}",
+                dir.display(),
+                all.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+    Ok(out)
+}
+
+fn meta(s: &dyn Strategy) -> StrategyMeta {
+    let i = s.info();
+    StrategyMeta {
+        id: i.id.clone(),
+        source: i.source.clone(),
+        fidelity: match i.fidelity {
+            Fidelity::Source => "source",
+            Fidelity::Modelled => "modelled",
+            Fidelity::Baseline => "baseline",
+        },
+        summary: i.summary.clone(),
+    }
+}
+
+fn eval(strategies: &[String], names: &[String], seeds: u64, out: &Path, jobs: Option<usize>, common: &Common) -> Result<()> {
+    if seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
+    let strategies = select_strategies(strategies)?;
+    let scenarios = select_scenarios(common.scenarios()?, names, &common.scenarios_dir)?;
+    let counter = common.counter()?;
+    let summarizer = Extractive::new(TokenCounter::new(counter.encoding()));
+    let total = strategies.len() as u64 * scenarios.len() as u64 * seeds;
+    let bar = ProgressBar::new(total).with_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}").expect("valid template"),
+    );
+    let started = Instant::now();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
+    let runs = pool.install(|| {
+        run_matrix(&strategies, &scenarios, seeds, &counter, &summarizer, &|r| {
+            bar.set_message(format!("{} on {}", r.strategy, r.scenario));
+            bar.inc(1);
+        })
+    });
+    bar.finish_and_clear();
+    let meta: Vec<StrategyMeta> = strategies.iter().map(|s| meta(s.as_ref())).collect();
+    compactbench_report::write(out, &scenarios, &meta, &runs, "extractive")
+        .with_context(|| format!("writing reports to {}", out.display()))?;
+    let (misses, hits) = counter.stats();
+    eprintln!(
+        "{} runs in {:.1}s ({} unique messages tokenized, {} cache hits); wrote {}",
+        runs.len(),
+        started.elapsed().as_secs_f64(),
+        misses,
+        hits,
+        out.join("report.md").display()
+    );
+    Ok(())
+}
+
+fn list(common: &Common) -> Result<()> {
+    println!("strategies:");
+    for s in compactbench_registry::all() {
+        let i = s.info();
+        println!("  {:<28} {:<9} {}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
+    }
+    println!("scenarios ({}):", common.scenarios_dir.display());
+    for s in common.scenarios()? {
+        println!("  {:<28} window {:>7}  {}", s.name, s.model.window, s.description);
+    }
+    Ok(())
+}
+
+fn inspect(strategy: &str, scenario: &str, request: u32, seed: u64, common: &Common) -> Result<()> {
+    let strategy = select_strategies(&[strategy.to_owned()])?.remove(0);
+    let scenario = select_scenarios(common.scenarios()?, &[scenario.to_owned()], &common.scenarios_dir)?.remove(0);
+    let counter = common.counter()?;
+    let summarizer = Extractive::new(TokenCounter::new(counter.encoding()));
+    let session = generate(&scenario, seed);
+    if request as usize >= session.requests() {
+        bail!("--request {request} is out of range: the session makes {} requests (0..{})", session.requests(), session.requests());
+    }
+    let env = Env { counter: &counter, summarizer: &summarizer };
+    run(strategy.as_ref(), &scenario, &session, seed, &env, |snap| {
+        if snap.index != request {
+            return;
+        }
+        let total: u64 = snap.tokens.iter().sum();
+        println!("request {request} of {} on {} (seed {seed}): {} messages, {total} tokens", strategy.info().id, scenario.name, snap.view.len());
+        for (vm, t) in snap.view.messages.iter().zip(snap.tokens) {
+            let text = vm.message.searchable_text().replace('\n', " ⏎ ");
+            let short: String = text.chars().take(90).collect();
+            println!("{:>7}  {:<9} {:<22} {short}", t, vm.message.role.as_str(), format!("{:?}", vm.origin));
+        }
+    });
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Eval { strategies, scenarios, seeds, out, jobs, common } => eval(&strategies, &scenarios, seeds, &out, jobs, &common),
+        Command::List { common } => list(&common),
+        Command::Inspect { strategy, scenario, request, seed, common } => inspect(&strategy, &scenario, request, seed, &common),
+    }
+}

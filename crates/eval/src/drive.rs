@@ -1,0 +1,366 @@
+//! The replay driver: one strategy through one session, request by request.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use compactbench_core::request::{lower, validate};
+use compactbench_core::{
+    Cx, Decision, Entry, ErrorKind, Log, Message, Moment, Origin, Shape, Strategy, Summarizer, Usage, View, VirtualStore,
+};
+use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
+
+use crate::generate::{Session, Step};
+use crate::results::{CompactionRecord, FactOutcome, RequestRecord, RunResult, Status};
+use crate::scenario::Scenario;
+
+/// What the driver needs besides the strategy and session.
+pub struct Env<'a> {
+    /// Exact counter shared by all runs.
+    pub counter: &'a TokenCounter,
+    /// Summarizer injected into strategies.
+    pub summarizer: &'a dyn Summarizer,
+}
+
+/// A request as it is about to be sent, for observers (`compactbench inspect`).
+pub struct Snapshot<'a> {
+    /// Request index.
+    pub index: u32,
+    /// The view.
+    pub view: &'a View,
+    /// Exact tokens per view message.
+    pub tokens: &'a [u64],
+    /// The log so far.
+    pub log: &'a Log,
+}
+
+/// Identifies a view message's content across requests: views are rebuilt each request, but
+/// a message with the same origin (and position among messages of that origin) has the same
+/// content. The conformance kit checks that projections keep origins honest.
+type Key = (Origin, u32);
+
+/// What is known about a view message's content.
+struct Info {
+    tokens: u64,
+    /// Indices of facts whose needle it contains.
+    needles: Vec<usize>,
+    /// Indices of offload paths it names (checked lazily as paths appear).
+    paths_checked: usize,
+    paths: Vec<usize>,
+}
+
+struct Run<'a> {
+    strategy: &'a dyn Strategy,
+    scenario: &'a Scenario,
+    session: &'a Session,
+    env: &'a Env<'a>,
+    log: Log,
+    store: VirtualStore,
+    info: HashMap<Key, Info>,
+    /// Offload paths seen in checkpoints, in order of appearance.
+    paths: Vec<String>,
+    /// (path index, file length, fact) -> the file holds the needle.
+    reads: HashMap<(usize, usize, usize), bool>,
+    rounds: u32,
+    /// Rounds completed when each fact was planted (set when its step is appended).
+    compactions: Vec<CompactionRecord>,
+    compact_micros: u64,
+    request: u32,
+}
+
+fn keys(view: &View) -> Vec<Key> {
+    let mut seen: HashMap<Origin, u32> = HashMap::new();
+    view.messages
+        .iter()
+        .map(|vm| {
+            let n = seen.entry(vm.origin).or_default();
+            *n += 1;
+            (vm.origin, *n - 1)
+        })
+        .collect()
+}
+
+impl Run<'_> {
+    fn describe(&mut self, key: Key, message: &Message) -> &mut Info {
+        let facts = &self.session.facts;
+        let counter = self.env.counter;
+        self.info.entry(key).or_insert_with(|| {
+            let text = message.searchable_text();
+            let needles = facts.iter().enumerate().filter(|(_, f)| text.contains(&f.needle)).map(|(i, _)| i).collect();
+            Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new() }
+        })
+    }
+
+    /// Exact tokens per view message (filling the content cache) and the request total.
+    fn measure(&mut self, view: &View) -> (Vec<Key>, Vec<u64>, u64) {
+        let keys = keys(view);
+        let tokens: Vec<u64> = keys.iter().zip(&view.messages).map(|(k, vm)| self.describe(*k, &vm.message).tokens).collect();
+        let total = tokens.iter().sum::<u64>() + PER_REQUEST_OVERHEAD;
+        (keys, tokens, total)
+    }
+
+    fn sync_paths(&mut self) {
+        let mut known: std::collections::HashSet<&str> = self.paths.iter().map(String::as_str).collect();
+        let mut fresh = Vec::new();
+        for (_, entry) in self.log.entries() {
+            if let Entry::Checkpoint(cp) = entry {
+                for o in &cp.offloads {
+                    if known.insert(&o.path) {
+                        fresh.push(o.path.clone());
+                    }
+                }
+            }
+        }
+        self.paths.extend(fresh);
+    }
+
+    fn maybe_compact(&mut self, at: Moment) -> bool {
+        let view = self.strategy.project(&self.log);
+        let decision = {
+            let cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store };
+            self.strategy.decide(&self.log, &view, at, &cx)
+        };
+        let Decision::Compact { reason } = decision else { return false };
+        let tokens_before = self.measure(&view).2;
+        let started = Instant::now();
+        let result = {
+            let mut cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store };
+            self.strategy.compact(&self.log, &view, at, &mut cx)
+        };
+        self.compact_micros += started.elapsed().as_micros() as u64;
+        let mut record = CompactionRecord {
+            request: self.request,
+            moment: match at {
+                Moment::TurnEnd => "turn_end",
+                Moment::BeforeRequest => "before_request",
+                Moment::Overflow => "overflow",
+            },
+            reason,
+            kinds: Vec::new(),
+            tokens_before,
+            tokens_after: tokens_before,
+            estimated_before: 0,
+            injected_tokens: 0,
+            summarizer_calls: 0,
+            summarizer_input: 0,
+            summarizer_output: 0,
+            error: None,
+        };
+        let compacted = match result {
+            Ok(checkpoints) if checkpoints.is_empty() => return false,
+            Ok(checkpoints) => {
+                for cp in checkpoints {
+                    record.kinds.push(cp.kind.as_str());
+                    record.estimated_before = record.estimated_before.max(cp.tokens_before);
+                    record.injected_tokens += cp.injected.iter().map(|m| self.env.counter.count_message(m)).sum::<u64>();
+                    record.summarizer_calls += cp.summarizer.calls;
+                    record.summarizer_input += cp.summarizer.input_tokens;
+                    record.summarizer_output += cp.summarizer.output_tokens;
+                    self.log.push_checkpoint(cp);
+                }
+                self.rounds += 1;
+                self.sync_paths();
+                let after = self.strategy.project(&self.log);
+                record.tokens_after = self.measure(&after).2;
+                true
+            }
+            // Degenerate input is a normal outcome, not a failure worth a row.
+            Err(e) if e.kind == ErrorKind::NothingToCompact => return false,
+            Err(e) => {
+                record.error = Some(e.to_string());
+                false
+            }
+        };
+        self.compactions.push(record);
+        compacted
+    }
+
+    /// The state of every fact in `view` (None where not needed at `step`).
+    fn probe(&mut self, view: &View, keys: &[Key], step: usize) -> Vec<Option<Status>> {
+        let facts = &self.session.facts;
+        let needed: Vec<usize> = (0..facts.len()).filter(|&i| facts[i].needed_at(step)).collect();
+        let mut out = vec![None; facts.len()];
+        if needed.is_empty() {
+            return out;
+        }
+        let mut mentioned = vec![false; self.paths.len()];
+        for (key, vm) in keys.iter().zip(&view.messages) {
+            let paths = self.paths.clone();
+            let info = self.describe(*key, &vm.message);
+            if info.paths_checked < paths.len() {
+                let text = vm.message.searchable_text();
+                for (i, p) in paths.iter().enumerate().skip(info.paths_checked) {
+                    if text.contains(p.as_str()) {
+                        info.paths.push(i);
+                    }
+                }
+                info.paths_checked = paths.len();
+            }
+            for &p in &info.paths {
+                mentioned[p] = true;
+            }
+            let here = match key.0 {
+                Origin::Entry(_) | Origin::Replaced(..) => Status::VerbatimKept,
+                Origin::Injected(_) => Status::VerbatimInjected,
+                Origin::Summary(_) => Status::VerbatimSummary,
+            };
+            for &f in &info.needles {
+                // Status orders kept < injected < summary: keep the most direct place.
+                out[f] = Some(out[f].map_or(here, |s: Status| s.min(here)));
+            }
+        }
+        for &f in &needed {
+            if out[f].is_some() {
+                continue;
+            }
+            let recoverable = mentioned.iter().enumerate().filter(|(_, m)| **m).any(|(p, _)| {
+                let Some(content) = self.store.read(&self.paths[p]) else { return false };
+                *self.reads.entry((p, content.len(), f)).or_insert_with(|| content.contains(&facts[f].needle))
+            });
+            out[f] = Some(if recoverable { Status::Recoverable } else { Status::Lost });
+        }
+        for (i, s) in out.iter_mut().enumerate() {
+            if !needed.contains(&i) {
+                *s = None;
+            }
+        }
+        out
+    }
+}
+
+/// One probe of one fact: (request, state, compactions since the fact was planted).
+type Probe = (u32, Status, u32);
+
+fn outcome(fact: &crate::facts::Fact, probes: &[Probe]) -> FactOutcome {
+    let mut counts = BTreeMap::new();
+    for (_, s, _) in probes {
+        *counts.entry(*s).or_default() += 1;
+    }
+    let first_lost = probes.iter().find(|(_, s, _)| *s == Status::Lost);
+    let max_rounds = probes.last().map_or(0, |p| p.2);
+    let after_round = (1..=max_rounds)
+        .filter_map(|k| probes.iter().find(|p| p.2 >= k).map(|p| p.1))
+        .collect();
+    FactOutcome {
+        id: fact.id.clone(),
+        kind: fact.kind,
+        needed: probes.len() as u32,
+        probes: counts,
+        last: probes.last().expect("only needed facts get an outcome").1,
+        lost_at: first_lost.map(|p| p.0),
+        lost_after_rounds: first_lost.map(|p| p.2),
+        after_round,
+    }
+}
+
+/// Replays `session` through `strategy`, calling `observe` before each request is sent.
+pub fn run(
+    strategy: &dyn Strategy,
+    scenario: &Scenario,
+    session: &Session,
+    seed: u64,
+    env: &Env<'_>,
+    mut observe: impl FnMut(&Snapshot<'_>),
+) -> RunResult {
+    let mut run = Run {
+        strategy,
+        scenario,
+        session,
+        env,
+        log: Log::new(),
+        store: VirtualStore::new(),
+        info: HashMap::new(),
+        paths: Vec::new(),
+        reads: HashMap::new(),
+        rounds: 0,
+        compactions: Vec::new(),
+        compact_micros: 0,
+        request: 0,
+    };
+    run.log.push_message(session.system.clone());
+    let window = scenario.model.window;
+    let facts = &session.facts;
+    let mut requests = Vec::new();
+    let mut violations: BTreeMap<&'static str, BTreeMap<&'static str, u32>> = BTreeMap::new();
+    let mut prev_keys: Vec<Key> = Vec::new();
+    let mut probes: Vec<Vec<Probe>> = vec![Vec::new(); facts.len()];
+    // Compactions completed when each fact was planted.
+    let mut planted_round = vec![0u32; facts.len()];
+    let mut output_tokens = 0;
+    let mut any_assistant = false;
+
+    for (step, event) in session.steps.iter().enumerate() {
+        match event {
+            Step::User(m) => {
+                if any_assistant {
+                    run.maybe_compact(Moment::TurnEnd);
+                }
+                run.log.push_message(m.clone());
+            }
+            Step::Tool(m) => {
+                run.log.push_message(m.clone());
+            }
+            Step::Assistant(m) => {
+                run.maybe_compact(Moment::BeforeRequest);
+                let mut view = strategy.project(&run.log);
+                let (mut keys, mut tokens, mut total) = run.measure(&view);
+                if total > window && run.maybe_compact(Moment::Overflow) {
+                    view = strategy.project(&run.log);
+                    (keys, tokens, total) = run.measure(&view);
+                }
+                let mut per_shape = [0u32; 4];
+                for (i, shape) in Shape::ALL.into_iter().enumerate() {
+                    let found = validate(&lower(&view, shape));
+                    per_shape[i] = found.len() as u32;
+                    for v in found {
+                        *violations.entry(shape.as_str()).or_default().entry(v.rule.as_str()).or_default() += 1;
+                    }
+                }
+                let shared = keys.iter().zip(&prev_keys).take_while(|(a, b)| a == b).count();
+                let cached: u64 = tokens[..shared].iter().sum();
+                for (f, s) in run.probe(&view, &keys, step).into_iter().enumerate() {
+                    if let Some(s) = s {
+                        probes[f].push((run.request, s, run.rounds - planted_round[f]));
+                    }
+                }
+                observe(&Snapshot { index: run.request, view: &view, tokens: &tokens, log: &run.log });
+                requests.push(RequestRecord {
+                    index: run.request,
+                    step: step as u32,
+                    tokens: total,
+                    cached_tokens: cached,
+                    messages: view.len() as u32,
+                    overflow: total > window,
+                    rounds: run.rounds,
+                    violations: per_shape,
+                });
+                prev_keys = keys;
+                let out = env.counter.count_message(m);
+                output_tokens += out;
+                let mut answer = m.clone();
+                answer.usage = Some(Usage { input: total, output: out, cache_read: 0 });
+                run.log.push_message(answer);
+                any_assistant = true;
+                run.request += 1;
+            }
+        }
+        for (f, fact) in facts.iter().enumerate() {
+            if fact.planted_step == step {
+                planted_round[f] = run.rounds;
+            }
+        }
+    }
+
+    RunResult {
+        strategy: strategy.info().id.clone(),
+        scenario: scenario.name.clone(),
+        seed,
+        window,
+        facts: facts.iter().zip(&probes).filter(|(_, p)| !p.is_empty()).map(|(f, p)| outcome(f, p)).collect(),
+        requests,
+        compactions: run.compactions,
+        violations,
+        log_entries: run.log.len(),
+        output_tokens,
+        compact_micros: run.compact_micros,
+    }
+}

@@ -1,0 +1,74 @@
+//! Planted facts: kinds, needles, and the span of requests in which each is needed.
+
+use serde::{Deserialize, Serialize};
+
+/// What a planted fact is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactKind {
+    /// An exact error line from a failing tool run.
+    ErrorMessage,
+    /// A constraint the user stated.
+    UserConstraint,
+    /// A step the assistant said is still open.
+    UnresolvedStep,
+    /// A search that found nothing (so it need not be repeated).
+    NegativeResult,
+    /// A file the assistant modified (the artifact trail).
+    FilePath,
+    /// A decision with its reason.
+    Decision,
+    /// A function or flag name defined in code the assistant read.
+    Identifier,
+}
+
+impl FactKind {
+    /// Every kind, in report order.
+    pub const ALL: [FactKind; 7] = [
+        FactKind::ErrorMessage,
+        FactKind::UserConstraint,
+        FactKind::UnresolvedStep,
+        FactKind::NegativeResult,
+        FactKind::FilePath,
+        FactKind::Decision,
+        FactKind::Identifier,
+    ];
+
+    /// Snake-case name as in scenario files and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FactKind::ErrorMessage => "error_message",
+            FactKind::UserConstraint => "user_constraint",
+            FactKind::UnresolvedStep => "unresolved_step",
+            FactKind::NegativeResult => "negative_result",
+            FactKind::FilePath => "file_path",
+            FactKind::Decision => "decision",
+            FactKind::Identifier => "identifier",
+        }
+    }
+}
+
+/// A fact planted in a generated session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Fact {
+    /// `f<n>`, unique in the session.
+    pub id: String,
+    /// Kind.
+    pub kind: FactKind,
+    /// The exact string whose presence in a request means the fact is there verbatim.
+    /// Needles carry a random tag no generated filler contains, so they are unique.
+    pub needle: String,
+    /// Session step (index into `Session::steps`) holding the needle first.
+    pub planted_step: usize,
+    /// The fact is needed by every request whose step lies in `needed_from..=needed_until`.
+    pub needed_from: usize,
+    /// Last step at which it is needed.
+    pub needed_until: usize,
+}
+
+impl Fact {
+    /// Whether the request made at `step` needs this fact.
+    pub fn needed_at(&self, step: usize) -> bool {
+        (self.needed_from..=self.needed_until).contains(&step)
+    }
+}

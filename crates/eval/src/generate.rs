@@ -1,0 +1,429 @@
+//! The seeded session generator: a long coding session with realistic tool traffic and
+//! planted facts.
+//!
+//! Same scenario and seed, same session, byte for byte (ChaCha8 seeded from a stable hash).
+//! Filler identifiers are built from dictionary words only; every needle carries a tag of
+//! letters and digits (`q7k2`) that filler never produces, so needles are unique.
+
+use std::collections::HashSet;
+
+use compactbench_core::{Message, Part, Role};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use crate::facts::{Fact, FactKind};
+use crate::scenario::{FactSpec, Scenario};
+
+/// One event of a session as it happened.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// The user speaks; a new turn starts.
+    User(Message),
+    /// The model answers; a request is made right before it.
+    Assistant(Message),
+    /// Tool results arrive.
+    Tool(Message),
+}
+
+impl Step {
+    /// The message of the step.
+    pub fn message(&self) -> &Message {
+        match self {
+            Step::User(m) | Step::Assistant(m) | Step::Tool(m) => m,
+        }
+    }
+}
+
+/// A generated session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Session {
+    /// The system prompt.
+    pub system: Message,
+    /// Events in order.
+    pub steps: Vec<Step>,
+    /// Planted facts.
+    pub facts: Vec<Fact>,
+}
+
+impl Session {
+    /// Number of model requests the session makes (one per assistant step).
+    pub fn requests(&self) -> usize {
+        self.steps.iter().filter(|s| matches!(s, Step::Assistant(_))).count()
+    }
+}
+
+/// FNV-1a: a hash that stays the same across Rust releases (unlike `DefaultHasher`).
+pub(crate) fn stable_hash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+const MODULES: &[&str] = &[
+    "parser", "lexer", "config", "cache", "server", "client", "store", "index", "query", "render", "auth", "session",
+    "router", "codec", "metrics", "scheduler", "worker", "planner", "buffer", "format",
+];
+const DIRS: &[&str] = &["src", "src/core", "src/net", "src/storage", "crates/engine/src"];
+const VERBS: &[&str] = &[
+    "parse", "load", "build", "read", "write", "flush", "resolve", "apply", "merge", "split", "encode", "decode",
+    "validate", "render", "fetch", "spawn", "close", "open", "update", "compute",
+];
+const NOUNS: &[&str] = &[
+    "token", "buffer", "config", "entry", "node", "frame", "header", "record", "batch", "span", "range", "block",
+    "index", "query", "state", "event", "request", "response", "handle", "cursor",
+];
+const TYPES: &[&str] = &["Builder", "Config", "Error", "State", "Map", "Id", "Kind", "Reader", "Writer", "Table"];
+
+struct Gen<'a> {
+    rng: ChaCha8Rng,
+    scale: f64,
+    spec: &'a Scenario,
+    steps: Vec<Step>,
+    calls: u32,
+    tags: HashSet<String>,
+}
+
+/// A tool call to make and how its result is produced.
+enum Call {
+    Read { path: String, defines: Option<String> },
+    Grep { pattern: String, empty: bool },
+    Test { module: String, failure: Option<String> },
+    Build,
+    Edit { path: String },
+    Ls { dir: String },
+}
+
+impl Gen<'_> {
+    fn pick<'s>(&mut self, xs: &[&'s str]) -> &'s str {
+        xs[self.rng.gen_range(0..xs.len())]
+    }
+
+    fn ident(&mut self) -> String {
+        format!("{}_{}", self.pick(VERBS), self.pick(NOUNS))
+    }
+
+    fn type_name(&mut self) -> String {
+        let noun = self.pick(NOUNS);
+        let mut c = noun.chars();
+        let head: String = c.next().map(|h| h.to_ascii_uppercase()).into_iter().chain(c).collect();
+        format!("{head}{}", self.pick(TYPES))
+    }
+
+    fn path(&mut self) -> String {
+        format!("{}/{}.rs", self.pick(DIRS), self.pick(MODULES))
+    }
+
+    /// A fresh tag: a letter, a digit, a letter, a digit. Filler never has digits in words.
+    fn tag(&mut self) -> String {
+        loop {
+            let t: String = [
+                self.rng.gen_range(b'a'..=b'z') as char,
+                self.rng.gen_range(b'0'..=b'9') as char,
+                self.rng.gen_range(b'a'..=b'z') as char,
+                self.rng.gen_range(b'0'..=b'9') as char,
+            ]
+            .into_iter()
+            .collect();
+            if self.tags.insert(t.clone()) {
+                return t;
+            }
+        }
+    }
+
+    fn lines(&mut self, lo: usize, hi: usize) -> usize {
+        let n = self.rng.gen_range(lo..=hi) as f64 * self.scale;
+        (n.round() as usize).max(1)
+    }
+
+    fn code_line(&mut self) -> String {
+        let (a, b, t) = (self.ident(), self.ident(), self.type_name());
+        match self.rng.gen_range(0..9) {
+            0 => format!("pub fn {a}(&mut self, {}: &{t}) -> Result<(), {t}> {{", self.pick(NOUNS)),
+            1 => format!("    let {} = self.{a}({})?;", self.pick(NOUNS), self.pick(NOUNS)),
+            2 => format!("    if {}.is_empty() {{ return Err({t}::{}); }}", self.pick(NOUNS), self.pick(NOUNS)),
+            3 => format!("    for {} in self.{}.iter() {{", self.pick(NOUNS), self.pick(NOUNS)),
+            4 => format!("        self.{b}(&{}, {});", self.pick(NOUNS), self.rng.gen_range(0..4096)),
+            5 => "    }".to_owned(),
+            6 => format!("    // {} the {} before we {} it", self.pick(VERBS), self.pick(NOUNS), self.pick(VERBS)),
+            7 => format!("use crate::{}::{{{t}, {}}};", self.pick(MODULES), self.type_name()),
+            _ => format!("    Ok({t}::new({}))", self.pick(NOUNS)),
+        }
+    }
+
+    fn call_id(&mut self) -> String {
+        self.calls += 1;
+        format!("call_{:05}", self.calls)
+    }
+
+    fn ordinary_call(&mut self, parallel: bool) -> Call {
+        let w = &self.spec.session.tools;
+        let weights = if parallel { [w.read.max(1), w.grep, 0, 0, w.ls] } else { [w.read, w.grep, w.bash, w.edit, w.ls] };
+        let total: u32 = weights.iter().sum();
+        let mut r = self.rng.gen_range(0..total);
+        let kind = weights.iter().position(|&x| {
+            if r < x {
+                true
+            } else {
+                r -= x;
+                false
+            }
+        });
+        match kind.expect("r < total") {
+            0 => Call::Read { path: self.path(), defines: None },
+            1 => Call::Grep { pattern: self.ident(), empty: false },
+            2 if self.rng.gen_bool(0.7) => Call::Test { module: self.pick(MODULES).to_owned(), failure: None },
+            2 => Call::Build,
+            3 => Call::Edit { path: self.path() },
+            _ => Call::Ls { dir: self.pick(DIRS).to_owned() },
+        }
+    }
+
+    fn call_part(&mut self, call: &Call) -> (String, Part) {
+        let id = self.call_id();
+        let (name, args) = match call {
+            Call::Read { path, .. } => ("read", json!({ "path": path })),
+            Call::Grep { pattern, .. } => ("grep", json!({ "pattern": pattern, "path": "." })),
+            Call::Test { module, .. } => ("bash", json!({ "command": format!("cargo test {module}::") })),
+            Call::Build => ("bash", json!({ "command": "cargo build --all-targets" })),
+            Call::Edit { path } => {
+                let (old, new) = (self.code_line(), self.code_line());
+                ("edit", json!({ "path": path, "oldText": old, "newText": new }))
+            }
+            Call::Ls { dir } => ("ls", json!({ "path": dir })),
+        };
+        (id.clone(), Part::ToolCall { id, name: name.to_owned(), args })
+    }
+
+    fn result_text(&mut self, call: &Call) -> (String, bool) {
+        match call {
+            Call::Read { path, defines } => {
+                let n = self.lines(30, 220);
+                let mut out: Vec<String> = (0..n).map(|_| self.code_line()).collect();
+                if let Some(name) = defines {
+                    let at = self.rng.gen_range(0..=out.len());
+                    out.insert(at, format!("pub fn {name}(&self) -> bool {{"));
+                }
+                let numbered: Vec<String> = out.iter().enumerate().map(|(i, l)| format!("{:>4}\t{l}", i + 1)).collect();
+                (format!("{path}\n{}", numbered.join("\n")), false)
+            }
+            Call::Grep { pattern, empty: true } => {
+                (format!("No matches found for `{pattern}` in {} files.", self.rng.gen_range(120..900)), false)
+            }
+            Call::Grep { pattern, .. } => {
+                let n = self.lines(4, 70);
+                let hits: Vec<String> = (0..n)
+                    .map(|_| {
+                        let (p, l, c) = (self.path(), self.rng.gen_range(1..900), self.code_line());
+                        format!("{p}:{l}:{}", c.replace(&c[..c.len().min(8)], pattern))
+                    })
+                    .collect();
+                (hits.join("\n"), false)
+            }
+            Call::Test { module, failure } => {
+                let n = self.lines(12, 90);
+                let mut out = vec![format!("   Compiling engine v0.4.2"), format!("running {n} tests")];
+                for _ in 0..n {
+                    out.push(format!("test {module}::tests::{} ... ok", self.ident()));
+                }
+                match failure {
+                    Some(line) => {
+                        out.push(String::new());
+                        out.push("failures:".into());
+                        out.push(format!("---- {module}::tests::{} stdout ----", self.ident()));
+                        out.push(line.clone());
+                        for _ in 0..self.lines(6, 20) {
+                            let (f, l) = (self.ident(), self.rng.gen_range(1..900));
+                            out.push(format!("   at {module}::{f} (src/{module}.rs:{l})"));
+                        }
+                        out.push(format!("test result: FAILED. {} passed; 1 failed; 0 ignored", n - 1));
+                        (out.join("\n"), true)
+                    }
+                    None => {
+                        out.push(format!("test result: ok. {n} passed; 0 failed; 0 ignored"));
+                        (out.join("\n"), false)
+                    }
+                }
+            }
+            Call::Build => {
+                let n = self.lines(4, 30);
+                let mut out: Vec<String> =
+                    (0..n).map(|_| format!("   Compiling {}-{} v0.{}.{}", self.pick(NOUNS), self.pick(MODULES), self.rng.gen_range(1..9), self.rng.gen_range(0..20))).collect();
+                out.push(format!("    Finished `dev` profile [unoptimized + debuginfo] target(s) in {}.{}s", self.rng.gen_range(1..90), self.rng.gen_range(0..99)));
+                (out.join("\n"), false)
+            }
+            Call::Edit { path } => {
+                let n = self.lines(3, 24);
+                let mut out = vec![format!("Applied edit to {path}"), format!("@@ -{0},{n} +{0},{n} @@", self.rng.gen_range(1..400))];
+                for _ in 0..n {
+                    let sign = self.pick(&["+", "-", " "]);
+                    out.push(format!("{sign}{}", self.code_line()));
+                }
+                (out.join("\n"), false)
+            }
+            Call::Ls { dir } => {
+                let n = self.lines(6, 40);
+                let out: Vec<String> = (0..n).map(|_| format!("{dir}/{}_{}.rs", self.pick(MODULES), self.pick(NOUNS))).collect();
+                (out.join("\n"), false)
+            }
+        }
+    }
+
+    /// Pushes one assistant step making `calls` and the tool results answering them.
+    fn tool_step(&mut self, calls: Vec<Call>) {
+        let mut parts = Vec::new();
+        if self.rng.gen_bool(0.4) {
+            let (v, p) = (self.pick(VERBS), self.path());
+            parts.push(Part::text(format!("I'll {v} what {p} does before changing anything.")));
+        }
+        let mut results = Vec::new();
+        for call in &calls {
+            let (id, part) = self.call_part(call);
+            parts.push(part);
+            let (text, is_error) = self.result_text(call);
+            let name = match &parts.last() {
+                Some(Part::ToolCall { name, .. }) => name.clone(),
+                _ => unreachable!("just pushed a call"),
+            };
+            results.push(Message::tool_result(id, name, text, is_error));
+        }
+        self.steps.push(Step::Assistant(Message::new(Role::Assistant, parts)));
+        // Parallel results sometimes arrive out of order.
+        if results.len() > 1 && self.rng.gen_bool(0.3) {
+            results.shuffle(&mut self.rng);
+        }
+        self.steps.extend(results.into_iter().map(Step::Tool));
+    }
+}
+
+/// A fact planted before its span is known (span is filled in once turns have step indices).
+struct Planted {
+    kind: FactKind,
+    needle: String,
+    step: usize,
+    until_turn: u32,
+}
+
+fn system_prompt(g: &mut Gen<'_>) -> Message {
+    let mut lines = vec!["You are a coding agent working in a Rust repository. Use the tools to read, search, edit and test.".to_owned()];
+    for _ in 0..g.spec.session.system_prompt_lines {
+        let (v, n, m) = (g.pick(VERBS), g.pick(NOUNS), g.pick(MODULES));
+        lines.push(format!("- When you {v} a {n} in the {m} module, keep the change small and run its tests afterwards."));
+    }
+    Message::system(lines.join("\n"))
+}
+
+/// Generates the session of `scenario` for `seed`.
+pub fn generate(scenario: &Scenario, seed: u64) -> Session {
+    let rng = ChaCha8Rng::seed_from_u64(stable_hash(&scenario.name) ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut g = Gen { rng, scale: scenario.session.output_scale, spec: scenario, steps: Vec::new(), calls: 0, tags: HashSet::new() };
+    let system = system_prompt(&mut g);
+    let turns = scenario.session.turns;
+    let mut planted: Vec<Planted> = Vec::new();
+    let mut turn_last_step = Vec::new();
+    for turn in 0..turns {
+        let here: Vec<&FactSpec> = scenario.facts.iter().filter(|f| f.turn == turn).collect();
+        let until = |f: &FactSpec| f.until_turn.unwrap_or(turns - 1);
+
+        // The user message, with any constraint.
+        let (v, p) = (g.pick(VERBS), g.path());
+        let mut text = format!("Next: {v} the handling in {p} so the {} path works; run the tests when done.", g.pick(NOUNS));
+        for f in here.iter().filter(|f| f.kind == FactKind::UserConstraint) {
+            let needle = format!("do not change the public API of {}::{}_{}", g.pick(MODULES), g.ident(), g.tag());
+            text.push_str(&format!(" Important: {needle}; other crates depend on it."));
+            planted.push(Planted { kind: f.kind, needle, step: g.steps.len(), until_turn: until(f) });
+        }
+        g.steps.push(Step::User(Message::user(text)));
+
+        // Steps forced by facts, placed at random positions among the turn's steps.
+        let mut forced: Vec<(Call, Option<(FactKind, String, u32)>)> = Vec::new();
+        for f in &here {
+            let tag = g.tag();
+            let entry = match f.kind {
+                FactKind::ErrorMessage => {
+                    let (module, name, ty) = (g.pick(MODULES).to_owned(), g.ident(), g.type_name());
+                    let needle = format!("error[E0599]: no method named `{name}_{tag}` found for struct `{ty}` in the current scope");
+                    Some((Call::Test { module, failure: Some(needle.clone()) }, needle))
+                }
+                FactKind::NegativeResult => {
+                    let pattern = format!("{}_{tag}", g.ident());
+                    Some((Call::Grep { pattern: pattern.clone(), empty: true }, format!("No matches found for `{pattern}`")))
+                }
+                FactKind::FilePath => {
+                    let path = format!("{}/{}_{tag}.rs", g.pick(DIRS), g.pick(MODULES));
+                    Some((Call::Edit { path: path.clone() }, path))
+                }
+                FactKind::Identifier => {
+                    let name = format!("{}_{tag}", g.ident());
+                    Some((Call::Read { path: g.path(), defines: Some(name.clone()) }, name))
+                }
+                FactKind::UserConstraint | FactKind::UnresolvedStep | FactKind::Decision => None,
+            };
+            if let Some((call, needle)) = entry {
+                forced.push((call, Some((f.kind, needle, until(f)))));
+            }
+        }
+        let [lo, hi] = scenario.session.steps_per_turn;
+        let n = (g.rng.gen_range(lo..=hi) as usize).max(forced.len());
+        let mut slots: Vec<usize> = (0..n).collect();
+        slots.shuffle(&mut g.rng);
+        let mut at: Vec<Option<usize>> = vec![None; n];
+        for (i, slot) in slots.into_iter().take(forced.len()).enumerate() {
+            at[slot] = Some(i);
+        }
+        let mut forced: Vec<Option<(Call, Option<(FactKind, String, u32)>)>> = forced.into_iter().map(Some).collect();
+        for slot in at {
+            match slot {
+                Some(i) => {
+                    let (call, fact) = forced[i].take().expect("each forced step is placed once");
+                    g.tool_step(vec![call]);
+                    if let Some((kind, needle, until_turn)) = fact {
+                        // The needle is in the call (edit path) or in its result: the last step.
+                        planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn });
+                    }
+                }
+                None => {
+                    let parallel = g.rng.gen_bool(scenario.session.parallel_share);
+                    let k = if parallel { g.rng.gen_range(2..=4) } else { 1 };
+                    let calls = (0..k).map(|_| g.ordinary_call(parallel)).collect();
+                    g.tool_step(calls);
+                }
+            }
+        }
+
+        // The closing answer, with any decision or open step.
+        let mut text = format!("Done with {} for now: the {} tests pass locally.", g.path(), g.pick(MODULES));
+        let mut closing = Vec::new();
+        for f in here.iter().filter(|f| matches!(f.kind, FactKind::Decision | FactKind::UnresolvedStep)) {
+            let tag = g.tag();
+            let needle = match f.kind {
+                FactKind::Decision => {
+                    let (name, ds, why) = (g.ident(), g.pick(&["BTreeMap", "Vec", "HashSet", "SmallVec"]), g.pick(&["iteration order must be deterministic", "the hot path must not allocate", "lookups dominate the profile"]));
+                    format!("use a {ds} for {name}_{tag} because {why}")
+                }
+                _ => format!("update the migration notes in docs/{}_{tag}.md", g.pick(MODULES)),
+            };
+            let sentence = if f.kind == FactKind::Decision { format!(" Decision: {needle}.") } else { format!(" Still open: {needle} once the fix lands.") };
+            text.push_str(&sentence);
+            closing.push((f.kind, needle, until(f)));
+        }
+        g.steps.push(Step::Assistant(Message::assistant(text)));
+        for (kind, needle, until_turn) in closing {
+            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn });
+        }
+        turn_last_step.push(g.steps.len() - 1);
+    }
+
+    let facts = planted
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| Fact {
+            id: format!("f{i}"),
+            kind: p.kind,
+            needle: p.needle,
+            planted_step: p.step,
+            needed_from: p.step + 1,
+            needed_until: turn_last_step[p.until_turn as usize],
+        })
+        .collect();
+    Session { system, steps: g.steps, facts }
+}

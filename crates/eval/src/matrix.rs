@@ -1,0 +1,49 @@
+//! The strategy x scenario x seed matrix, run in parallel.
+
+use compactbench_core::{Strategy, Summarizer};
+use compactbench_tokens::TokenCounter;
+use rayon::prelude::*;
+
+use crate::drive::{run, Env};
+use crate::generate::{generate, Session};
+use crate::results::RunResult;
+use crate::scenario::Scenario;
+
+/// Runs every strategy on every scenario for seeds `0..seeds`, on the current rayon pool.
+/// `tick` is called once per finished run (from worker threads) for progress display.
+/// Results come back ordered by scenario, then strategy, then seed, whatever the thread
+/// count, so output is independent of `--jobs`.
+pub fn run_matrix(
+    strategies: &[Box<dyn Strategy>],
+    scenarios: &[Scenario],
+    seeds: u64,
+    counter: &TokenCounter,
+    summarizer: &dyn Summarizer,
+    tick: &(dyn Fn(&RunResult) + Sync),
+) -> Vec<RunResult> {
+    let sessions: Vec<(usize, u64, Session)> = scenarios
+        .par_iter()
+        .enumerate()
+        .flat_map(|(i, sc)| (0..seeds).into_par_iter().map(move |seed| (i, seed, generate(sc, seed))))
+        .collect();
+    let jobs: Vec<(&(usize, u64, Session), &Box<dyn Strategy>)> =
+        sessions.iter().flat_map(|s| strategies.iter().map(move |st| (s, st))).collect();
+    let env = Env { counter, summarizer };
+    let mut results: Vec<RunResult> = jobs
+        .par_iter()
+        .map(|((i, seed, session), strategy)| {
+            let r = run(strategy.as_ref(), &scenarios[*i], session, *seed, &env, |_| {});
+            tick(&r);
+            r
+        })
+        .collect();
+    // `collect` keeps job order: sessions by scenario then seed, strategies inside. Reorder to
+    // scenario, strategy, seed.
+    let order = |r: &RunResult| {
+        let sc = scenarios.iter().position(|s| s.name == r.scenario);
+        let st = strategies.iter().position(|s| s.info().id == r.strategy);
+        (sc, st, r.seed)
+    };
+    results.sort_by_key(order);
+    results
+}

@@ -1,0 +1,144 @@
+//! What one run of one strategy over one session produced.
+//!
+//! These are the eval's own types; the report crate converts them into its flat rows.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::facts::FactKind;
+
+/// A fact's state in one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The needle is in the request, in a kept (or replaced) log message.
+    VerbatimKept,
+    /// The needle is in the request, in a message a checkpoint re-injected.
+    VerbatimInjected,
+    /// The needle is in the request, in a summary.
+    VerbatimSummary,
+    /// Not in the request, but a path named in the request reads back to bytes holding it.
+    Recoverable,
+    /// Neither.
+    Lost,
+}
+
+impl Status {
+    /// Whether the needle is in the request itself.
+    pub fn is_verbatim(self) -> bool {
+        matches!(self, Status::VerbatimKept | Status::VerbatimInjected | Status::VerbatimSummary)
+    }
+
+    /// Snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::VerbatimKept => "verbatim_kept",
+            Status::VerbatimInjected => "verbatim_injected",
+            Status::VerbatimSummary => "verbatim_summary",
+            Status::Recoverable => "recoverable",
+            Status::Lost => "lost",
+        }
+    }
+}
+
+/// One model request as it would have been sent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RequestRecord {
+    /// Request number, from 0.
+    pub index: u32,
+    /// Session step the request answers.
+    pub step: u32,
+    /// Exact tokens of the request.
+    pub tokens: u64,
+    /// Tokens of the longest prefix shared with the previous request (prompt-cache reuse).
+    pub cached_tokens: u64,
+    /// Messages in the view.
+    pub messages: u32,
+    /// Still over the window after any overflow compaction: the provider would reject it.
+    pub overflow: bool,
+    /// Compactions so far.
+    pub rounds: u32,
+    /// Violations per shape, in `Shape::ALL` order.
+    pub violations: [u32; 4],
+}
+
+/// One compaction attempt.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CompactionRecord {
+    /// The request it preceded.
+    pub request: u32,
+    /// `turn_end`, `before_request` or `overflow`.
+    pub moment: &'static str,
+    /// The strategy's reason.
+    pub reason: String,
+    /// Kinds of the appended checkpoints, in order (empty when it failed or did nothing).
+    pub kinds: Vec<&'static str>,
+    /// Exact tokens of the view before.
+    pub tokens_before: u64,
+    /// Exact tokens of the view after.
+    pub tokens_after: u64,
+    /// The strategy's own estimate of the context before (from its checkpoints).
+    pub estimated_before: u64,
+    /// Exact tokens of re-injected messages.
+    pub injected_tokens: u64,
+    /// Summarizer calls.
+    pub summarizer_calls: u32,
+    /// Summarizer input tokens.
+    pub summarizer_input: u64,
+    /// Summarizer output tokens.
+    pub summarizer_output: u64,
+    /// The error, if the compaction failed (nothing was appended).
+    pub error: Option<String>,
+}
+
+/// What happened to one planted fact.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FactOutcome {
+    /// Fact id.
+    pub id: String,
+    /// Kind.
+    pub kind: FactKind,
+    /// Requests that needed it.
+    pub needed: u32,
+    /// Of those, how many had it in each state.
+    pub probes: BTreeMap<Status, u32>,
+    /// State at the last request that needed it.
+    pub last: Status,
+    /// First request at which it was lost, if ever.
+    pub lost_at: Option<u32>,
+    /// Compactions it had been through (since planting) when first lost.
+    pub lost_after_rounds: Option<u32>,
+    /// State at the first request after each compaction it went through: `[0]` after the
+    /// first, `[1]` after the second, … (the drift curve).
+    pub after_round: Vec<Status>,
+}
+
+/// One run: one strategy, one scenario, one seed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunResult {
+    /// Strategy id.
+    pub strategy: String,
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed.
+    pub seed: u64,
+    /// The scenario's window.
+    pub window: u64,
+    /// Requests in order.
+    pub requests: Vec<RequestRecord>,
+    /// Compaction attempts in order.
+    pub compactions: Vec<CompactionRecord>,
+    /// Facts that were needed at least once.
+    pub facts: Vec<FactOutcome>,
+    /// Violation counts per shape and rule over all requests.
+    pub violations: BTreeMap<&'static str, BTreeMap<&'static str, u32>>,
+    /// Entries in the log at the end (messages plus checkpoints).
+    pub log_entries: usize,
+    /// Output tokens of the session's assistant messages (priced as output).
+    pub output_tokens: u64,
+    /// Wall time spent inside `compact` calls, in microseconds. Not deterministic, so it is
+    /// kept out of `results.json` and reported in the timing table only.
+    #[serde(skip)]
+    pub compact_micros: u64,
+}

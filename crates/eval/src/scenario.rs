@@ -1,0 +1,194 @@
+//! Scenario files: TOML, validated with errors that name the file and the field.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use compactbench_core::{ModelProfile, Shape};
+use serde::Deserialize;
+
+use crate::facts::FactKind;
+
+/// A scenario: a model profile, the shape of a generated session, and the facts to plant.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short id, used in reports and on the command line (`[a-z0-9-]+`).
+    pub name: String,
+    /// One line: the stressor this scenario applies.
+    pub description: String,
+    /// The model the session runs against.
+    pub model: ModelProfile,
+    /// How the session is generated.
+    pub session: SessionSpec,
+    /// Facts to plant.
+    #[serde(default, rename = "facts")]
+    pub facts: Vec<FactSpec>,
+}
+
+/// Tool weights for the generator: relative frequency of each tool in ordinary steps.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolWeights {
+    /// File reads.
+    #[serde(default)]
+    pub read: u32,
+    /// Searches.
+    #[serde(default)]
+    pub grep: u32,
+    /// Shell commands, mostly test runs.
+    #[serde(default)]
+    pub bash: u32,
+    /// File edits.
+    #[serde(default)]
+    pub edit: u32,
+    /// Directory listings.
+    #[serde(default)]
+    pub ls: u32,
+}
+
+impl Default for ToolWeights {
+    fn default() -> Self {
+        ToolWeights { read: 4, grep: 2, bash: 3, edit: 2, ls: 1 }
+    }
+}
+
+/// How the session is generated.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSpec {
+    /// Number of user turns.
+    pub turns: u32,
+    /// Inclusive range of tool-calling assistant steps per turn.
+    pub steps_per_turn: [u32; 2],
+    /// Share of steps that issue 2–4 calls in parallel (0.0–1.0).
+    #[serde(default)]
+    pub parallel_share: f64,
+    /// Multiplier on tool output sizes.
+    #[serde(default = "one")]
+    pub output_scale: f64,
+    /// Lines of the system prompt (about 12 tokens each).
+    #[serde(default = "default_system_lines")]
+    pub system_prompt_lines: u32,
+    /// Tool mix.
+    #[serde(default)]
+    pub tools: ToolWeights,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn default_system_lines() -> u32 {
+    80
+}
+
+/// One planted fact.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactSpec {
+    /// What kind of fact.
+    pub kind: FactKind,
+    /// Turn (0-based) in which it is planted.
+    pub turn: u32,
+    /// Last turn in which it is still needed (inclusive); default: the last turn.
+    #[serde(default)]
+    pub until_turn: Option<u32>,
+}
+
+/// A scenario file could not be used.
+#[derive(Debug)]
+pub struct ScenarioError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong, naming the field (and line where the parser knows it).
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl Scenario {
+    /// Parses and validates scenario text; `path` is used in errors only.
+    pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        let err = |message: String| ScenarioError { path: path.to_owned(), message };
+        let scenario: Scenario = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_owned()))?;
+        scenario.validate().map_err(|(field, what)| err(format!("field `{field}`: {what}")))?;
+        Ok(scenario)
+    }
+
+    /// Reads, parses and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError { path: path.to_owned(), message: format!("cannot read: {e}") })?;
+        Scenario::parse(path, &text)
+    }
+
+    fn validate(&self) -> Result<(), (String, String)> {
+        let fail = |field: &str, what: String| Err((field.to_owned(), what));
+        if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+            return fail("name", format!("expected lowercase letters, digits and '-', got {:?}", self.name));
+        }
+        if self.model.window < 1024 {
+            return fail("model.window", format!("expected at least 1024 tokens, got {}", self.model.window));
+        }
+        if self.model.max_output == 0 || self.model.max_output >= self.model.window {
+            return fail("model.max_output", format!("expected 1..{} (below the window), got {}", self.model.window, self.model.max_output));
+        }
+        let s = &self.session;
+        if s.turns == 0 {
+            return fail("session.turns", "expected at least 1".into());
+        }
+        let [lo, hi] = s.steps_per_turn;
+        if lo > hi || hi == 0 {
+            return fail("session.steps_per_turn", format!("expected [min, max] with 0 <= min <= max and max >= 1, got [{lo}, {hi}]"));
+        }
+        if !(0.0..=1.0).contains(&s.parallel_share) {
+            return fail("session.parallel_share", format!("expected 0.0..=1.0, got {}", s.parallel_share));
+        }
+        if !(s.output_scale > 0.0 && s.output_scale <= 100.0) {
+            return fail("session.output_scale", format!("expected a number in (0, 100], got {}", s.output_scale));
+        }
+        let t = &s.tools;
+        if t.read + t.grep + t.bash + t.edit + t.ls == 0 {
+            return fail("session.tools", "expected at least one tool with a weight above 0".into());
+        }
+        for (i, f) in self.facts.iter().enumerate() {
+            if f.turn >= s.turns {
+                return fail(&format!("facts[{i}].turn"), format!("expected a turn below session.turns = {}, got {}", s.turns, f.turn));
+            }
+            if let Some(u) = f.until_turn {
+                if u < f.turn || u >= s.turns {
+                    return fail(&format!("facts[{i}].until_turn"), format!("expected {}..{}, got {u}", f.turn, s.turns));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The shape requests are "really" sent as.
+    pub fn provider(&self) -> Shape {
+        self.model.provider
+    }
+}
+
+/// Loads every `*.toml` in `dir`, sorted by file name.
+pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+    let read = std::fs::read_dir(dir).map_err(|e| ScenarioError { path: dir.to_owned(), message: format!("cannot list: {e}") })?;
+    let mut paths: Vec<PathBuf> = read
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    let scenarios = paths.iter().map(|p| Scenario::load(p)).collect::<Result<Vec<_>, _>>()?;
+    for (i, s) in scenarios.iter().enumerate() {
+        if let Some(j) = scenarios[..i].iter().position(|o| o.name == s.name) {
+            return Err(ScenarioError { path: paths[i].clone(), message: format!("field `name`: {:?} is also used by {}", s.name, paths[j].display()) });
+        }
+    }
+    Ok(scenarios)
+}

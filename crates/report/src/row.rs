@@ -1,0 +1,125 @@
+//! Flat report rows, converted by hand from run results.
+
+use compactbench_core::Shape;
+use compactbench_eval::results::{RunResult, Status};
+use compactbench_eval::scenario::Scenario;
+use serde::Serialize;
+
+/// What the report says about a strategy besides its numbers.
+#[derive(Clone, Debug)]
+pub struct StrategyMeta {
+    /// Report id.
+    pub id: String,
+    /// Source it follows.
+    pub source: String,
+    /// `source`, `modelled` or `baseline`.
+    pub fidelity: &'static str,
+    /// One line.
+    pub summary: String,
+}
+
+/// One strategy on one scenario, averaged over seeds. Column meanings: reports/README.md.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    pub scenario: String,
+    pub strategy: String,
+    pub seeds: u32,
+    pub requests: f64,
+    pub compactions: f64,
+    pub failed_compactions: f64,
+    pub peak_tokens: u64,
+    pub mean_tokens: f64,
+    pub total_input_tokens: f64,
+    pub cached_share: f64,
+    pub over_window_requests: f64,
+    pub cost_usd: f64,
+    pub violations_openai_chat: u64,
+    pub violations_openai_responses: u64,
+    pub violations_anthropic: u64,
+    pub violations_gemini: u64,
+    pub facts: u32,
+    pub verbatim_pct: f64,
+    pub recoverable_pct: f64,
+    pub lost_pct: f64,
+    pub summarizer_input_tokens: f64,
+    pub summarizer_output_tokens: f64,
+    pub injected_tokens: f64,
+}
+
+fn mean(xs: impl Iterator<Item = f64>, n: usize) -> f64 {
+    round3(xs.sum::<f64>() / n.max(1) as f64)
+}
+
+/// Three decimals, so JSON and CSV stay short and stable.
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Dollar cost of a run under `scenario`'s pricing: uncached input, cached input, output of
+/// the session's own replies, and the summarizer's input and output.
+pub(crate) fn cost(run: &RunResult, scenario: &Scenario) -> f64 {
+    let p = scenario.model.pricing;
+    let per = |tokens: u64, price: f64| tokens as f64 * price / 1e6;
+    let input: f64 = run.requests.iter().map(|r| per(r.tokens - r.cached_tokens, p.input) + per(r.cached_tokens, p.cached_input)).sum();
+    let summarizer: f64 = run.compactions.iter().map(|c| per(c.summarizer_input, p.input) + per(c.summarizer_output, p.output)).sum();
+    input + summarizer + per(run.output_tokens, p.output)
+}
+
+/// Rows for every (scenario, strategy) pair present in `runs`, in run order.
+pub fn rows(scenarios: &[Scenario], runs: &[RunResult]) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    let mut i = 0;
+    while i < runs.len() {
+        let j = runs[i..].iter().position(|r| r.scenario != runs[i].scenario || r.strategy != runs[i].strategy).map_or(runs.len(), |k| i + k);
+        let group = &runs[i..j];
+        let scenario = scenarios.iter().find(|s| s.name == group[0].scenario).expect("runs come from these scenarios");
+        out.push(row(scenario, group));
+        i = j;
+    }
+    out
+}
+
+fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
+    let n = group.len();
+    let all_requests = || group.iter().flat_map(|r| &r.requests);
+    let successful = |r: &RunResult| r.compactions.iter().filter(|c| c.error.is_none()).count() as f64;
+    let violations = |shape: Shape| {
+        let k = Shape::ALL.iter().position(|s| *s == shape).expect("in ALL");
+        all_requests().map(|r| u64::from(r.violations[k])).sum()
+    };
+    let facts: Vec<Status> = group.iter().flat_map(|r| r.facts.iter().map(|f| f.last)).collect();
+    let pct = |pred: &dyn Fn(Status) -> bool| {
+        if facts.is_empty() {
+            0.0
+        } else {
+            round3(100.0 * facts.iter().filter(|s| pred(**s)).count() as f64 / facts.len() as f64)
+        }
+    };
+    let total_tokens: u64 = all_requests().map(|r| r.tokens).sum();
+    let cached: u64 = all_requests().map(|r| r.cached_tokens).sum();
+    Row {
+        scenario: scenario.name.clone(),
+        strategy: group[0].strategy.clone(),
+        seeds: n as u32,
+        requests: mean(group.iter().map(|r| r.requests.len() as f64), n),
+        compactions: mean(group.iter().map(successful), n),
+        failed_compactions: mean(group.iter().map(|r| r.compactions.len() as f64 - successful(r)), n),
+        peak_tokens: all_requests().map(|r| r.tokens).max().unwrap_or(0),
+        mean_tokens: round3(total_tokens as f64 / all_requests().count().max(1) as f64),
+        total_input_tokens: mean(group.iter().map(|r| r.requests.iter().map(|q| q.tokens).sum::<u64>() as f64), n),
+        cached_share: if total_tokens == 0 { 0.0 } else { round3(cached as f64 / total_tokens as f64) },
+        over_window_requests: mean(group.iter().map(|r| r.requests.iter().filter(|q| q.overflow).count() as f64), n),
+        cost_usd: mean(group.iter().map(|r| cost(r, scenario)), n),
+        violations_openai_chat: violations(Shape::OpenaiChat),
+        violations_openai_responses: violations(Shape::OpenaiResponses),
+        violations_anthropic: violations(Shape::Anthropic),
+        violations_gemini: violations(Shape::Gemini),
+        facts: facts.len() as u32,
+        verbatim_pct: pct(&|s| s.is_verbatim()),
+        recoverable_pct: pct(&|s| s == Status::Recoverable),
+        lost_pct: pct(&|s| s == Status::Lost),
+        summarizer_input_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.summarizer_input).sum::<u64>() as f64), n),
+        summarizer_output_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.summarizer_output).sum::<u64>() as f64), n),
+        injected_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.injected_tokens).sum::<u64>() as f64), n),
+    }
+}
