@@ -1,1 +1,179 @@
-fn main() {}
+//! Project tasks: `cargo xtask <task>` (alias in .cargo/config.toml).
+//!
+//! Thin on purpose: it shells out to cargo so the eval runs optimized while xtask itself
+//! builds in debug, and links nothing of the workspace.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const HELP: &str = "\
+cargo xtask <task>
+
+tasks:
+  eval [ARGS...]          run the full default matrix into reports/latest/ (release build);
+                          extra ARGS go to `compactbench eval` (e.g. --seeds 3)
+  new-strategy NAME       scaffold crates/strategies/NAME and register it
+  bench [ARGS...]         run the criterion benchmarks
+";
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace root").to_owned()
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(project_root());
+    c
+}
+
+fn status(mut c: Command) -> ExitCode {
+    match c.status() {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("xtask: cannot run cargo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn eval(args: &[String]) -> ExitCode {
+    let mut c = cargo();
+    c.args(["run", "--release", "--quiet", "-p", "compactbench-cli", "--", "eval", "--out", "reports/latest"]).args(args);
+    status(c)
+}
+
+fn bench(args: &[String]) -> ExitCode {
+    let mut c = cargo();
+    c.args(["bench", "-p", "compactbench-bench"]).args(args);
+    status(c)
+}
+
+fn new_strategy(name: &str) -> ExitCode {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+        eprintln!("xtask: strategy name must be lowercase letters, digits and '-', got {name:?}");
+        return ExitCode::FAILURE;
+    }
+    let root = project_root();
+    let dir = root.join("crates/strategies").join(name);
+    if dir.exists() {
+        eprintln!("xtask: {} already exists", dir.display());
+        return ExitCode::FAILURE;
+    }
+    let ty: String = name.split('-').map(|w| w[..1].to_uppercase() + &w[1..]).collect();
+    let snake = name.replace('-', "_");
+    let manifest = format!(
+        r#"[package]
+name = "compactbench-strategy-{name}"
+description = "Strategy: {name}."
+version.workspace = true
+edition.workspace = true
+rust-version.workspace = true
+license.workspace = true
+publish.workspace = true
+
+[dependencies]
+compactbench-core.workspace = true
+serde_json.workspace = true
+
+[dev-dependencies]
+compactbench-testkit = {{ path = "../../testkit" }}
+
+[lib]
+doctest = false
+
+[lints]
+workspace = true
+"#
+    );
+    let lib = format!(
+        r#"//! Strategy `{name}`: TODO name the harness, its source (owner/repo@commit, paths), its
+//! trigger, what it keeps, summarizes and drops, its token estimator, and every deviation.
+
+use compactbench_core::{{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View}};
+
+/// The `{name}` strategy.
+pub struct {ty}Strategy {{
+    info: StrategyInfo,
+}}
+
+/// The `{name}` strategy with its original's defaults.
+pub fn strategy() -> Box<dyn Strategy> {{
+    Box::new({ty}Strategy {{
+        info: StrategyInfo {{
+            id: "{name}".into(),
+            harness: "{name}".into(),
+            source: "TODO owner/repo@commit".into(),
+            summary: "TODO one line: trigger and what is kept".into(),
+            fidelity: Fidelity::Source,
+        }},
+    }})
+}}
+
+impl Strategy for {ty}Strategy {{
+    fn info(&self) -> &StrategyInfo {{
+        &self.info
+    }}
+
+    fn decide(&self, _: &Log, _: &View, _: Moment, _: &Cx<'_>) -> Decision {{
+        Decision::Skip
+    }}
+
+    fn compact(&self, _: &Log, _: &View, _: Moment, _: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {{
+        Ok(Vec::new())
+    }}
+}}
+
+#[cfg(test)]
+mod tests;
+"#
+    );
+    let tests = "use compactbench_core::{Message, Moment};\nuse compactbench_testkit::{model, Harness};\n\n#[test]\nfn does_not_compact_a_short_session() {\n    let s = super::strategy();\n    let mut h = Harness::new([Message::system(\"sys\"), Message::user(\"hi\")], model(100_000, 1000));\n    assert!(h.step(s.as_ref(), Moment::BeforeRequest).unwrap().is_empty());\n}\n";
+    let write = |path: PathBuf, text: &str| std::fs::create_dir_all(path.parent().unwrap()).and_then(|_| std::fs::write(&path, text));
+    let registry = root.join("crates/registry");
+    let result = write(dir.join("Cargo.toml"), &manifest)
+        .and_then(|_| write(dir.join("src/lib.rs"), &lib))
+        .and_then(|_| write(dir.join("src/tests.rs"), tests))
+        .and_then(|_| insert_sorted(&registry.join("Cargo.toml"), "compactbench-strategy-", &format!("compactbench-strategy-{name} = {{ path = \"../strategies/{name}\" }}")))
+        .and_then(|_| insert_sorted(&registry.join("src/lib.rs"), "    Crate { dir: \"", &format!("    Crate {{ dir: \"{name}\", build: || vec![compactbench_strategy_{snake}::strategy()] }},")));
+    match result {
+        Ok(()) => {
+            println!("created {} and registered it; next: write its docs and spec cases, then `cargo test -p compactbench-strategy-{name}`", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Inserts `line` among the consecutive lines starting with `prefix`, keeping them sorted.
+fn insert_sorted(path: &Path, prefix: &str, line: &str) -> std::io::Result<()> {
+    let text = std::fs::read_to_string(path)?;
+    let mut lines: Vec<&str> = text.lines().collect();
+    let first = lines.iter().position(|l| l.starts_with(prefix)).ok_or_else(|| std::io::Error::other(format!("no line starting with {prefix:?} in {}", path.display())))?;
+    let mut at = first;
+    while at < lines.len() && lines[at].starts_with(prefix) && lines[at] < line {
+        at += 1;
+    }
+    lines.insert(at, line);
+    std::fs::write(path, lines.join("\n") + "\n")
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("eval") => eval(&args[1..]),
+        Some("bench") => bench(&args[1..]),
+        Some("new-strategy") if args.len() == 2 => new_strategy(&args[1]),
+        Some("-h" | "--help" | "help") | None => {
+            print!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("xtask: unknown task {other:?}\n\n{HELP}");
+            ExitCode::FAILURE
+        }
+    }
+}
