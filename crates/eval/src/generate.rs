@@ -81,6 +81,10 @@ struct Gen<'a> {
     steps: Vec<Step>,
     calls: u32,
     tags: HashSet<String>,
+    /// The repository's files, and how often each was edited (a read shows the current
+    /// version: the same bytes until the next edit).
+    files: Vec<String>,
+    versions: std::collections::HashMap<String, u32>,
 }
 
 /// A tool call to make and how its result is produced.
@@ -110,7 +114,7 @@ impl Gen<'_> {
     }
 
     fn path(&mut self) -> String {
-        format!("{}/{}.rs", self.pick(DIRS), self.pick(MODULES))
+        self.files[self.rng.gen_range(0..self.files.len())].clone()
     }
 
     /// A fresh tag: a letter, a digit, a letter, a digit. Filler never has digits in words.
@@ -197,8 +201,21 @@ impl Gen<'_> {
     fn result_text(&mut self, call: &Call) -> (String, bool) {
         match call {
             Call::Read { path, defines } => {
-                let n = self.lines(30, 220);
-                let mut out: Vec<String> = (0..n).map(|_| self.code_line()).collect();
+                // The file's content depends only on its path and version, so re-reads of an
+                // unchanged file are byte-identical (what duplicate-read folding looks for).
+                let version = self.versions.get(path).copied().unwrap_or(0);
+                let mut file = Gen {
+                    rng: ChaCha8Rng::seed_from_u64(stable_hash(path) ^ u64::from(version).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                    scale: self.scale,
+                    spec: self.spec,
+                    steps: Vec::new(),
+                    calls: 0,
+                    tags: HashSet::new(),
+                    files: Vec::new(),
+                    versions: Default::default(),
+                };
+                let n = file.lines(30, 220);
+                let mut out: Vec<String> = (0..n).map(|_| file.code_line()).collect();
                 if let Some(name) = defines {
                     let at = self.rng.gen_range(0..=out.len());
                     out.insert(at, format!("pub fn {name}(&self) -> bool {{"));
@@ -252,6 +269,7 @@ impl Gen<'_> {
                 (out.join("\n"), false)
             }
             Call::Edit { path } => {
+                *self.versions.entry(path.clone()).or_default() += 1;
                 let n = self.lines(3, 24);
                 let mut out = vec![format!("Applied edit to {path}"), format!("@@ -{0},{n} +{0},{n} @@", self.rng.gen_range(1..400))];
                 for _ in 0..n {
@@ -315,7 +333,20 @@ fn system_prompt(g: &mut Gen<'_>) -> Message {
 /// Generates the session of `scenario` for `seed`.
 pub fn generate(scenario: &Scenario, seed: u64) -> Session {
     let rng = ChaCha8Rng::seed_from_u64(stable_hash(&scenario.name) ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let mut g = Gen { rng, scale: scenario.session.output_scale, spec: scenario, steps: Vec::new(), calls: 0, tags: HashSet::new() };
+    let mut g = Gen {
+        rng,
+        scale: scenario.session.output_scale,
+        spec: scenario,
+        steps: Vec::new(),
+        calls: 0,
+        tags: HashSet::new(),
+        files: Vec::new(),
+        versions: Default::default(),
+    };
+    let mut all: Vec<String> = DIRS.iter().flat_map(|d| MODULES.iter().map(move |m| format!("{d}/{m}.rs"))).collect();
+    all.shuffle(&mut g.rng);
+    all.truncate(scenario.session.files as usize);
+    g.files = all;
     let system = system_prompt(&mut g);
     let turns = scenario.session.turns;
     let mut planted: Vec<Planted> = Vec::new();
@@ -377,8 +408,10 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                     let (call, fact) = forced[i].take().expect("each forced step is placed once");
                     g.tool_step(vec![call]);
                     if let Some((kind, needle, until_turn)) = fact {
-                        // The needle is in the call (edit path) or in its result: the last step.
-                        planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn });
+                        // An edited path first appears in the call (the assistant step before
+                        // its single result); other needles first appear in the result.
+                        let back = if kind == FactKind::FilePath { 2 } else { 1 };
+                        planted.push(Planted { kind, needle, step: g.steps.len() - back, until_turn });
                     }
                 }
                 None => {

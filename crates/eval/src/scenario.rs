@@ -69,9 +69,17 @@ pub struct SessionSpec {
     /// Lines of the system prompt (about 12 tokens each).
     #[serde(default = "default_system_lines")]
     pub system_prompt_lines: u32,
+    /// Distinct files in the repository the session works on (1–100); fewer files means
+    /// more repeated reads of the same file.
+    #[serde(default = "default_files")]
+    pub files: u32,
     /// Tool mix.
     #[serde(default)]
     pub tools: ToolWeights,
+}
+
+fn default_files() -> u32 {
+    60
 }
 
 fn one() -> f64 {
@@ -152,6 +160,9 @@ impl Scenario {
         }
         if !(s.output_scale > 0.0 && s.output_scale <= 100.0) {
             return fail("session.output_scale", format!("expected a number in (0, 100], got {}", s.output_scale));
+        }
+        if !(1..=100).contains(&s.files) {
+            return fail("session.files", format!("expected 1..=100, got {}", s.files));
         }
         let t = &s.tools;
         if t.read + t.grep + t.bash + t.edit + t.ls == 0 {

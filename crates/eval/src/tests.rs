@@ -1,0 +1,194 @@
+//! Tests of scenarios, the generator, the driver's probes, and the conformance kit that runs
+//! every registered strategy.
+
+use std::path::Path;
+
+use compactbench_core::{Entry, Message, Origin};
+use compactbench_summarize::Extractive;
+use compactbench_tokens::TokenCounter;
+
+use crate::drive::{run, Env};
+use crate::generate::{generate, Step};
+use crate::matrix::run_matrix;
+use crate::scenario::Scenario;
+
+/// A small scenario every strategy compacts in: 40k window, 14 turns.
+const SMALL: &str = r#"
+name = "small"
+description = "conformance kit scenario"
+[model]
+name = "test"
+window = 40000
+max_output = 4000
+provider = "anthropic"
+pricing = { input = 3.0, cached_input = 0.3, output = 15.0 }
+[session]
+turns = 14
+steps_per_turn = [2, 7]
+parallel_share = 0.3
+[[facts]]
+kind = "error_message"
+turn = 1
+[[facts]]
+kind = "user_constraint"
+turn = 0
+[[facts]]
+kind = "file_path"
+turn = 2
+[[facts]]
+kind = "decision"
+turn = 3
+[[facts]]
+kind = "negative_result"
+turn = 4
+[[facts]]
+kind = "identifier"
+turn = 5
+[[facts]]
+kind = "unresolved_step"
+turn = 6
+"#;
+
+fn small() -> Scenario {
+    Scenario::parse(Path::new("small.toml"), SMALL).unwrap()
+}
+
+fn parse_err(text: &str) -> String {
+    Scenario::parse(Path::new("scenarios/bad.toml"), text).unwrap_err().to_string()
+}
+
+#[test]
+fn malformed_scenarios_name_the_file_and_the_field() {
+    let e = parse_err(&SMALL.replace("window = 40000", "windw = 40000"));
+    assert!(e.starts_with("scenarios/bad.toml: "), "{e}");
+    assert!(e.contains("windw"), "{e}");
+    let e = parse_err(&SMALL.replace("turns = 14", "turns = \"many\""));
+    assert!(e.contains("turns") && e.contains("line"), "{e}");
+    let e = parse_err(&SMALL.replace("turn = 6", "turn = 60"));
+    assert!(e.contains("field `facts[6].turn`"), "{e}");
+    let e = parse_err(&SMALL.replace("kind = \"decision\"", "kind = \"opinion\""));
+    assert!(e.contains("opinion") && e.contains("decision"), "{e}");
+    let e = parse_err(&SMALL.replace("max_output = 4000", "max_output = 50000"));
+    assert!(e.contains("field `model.max_output`"), "{e}");
+    let e = parse_err(&SMALL.replace("provider = \"anthropic\"", "provider = \"bedrock\""));
+    assert!(e.contains("bedrock"), "{e}");
+    let e = parse_err("name = [");
+    assert!(e.starts_with("scenarios/bad.toml: "), "{e}");
+}
+
+#[test]
+fn the_shipped_scenarios_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let all = crate::scenario::load_dir(&dir).unwrap();
+    assert!(all.len() >= 3, "{} scenarios", all.len());
+}
+
+#[test]
+fn sessions_are_deterministic_and_needles_unique() {
+    let sc = small();
+    let a = generate(&sc, 7);
+    assert_eq!(a, generate(&sc, 7));
+    assert_ne!(a, generate(&sc, 8));
+    assert_eq!(a.facts.len(), 7);
+    for f in &a.facts {
+        let holds = |s: &Step| s.message().searchable_text().contains(&f.needle);
+        assert!(holds(&a.steps[f.planted_step]), "{} not in its step", f.needle);
+        assert!(!a.steps[..f.planted_step].iter().any(holds), "{} appears before it is planted", f.needle);
+        assert!(!a.system.searchable_text().contains(&f.needle));
+        assert!(f.needed_from <= f.needed_until);
+    }
+    // Every call is answered right after its assistant step.
+    for (i, s) in a.steps.iter().enumerate() {
+        if let Step::Assistant(m) = s {
+            let calls: Vec<&str> = m.tool_call_ids().collect();
+            let results: Vec<&str> = a.steps[i + 1..i + 1 + calls.len()].iter().flat_map(|s| s.message().tool_result_ids()).collect();
+            let (mut c, mut r) = (calls.clone(), results.clone());
+            c.sort_unstable();
+            r.sort_unstable();
+            assert_eq!(c, r);
+        }
+    }
+}
+
+fn env_parts() -> (TokenCounter, Extractive) {
+    (TokenCounter::default(), Extractive::default())
+}
+
+/// The conformance kit: every registered strategy, on a session where it must compact.
+#[test]
+fn conformance_kit_over_every_registered_strategy() {
+    let sc = small();
+    let session = generate(&sc, 1);
+    let (counter, summarizer) = env_parts();
+    let env = Env { counter: &counter, summarizer: &summarizer };
+    for strategy in compactbench_registry::all() {
+        let id = strategy.info().id.clone();
+        let mut previous: Option<Vec<Entry>> = None;
+        let mut final_log = None;
+        let result = run(strategy.as_ref(), &sc, &session, 1, &env, |snap| {
+            let entries: Vec<Entry> = snap.log.entries().map(|(_, e)| e.clone()).collect();
+            // The log only grows: the previous log is a prefix of this one.
+            if let Some(prev) = &previous {
+                assert!(entries.len() >= prev.len() && entries[..prev.len()] == prev[..], "{id}: log rewritten");
+            }
+            // Projections keep origins honest: an Entry origin shows that log message as it is.
+            for vm in &snap.view.messages {
+                if let Origin::Entry(e) = vm.origin {
+                    assert_eq!(snap.log.message(e), Some(&vm.message), "{id}: view message {e} differs from the log");
+                }
+            }
+            previous = Some(entries);
+            final_log = Some(snap.log.clone());
+        });
+        // Every original message stays reachable by id, unchanged (assistant usage aside).
+        let log = final_log.unwrap();
+        let mut originals = std::iter::once(&session.system).chain(session.steps.iter().map(Step::message));
+        let mut seen = 0;
+        for (_, m) in log.messages() {
+            let mut m: Message = m.clone();
+            m.usage = None;
+            assert_eq!(Some(&m), originals.next(), "{id}: message out of order or changed");
+            seen += 1;
+        }
+        // The final log holds everything up to the last request.
+        assert!(seen >= result.requests.len(), "{id}");
+        // Compactions shrink the view, or say why not.
+        for c in &result.compactions {
+            if c.error.is_none() {
+                assert!(c.tokens_after < c.tokens_before, "{id}: compaction at request {} grew the view {} -> {}", c.request, c.tokens_before, c.tokens_after);
+            }
+        }
+        // Same input, same output.
+        let again = run(strategy.as_ref(), &sc, &session, 1, &env, |_| {});
+        assert_eq!(serde_json::to_string(&result).unwrap(), serde_json::to_string(&again).unwrap(), "{id}: not deterministic");
+    }
+}
+
+#[test]
+fn the_matrix_is_independent_of_thread_count() {
+    let sc = vec![small()];
+    let strategies = compactbench_registry::all();
+    let (counter, summarizer) = env_parts();
+    let go = |threads| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let runs = pool.install(|| run_matrix(&strategies, &sc, 2, &counter, &summarizer, &|_| {}));
+        serde_json::to_string(&runs).unwrap()
+    };
+    assert_eq!(go(1), go(2));
+}
+
+#[test]
+fn none_overflows_and_truncate_oldest_stays_valid() {
+    let sc = small();
+    let session = generate(&sc, 0);
+    let (counter, summarizer) = env_parts();
+    let env = Env { counter: &counter, summarizer: &summarizer };
+    let none = run(compactbench_registry::find("none").unwrap().as_ref(), &sc, &session, 0, &env, |_| {});
+    assert!(none.requests.iter().any(|r| r.tokens > sc.model.window));
+    assert!(none.compactions.is_empty());
+    assert!(none.facts.iter().all(|f| f.last.is_verbatim()), "nothing is ever dropped");
+    let t = run(compactbench_registry::find("truncate-oldest").unwrap().as_ref(), &sc, &session, 0, &env, |_| {});
+    assert!(t.requests.iter().all(|r| r.tokens <= sc.model.window));
+    assert!(t.requests.iter().all(|r| r.violations == [0; 4]));
+    assert!(!t.compactions.is_empty());
+}

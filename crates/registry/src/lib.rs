@@ -17,8 +17,10 @@ pub struct Crate {
 
 /// Every strategy crate, alphabetical by folder.
 pub const CRATES: &[Crate] = &[
+    Crate { dir: "codex", build: compactbench_strategy_codex::variants },
     Crate { dir: "none", build: || vec![compactbench_strategy_none::strategy()] },
     Crate { dir: "observation-masking", build: || vec![compactbench_strategy_observation_masking::strategy()] },
+    Crate { dir: "pi", build: compactbench_strategy_pi::variants },
     Crate { dir: "truncate-oldest", build: || vec![compactbench_strategy_truncate_oldest::strategy()] },
 ];
 

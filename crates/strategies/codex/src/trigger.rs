@@ -1,0 +1,52 @@
+//! When Codex compacts: the auto-compact limit and the token count it is compared with.
+
+use compactbench_core::{Log, Role, View};
+
+use crate::history::is_real_user;
+use crate::items::message_tokens;
+use crate::layout::{anchor, is_compaction};
+
+/// `auto_compact_token_limit`: `window * 9 / 10` in integer arithmetic; a configured
+/// `model_auto_compact_token_limit` replaces it, capped at that 90% by current code and
+/// uncapped in the Nov-2025 code. Without a window and without a setting there is no limit
+/// (`i64::MAX`, never reached). A window of 0 means "unknown".
+pub(crate) fn auto_compact_limit(window: u64, configured: Option<u64>, cap: bool) -> u64 {
+    let default = (window > 0).then(|| window * 9 / 10);
+    match (configured, default) {
+        (Some(c), Some(d)) if cap => c.min(d),
+        (Some(c), _) => c,
+        (None, Some(d)) => d,
+        (None, None) => i64::MAX as u64,
+    }
+}
+
+/// `get_total_token_usage`: the provider-reported total of the last reply plus Codex's
+/// byte estimate of every item added after the last model-generated item.
+///
+/// After a compaction and before the next reply, the reported total is the estimate Codex
+/// recomputed for the replacement history; the replacement holds no model-generated item
+/// (locally), so nothing is added to it until the model answers again.
+pub(crate) fn total_tokens(log: &Log, view: &View) -> u64 {
+    let reported = match view.last_usage() {
+        Some((_, usage)) => usage.total(),
+        None => anchor(log).map_or(0, |(_, _, details)| details.tokens_after),
+    };
+    let Some(last_model) = view.messages.iter().rposition(|m| m.message.role == Role::Assistant) else {
+        return reported;
+    };
+    let added: u64 = view.messages[last_model + 1..]
+        .iter()
+        .map(|m| message_tokens(&m.message, is_compaction(log, m.origin)))
+        .sum();
+    reported + added
+}
+
+/// `needs_follow_up` after a sample: the model's last reply called tools and the turn goes
+/// on with their results (no new user turn has started since).
+pub(crate) fn needs_follow_up(view: &View) -> bool {
+    let Some(last_model) = view.messages.iter().rposition(|m| m.message.role == Role::Assistant) else {
+        return false;
+    };
+    view.messages[last_model].message.has_tool_calls()
+        && !view.messages[last_model + 1..].iter().any(|m| is_real_user(&m.message))
+}

@@ -1,0 +1,268 @@
+//! Pi: the compaction of Pi's coding agent (`packages/coding-agent`).
+//!
+//! # Sources
+//! - Default (`pi`): the newest published release of the npm package
+//!   `@mariozechner/pi-coding-agent`, **0.73.1** (dist-tag `latest` when this crate was written),
+//!   read in `dist/core/compaction/compaction.js`, `dist/core/compaction/utils.js`,
+//!   `dist/core/session-manager.js`, `dist/core/agent-session.js`, `dist/core/messages.js`,
+//!   `dist/core/settings-manager.js`, and `dist/utils/overflow.js` of its dependency
+//!   `@mariozechner/pi-ai` 0.73.1.
+//! - Variant `pi/v0.58`: the canonical commit of our spec,
+//!   `badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a` (right after tag v0.58.3),
+//!   files `packages/coding-agent/src/core/compaction/{compaction,utils}.ts`,
+//!   `src/core/session-manager.ts`, `src/core/agent-session.ts`, `src/core/messages.ts`,
+//!   `packages/ai/src/utils/overflow.ts`. Spec: `shared/specs/pi.md`.
+//!
+//! ## What 0.73.1 does differently from the canonical commit (all followed by `pi`)
+//! 1. `prepareCompaction` starts its scan at the previous compaction's `firstKeptEntryId`
+//!    (falling back to the entry after it), not right after the previous compaction entry:
+//!    messages an earlier compaction kept are kept again or folded into the next summary
+//!    (fix for issue #2608; the canonical gap drops them silently).
+//! 2. Compaction entries are skipped when collecting the messages to summarize, so an older
+//!    summary is never serialized as conversation.
+//! 3. `tokensBefore` is estimated over the whole rebuilt context (`buildSessionContext`), not
+//!    over the entries from the previous compaction on.
+//! 4. Overflow detection (pi-ai 0.73.1) knows two more provider messages (`request_too_large`,
+//!    Ollama's `prompt too long; exceeded (max) context length`), ignores errors that are
+//!    throttling or rate limits, and treats a `length` stop with no output and an input of at
+//!    least 99% of the window as overflow (our messages carry no stop reason, so that last
+//!    rule cannot fire here).
+//! 5. The summarizer call passes the session's thinking level instead of `reasoning: "high"`
+//!    (not modelled: [`SummaryRequest`](compactbench_core::SummaryRequest) has no reasoning knob).
+//!
+//! Checked and unchanged in 0.73.1: output caps `floor(0.8 × reserve)` and
+//! `floor(0.5 × reserve)` (no cap by the model's own maximum), no "nothing to summarize"
+//! early return (an empty conversation is still summarized), `length`-stopped summaries
+//! accepted (only `error` is rejected), the two split-turn calls run in parallel, the
+//! `No prior history.` edge case, estimator, cut points, serializer, file lists, summary
+//! wrapper, `buildSessionContext` (no system-message snapshot), settings without per-model
+//! overrides, trigger, stale-usage guard and the once-only overflow recovery. The later
+//! variants the spec lists as V2–V4 are not in this release.
+//!
+//! # Trigger
+//! `contextTokens > contextWindow − reserveTokens` (strict), defaults `reserveTokens = 16384`,
+//! `keepRecentTokens = 20000`, `enabled = true` ([`PiConfig`]). Pi checks on the last
+//! assistant message after each agent run (`agent_end`) and again before sending a new
+//! prompt; both happen at [`Moment::TurnEnd`]. `contextTokens` is that reply's provider usage
+//! (`totalTokens`); for a failed reply it is the last good reply's usage plus the chars/4
+//! estimates of every later message, skipped if that usage predates the latest compaction.
+//! A reply older than the latest compaction never triggers (stale usage).
+//!
+//! There is **no check at [`Moment::BeforeRequest`]**: as in the original, nothing is
+//! checked between the model calls of one run, so a long multi-tool run can overflow
+//! mid-run (signalridge/dotfiles#794).
+//!
+//! Overflow: at [`Moment::Overflow`] (the runner's stand-in for the provider's "prompt is too
+//! long" error) and at `TurnEnd` for a failed reply whose text matches pi-ai's overflow
+//! patterns or a reply whose `input + cacheRead` exceeds the window, Pi compacts with reason
+//! `overflow` and retries. It does so at most once until a new user message or a good reply
+//! arrives; we read that from the log (an overflow checkpoint after the newest user message
+//! and good reply means recovery was already attempted). `enabled = false` also disables it.
+//!
+//! # Selection
+//! `findCutPoint` walks back from the newest entry summing chars/4 estimates until
+//! `keepRecentTokens` is reached and cuts at the nearest user or assistant message at or after
+//! that point (tool results are never a cut point, so a call keeps its results). Everything
+//! from the cut (`firstKeptEntryId`) on is kept verbatim; complete turns before it are
+//! summarized; if the cut falls inside a turn, that turn's start is summarized by a second
+//! call (`turn-prefix`, cap `floor(0.5 × reserve)`) and merged after the literal
+//! `\n\n---\n\n**Turn Context (split turn):**\n\n`. With no complete turns before a split
+//! turn the history part is the literal `No prior history.` and the previous summary is lost.
+//! Nothing is pruned or dropped without a summary — except, in `pi/v0.58`, the messages the
+//! previous compaction kept (issue #2608).
+//!
+//! The summarizer gets a `<conversation>` block (`[User]: `, `[Assistant]: `,
+//! `[Assistant thinking]: `, `[Assistant tool calls]: `, `[Tool result]: ` with each tool
+//! result cut to 2000 characters plus `[... N more characters truncated]`), the
+//! `<previous-summary>` block if there is one, and the initial or update prompt
+//! (paraphrased; Pi's headings kept), capped at `floor(0.8 × reserve)` output tokens.
+//! Paths of `read`/`write`/`edit` calls in the summarized messages (plus the previous
+//! compaction's lists, carried in `details`) are appended as `<read-files>` and
+//! `<modified-files>`; a modified path leaves the read list.
+//!
+//! The summary is stored as a user message `The conversation history before this point was
+//! compacted into the following summary:\n\n<summary>\n…\n</summary>`, first after the system
+//! prompt ([`Window::From`](compactbench_core::Window) `firstKeptEntryId`,
+//! [`SummaryPosition::AfterSystem`](compactbench_core::SummaryPosition)); the default
+//! projection rebuilds Pi's `buildSessionContext`. Nothing else is re-injected.
+//!
+//! # Token estimator
+//! `estimateTokens` = `ceil(chars / 4)` over UTF-16 lengths per role: user text only;
+//! assistant text + thinking + tool name + `JSON.stringify(arguments)`; tool result text plus
+//! 4800 per image; a compaction summary its raw text. Provider usage comes from
+//! [`Usage`](compactbench_core::Usage) (`totalTokens = input + output + cache_read`).
+//!
+//! # Failures
+//! A summarizer error fails the compaction (`Auto-compaction failed: Summarization failed: …`,
+//! or `Context overflow recovery failed: …`) and nothing is appended. A summary cut off at the
+//! output cap is accepted as it is. When the last entry already is a compaction there is
+//! nothing to prepare and the compaction ends without a checkpoint.
+//!
+//! # Deviations
+//! - Deliberate: our messages carry no stop reason, so an assistant message without usage
+//!   (or with all-zero usage) stands for Pi's failed or aborted reply, and its text for the
+//!   provider's error message. Real replies in a replayed session always carry usage.
+//! - Deliberate: usage has no cache-write count and no separate `totalTokens`; both are taken
+//!   from [`Usage`](compactbench_core::Usage) (cache write 0, total = input + output + cache read).
+//! - Deliberate: the "overflow recovery attempted" flag is read back from the log; an
+//!   overflow compaction that failed (summarizer error) leaves no trace, so unlike Pi a later
+//!   overflow in the same turn may try again.
+//! - Deliberate: Pi runs the history and turn-prefix calls in parallel; we call them in that
+//!   order, one after the other, and stop at the first failure (Pi's `Promise.all` rejects
+//!   too, so the outcome — no checkpoint — is the same).
+//! - Deliberate: manual `/compact` (custom instructions, "Already compacted" errors), extension
+//!   hooks (`session_before_compact`, `fromHook`), branch summaries, bash executions and custom
+//!   messages are not reproduced; our sessions have no such entries. Pi then walks the cut back
+//!   over metadata entries (model/thinking changes); our log has none, so that walk is a no-op.
+//! - Deliberate: the system prompt is the log's leading system messages and is not part of
+//!   Pi's branch path; a system message later in the log counts 0 tokens, is no cut point and
+//!   is not serialized (Pi's sessions have none).
+//! - Deliberate: a tool message with several results is read as several Pi tool-result
+//!   messages (one estimate and one `[Tool result]` block each), as Pi stores them.
+//! - Deliberate: truncation to 2000 UTF-16 units stops before a surrogate pair it would split.
+//! - Not modelled: the thinking level / reasoning option of the summarizer call, abort
+//!   signals and the 100 ms delayed retry; the runner retries after an overflow compaction.
+
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
+
+mod cut;
+mod prepare;
+mod session;
+mod summarize;
+mod trigger;
+
+use trigger::Trigger;
+
+/// Pi's compaction settings (`compaction.*` in `settings.json`), with Pi's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PiConfig {
+    /// `compaction.enabled`: automatic compaction on or off (threshold and overflow paths).
+    pub enabled: bool,
+    /// `compaction.reserveTokens`: head-room kept below the window; also sizes the summary
+    /// output caps (80% for the history summary, 50% for a turn prefix).
+    pub reserve_tokens: u64,
+    /// `compaction.keepRecentTokens`: estimated tokens of recent history kept verbatim.
+    pub keep_recent_tokens: u64,
+}
+
+impl Default for PiConfig {
+    fn default() -> PiConfig {
+        PiConfig { enabled: true, reserve_tokens: 16384, keep_recent_tokens: 20000 }
+    }
+}
+
+/// Which Pi the strategy follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// npm `@mariozechner/pi-coding-agent` 0.73.1 (scan from the previous first kept entry).
+    Npm0_73_1,
+    /// badlogic/pi-mono@83378aad, v0.58.3 (scan after the previous compaction; #2608 gap).
+    Canonical0_58,
+}
+
+/// Pi's compaction (see the crate docs).
+pub struct PiStrategy {
+    info: StrategyInfo,
+    config: PiConfig,
+    release: Release,
+}
+
+impl PiStrategy {
+    /// Pi as released in npm `@mariozechner/pi-coding-agent` 0.73.1, with `config`.
+    pub fn new(config: PiConfig) -> PiStrategy {
+        PiStrategy::with_release(config, Release::Npm0_73_1)
+    }
+
+    /// Pi at the canonical commit badlogic/pi-mono@83378aad (v0.58.3), with `config`.
+    pub fn v0_58(config: PiConfig) -> PiStrategy {
+        PiStrategy::with_release(config, Release::Canonical0_58)
+    }
+
+    fn with_release(config: PiConfig, release: Release) -> PiStrategy {
+        let (id, source, scan) = match release {
+            Release::Npm0_73_1 => (
+                "pi",
+                "npm @mariozechner/pi-coding-agent@0.73.1 (badlogic/pi-mono; spec canonical badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a)",
+                "rescans from the previous first kept entry",
+            ),
+            Release::Canonical0_58 => (
+                "pi/v0.58",
+                "badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a (v0.58.3)",
+                "scans only after the previous compaction (#2608 gap)",
+            ),
+        };
+        PiStrategy {
+            info: StrategyInfo {
+                id: id.into(),
+                harness: "pi".into(),
+                source: source.into(),
+                summary: format!(
+                    "after a turn, if usage > window - {}: summarize all but the last ~{} est. tokens \
+                     (cut at a user/assistant message, split-turn prefix summary); {scan}",
+                    config.reserve_tokens, config.keep_recent_tokens
+                ),
+                fidelity: Fidelity::Source,
+            },
+            config,
+            release,
+        }
+    }
+
+    /// What Pi would do at `at`, or `None`.
+    fn trigger(&self, log: &Log, at: Moment, window: u64) -> Option<Trigger> {
+        if !self.config.enabled {
+            return None;
+        }
+        match at {
+            Moment::TurnEnd => trigger::check_turn_end(log, &self.config, self.release, window),
+            // Pi checks nothing between the model calls of a run.
+            Moment::BeforeRequest => None,
+            Moment::Overflow => (!trigger::overflow_attempted(log)).then_some(Trigger::Overflow),
+        }
+    }
+}
+
+/// The default: Pi as released in npm `@mariozechner/pi-coding-agent` 0.73.1.
+pub fn strategy() -> Box<dyn Strategy> {
+    Box::new(PiStrategy::new(PiConfig::default()))
+}
+
+/// Every row to report: the release (`pi`), then the canonical commit (`pi/v0.58`).
+pub fn variants() -> Vec<Box<dyn Strategy>> {
+    vec![strategy(), Box::new(PiStrategy::v0_58(PiConfig::default()))]
+}
+
+impl Strategy for PiStrategy {
+    fn info(&self) -> &StrategyInfo {
+        &self.info
+    }
+
+    fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+        let Some(trigger) = self.trigger(log, at, cx.model.window) else { return Decision::Skip };
+        // With nothing to prepare (the last entry already is a compaction) Pi starts the
+        // auto-compaction and ends it without a result; skipping has the same effect.
+        if !prepare::can_prepare(&session::branch_path(log)) {
+            return Decision::Skip;
+        }
+        Decision::compact(trigger.as_str())
+    }
+
+    fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let trigger = match at {
+            Moment::Overflow => Trigger::Overflow,
+            Moment::TurnEnd | Moment::BeforeRequest => {
+                self.trigger(log, Moment::TurnEnd, cx.model.window).unwrap_or(Trigger::Threshold)
+            }
+        };
+        // Pi prepares from the session's branch path itself, not from the agent's messages.
+        let path = session::branch_path(log);
+        let Some(prep) = prepare::prepare_compaction(&path, self.config.keep_recent_tokens, self.release) else {
+            return Ok(Vec::new());
+        };
+        let checkpoint = summarize::compact(&prep, self.config.reserve_tokens, trigger, cx.summarizer)?;
+        Ok(vec![checkpoint])
+    }
+}
+
+#[cfg(test)]
+mod tests;

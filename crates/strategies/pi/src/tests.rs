@@ -1,0 +1,784 @@
+//! Section (j) cases of shared/specs/pi.md, the section (i) worked example (canonical and
+//! 0.73.1), and the failure rules of section (g).
+
+use compactbench_core::request::{lower, validate};
+use compactbench_core::{
+    Checkpoint, CheckpointKind, Cx, Decision, EntryId, ErrorKind, Message, Moment, Origin, Part, Role, Shape,
+    StopReason, Strategy, Summarizer, Summary, SummaryRequest, Usage, VirtualStore, Window,
+};
+use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
+
+use crate::cut::find_cut_point;
+use crate::prepare::prepare_compaction;
+use crate::session::{
+    branch_path, build_session_context, calculate_context_tokens, estimate_context_tokens, last_valid_usage,
+    ProviderUsage, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
+};
+use crate::summarize::serialize_conversation;
+use crate::trigger::{is_context_overflow, should_compact};
+use crate::{PiConfig, PiStrategy, Release};
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+/// `n` chars: `label`, then `.` padding.
+fn padded(label: &str, n: usize) -> String {
+    assert!(label.len() <= n, "{label} does not fit in {n} chars");
+    format!("{label}{}", ".".repeat(n - label.len()))
+}
+
+/// A user message of exactly `tokens` Pi estimate.
+fn user(label: &str, tokens: usize) -> Message {
+    Message::user(padded(label, tokens * 4))
+}
+
+/// An assistant text reply of exactly `tokens`, with provider usage `total` if given.
+fn reply(label: &str, tokens: usize, total: Option<u64>) -> Message {
+    let mut m = Message::assistant(padded(label, tokens * 4));
+    m.usage = total.map(|t| Usage { input: t - tokens as u64, output: tokens as u64, cache_read: 0 });
+    m
+}
+
+/// An assistant tool call of exactly `tokens` (text + name + JSON arguments).
+fn call(label: &str, name: &str, args: serde_json::Value, tokens: usize) -> Message {
+    let fixed = name.len() + args.to_string().len();
+    Message::new(
+        Role::Assistant,
+        vec![
+            Part::text(padded(label, tokens * 4 - fixed)),
+            Part::ToolCall { id: label.into(), name: name.into(), args },
+        ],
+    )
+}
+
+/// The result of the call labelled `call_label`, of exactly `tokens`.
+fn result(call_label: &str, name: &str, label: &str, tokens: usize) -> Message {
+    Message::tool_result(call_label, name, padded(label, tokens * 4), false)
+}
+
+fn with_usage(mut m: Message, input: u64, output: u64) -> Message {
+    m.usage = Some(Usage { input, output, cache_read: 0 });
+    m
+}
+
+/// A failed reply: no usage; its text stands for the provider's error message.
+fn failed(error: &str) -> Message {
+    Message::new(Role::Assistant, if error.is_empty() { vec![] } else { vec![Part::text(error)] })
+}
+
+/// A checkpoint shaped as Pi's compaction entry.
+fn pi_checkpoint(summary: &str, first_kept: EntryId) -> Checkpoint {
+    let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::From(first_kept))
+        .with_summary(Message::user(format!("{COMPACTION_SUMMARY_PREFIX}{summary}{COMPACTION_SUMMARY_SUFFIX}")));
+    cp.details = json!({ "summary": summary, "readFiles": [], "modifiedFiles": [] });
+    cp
+}
+
+/// A harness whose entries have names, so views can be compared by name.
+struct Session {
+    h: Harness,
+    names: Vec<(EntryId, String)>,
+}
+
+impl Session {
+    fn new(window: u64) -> Session {
+        let mut s = Session { h: Harness::new([], model(window, 8192)), names: Vec::new() };
+        s.push("system", Message::system("You are a coding agent."));
+        s
+    }
+
+    fn push(&mut self, name: &str, m: Message) -> EntryId {
+        let id = self.h.log.next_id();
+        self.h.push(m);
+        self.names.push((id, name.into()));
+        id
+    }
+
+    fn checkpoint(&mut self, cp: Checkpoint) -> EntryId {
+        self.h.log.push_checkpoint(cp)
+    }
+
+    fn id(&self, name: &str) -> EntryId {
+        self.names.iter().find(|(_, n)| n == name).map(|(id, _)| *id).unwrap()
+    }
+
+    fn name(&self, id: EntryId) -> &str {
+        self.names.iter().find(|(i, _)| *i == id).map(|(_, n)| n.as_str()).unwrap()
+    }
+
+    /// The strategy's view by name; a summary shows as `summary`.
+    fn labels(&self, s: &dyn Strategy) -> Vec<String> {
+        self.h
+            .view(s)
+            .messages
+            .iter()
+            .map(|vm| match vm.origin {
+                Origin::Summary(_) => "summary".to_owned(),
+                o => self.name(o.entry().unwrap()).to_owned(),
+            })
+            .collect()
+    }
+
+    fn decide(&mut self, s: &dyn Strategy, at: Moment) -> Decision {
+        self.h.decide(s, at)
+    }
+
+    fn compact(&mut self, s: &dyn Strategy, at: Moment) -> Vec<Checkpoint> {
+        self.h.compact(s, at).unwrap()
+    }
+}
+
+fn names(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn pi(config: PiConfig) -> PiStrategy {
+    PiStrategy::new(config)
+}
+
+fn canonical(config: PiConfig) -> PiStrategy {
+    PiStrategy::v0_58(config)
+}
+
+fn threshold() -> Decision {
+    Decision::compact("threshold")
+}
+
+fn overflow() -> Decision {
+    Decision::compact("overflow")
+}
+
+/// The text of the summary message a checkpoint stores, without Pi's wrapper.
+fn stored_summary(cp: &Checkpoint) -> String {
+    cp.details["summary"].as_str().unwrap().to_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Section (j)
+
+#[test]
+fn case_01_threshold() {
+    let config = PiConfig { enabled: true, reserve_tokens: 10_000, keep_recent_tokens: 20_000 };
+    assert!(should_compact(95_000, 100_000, &config));
+    assert!(!should_compact(89_000, 100_000, &config));
+    assert!(!should_compact(90_000, 100_000, &config), "strict >");
+    assert!(!should_compact(95_000, 100_000, &PiConfig { enabled: false, ..config.clone() }));
+
+    // The same through decide at the end of a turn, for both versions.
+    for (total, enabled, want) in [
+        (95_000, true, threshold()),
+        (89_000, true, Decision::Skip),
+        (90_000, true, Decision::Skip),
+        (90_001, true, threshold()),
+        (95_000, false, Decision::Skip),
+    ] {
+        for s in [pi(PiConfig { enabled, ..config.clone() }), canonical(PiConfig { enabled, ..config.clone() })] {
+            let mut session = Session::new(100_000);
+            session.push("u", user("question", 10));
+            session.push("a", reply("answer", 10, Some(total)));
+            assert_eq!(session.decide(&s, Moment::TurnEnd), want, "{} total {total} enabled {enabled}", s.info().id);
+        }
+    }
+}
+
+#[test]
+fn case_02_usage_total() {
+    let u = ProviderUsage { input: 1000, output: 500, cache_read: 200, cache_write: 100, total_tokens: 1800 };
+    assert_eq!(calculate_context_tokens(&u), 1800);
+    let zero = ProviderUsage { input: 0, output: 0, cache_read: 0, cache_write: 0, total_tokens: 0 };
+    assert_eq!(calculate_context_tokens(&zero), 0);
+    // Without `totalTokens` the parts are summed.
+    assert_eq!(calculate_context_tokens(&ProviderUsage { total_tokens: 0, ..u }), 1800);
+    // Runner usage: total = input + output + cache read.
+    let runner = ProviderUsage::from(Usage { input: 1000, output: 500, cache_read: 200 });
+    assert_eq!(calculate_context_tokens(&runner), 1700);
+}
+
+#[test]
+fn case_03_last_usage_skips_aborted() {
+    let mut s = Session::new(100_000);
+    s.push("u1", Message::user("Hello"));
+    s.push("a1", with_usage(Message::assistant("Hi"), 100, 50));
+    s.push("u2", Message::user("How are you?"));
+    s.push("a2", failed("Aborted"));
+    let path = branch_path(&s.h.log);
+    let context = build_session_context(&path);
+    let (index, usage) = last_valid_usage(&context).unwrap();
+    assert_eq!(usage.input, 100);
+    assert_eq!(context[index].id, s.id("a1"));
+
+    // Not aborted: the newest reply counts.
+    s.push("u3", Message::user("And now?"));
+    s.push("a3", with_usage(Message::assistant("Good"), 200, 100));
+    let path = branch_path(&s.h.log);
+    assert_eq!(last_valid_usage(&build_session_context(&path)).unwrap().1.input, 200);
+
+    let mut none = Session::new(100_000);
+    none.push("u1", Message::user("Hello"));
+    let path = branch_path(&none.h.log);
+    assert!(last_valid_usage(&build_session_context(&path)).is_none());
+}
+
+#[test]
+fn case_04_degenerate_cuts() {
+    let mut s = Session::new(100_000);
+    s.push("a", Message::assistant("a"));
+    let path = branch_path(&s.h.log);
+    let cut = find_cut_point(&path, 0, path.len(), 1000);
+    assert_eq!((cut.first_kept, cut.turn_start, cut.split), (0, None, false));
+
+    let mut s = Session::new(100_000);
+    s.push("u1", Message::user("1"));
+    s.push("a1", with_usage(Message::assistant("a"), 500, 50));
+    s.push("u2", Message::user("2"));
+    s.push("a2", with_usage(Message::assistant("b"), 1000, 50));
+    let path = branch_path(&s.h.log);
+    let cut = find_cut_point(&path, 0, path.len(), 50_000);
+    assert_eq!((cut.first_kept, cut.split), (0, false));
+
+    // No valid cut point in range: the range start.
+    let mut s = Session::new(100_000);
+    s.push("r", Message::tool_result("c", "bash", "orphan output", false));
+    let path = branch_path(&s.h.log);
+    assert_eq!(find_cut_point(&path, 0, path.len(), 1).first_kept, 0);
+}
+
+/// The session of case 5; indices 0..=5 are path indices (the system prompt is not on the path).
+fn case_05_session() -> Session {
+    let mut s = Session::new(100_000);
+    s.push("0 user", user("fix a.ts", 100));
+    s.push("1 call", Message::tool_call("1 call", "read", json!({"path": "a.ts"})));
+    s.push("2 result", result("1 call", "read", "contents of a.ts", 10_000));
+    s.push("3 assistant", reply("a.ts is fixed", 100, None));
+    s.push("4 user", user("now the tests", 1_000));
+    s.push("5 assistant", reply("tests pass", 100, None));
+    s
+}
+
+#[test]
+fn case_05_cut_after_tool_result_split_turn() {
+    let strategy = pi(PiConfig { keep_recent_tokens: 5_000, ..PiConfig::default() });
+    let mut s = case_05_session();
+    let path = branch_path(&s.h.log);
+    let cut = find_cut_point(&path, 0, path.len(), 5_000);
+    assert_eq!((cut.first_kept, cut.turn_start, cut.split), (3, Some(0), true), "crossed at the result, cut at 3");
+
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].window, Window::From(s.id("3 assistant")));
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "3 assistant", "4 user", "5 assistant"]));
+
+    // No complete turn before the split turn: one call, for the prefix [0, 1, 2]; the call and
+    // its result go together into it.
+    let requests = s.h.summarizer.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].purpose, "turn-prefix");
+    assert_eq!(requests[0].max_output_tokens, 8192);
+    assert!(requests[0].transcript.starts_with("<conversation>\n[User]: fix a.ts"));
+    assert!(requests[0]
+        .transcript
+        .contains("[Assistant tool calls]: read(path=\"a.ts\")\n\n[Tool result]: contents of a.ts"));
+    assert!(!requests[0].transcript.contains("a.ts is fixed"), "the kept suffix is not summarized");
+    assert_eq!(
+        stored_summary(&cps[0]),
+        "No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nSUMMARY 1 of turn-prefix\n\n<read-files>\na.ts\n</read-files>"
+    );
+    for shape in Shape::ALL {
+        assert_eq!(validate(&lower(&s.h.view(&strategy), shape)), vec![], "{shape:?}");
+    }
+
+    // keep 1,100: crossed at the user message 4, which is kept; no split.
+    let strategy = pi(PiConfig { keep_recent_tokens: 1_100, ..PiConfig::default() });
+    let mut s = case_05_session();
+    let path = branch_path(&s.h.log);
+    let cut = find_cut_point(&path, 0, path.len(), 1_100);
+    assert_eq!((cut.first_kept, cut.split), (4, false));
+    s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "4 user", "5 assistant"]));
+    let requests = s.h.summarizer.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].purpose, "history");
+    assert!(requests[0].transcript.contains("[Assistant]: a.ts is fixed"), "0..=3 summarized");
+    assert!(!requests[0].transcript.contains("now the tests"));
+}
+
+#[test]
+fn case_06_single_compaction_view() {
+    let mut s = Session::new(100_000);
+    s.push("u1", Message::user("1"));
+    s.push("a1", Message::assistant("a"));
+    let u2 = s.push("u2", Message::user("2"));
+    s.push("a2", Message::assistant("b"));
+    s.checkpoint(pi_checkpoint("Summary of 1,a,2,b", u2));
+    s.push("u3", Message::user("3"));
+    s.push("a3", Message::assistant("c"));
+    let strategy = pi(PiConfig::default());
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "u2", "a2", "u3", "a3"]));
+    let view = s.h.view(&strategy);
+    assert_eq!(view.messages[1].message.role, Role::User);
+    assert!(view.messages[1].message.text().contains("Summary of 1,a,2,b"));
+}
+
+#[test]
+fn case_07_only_latest_compaction_counts() {
+    let mut s = Session::new(100_000);
+    let u1 = s.push("u1", Message::user("1"));
+    s.push("a1", Message::assistant("a"));
+    s.checkpoint(pi_checkpoint("First summary", u1));
+    s.push("u2", Message::user("2"));
+    s.push("b", Message::assistant("b"));
+    let u3 = s.push("u3", Message::user("3"));
+    s.push("c", Message::assistant("c"));
+    s.checkpoint(pi_checkpoint("Second summary", u3));
+    s.push("u4", Message::user("4"));
+    s.push("d", Message::assistant("d"));
+    let strategy = pi(PiConfig::default());
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "u3", "c", "u4", "d"]));
+    let text = s.h.view(&strategy).messages[1].message.text();
+    assert!(text.contains("Second summary") && !text.contains("First summary"));
+}
+
+#[test]
+fn case_08_keep_from_first_entry() {
+    let mut s = Session::new(100_000);
+    let u1 = s.push("u1", Message::user("1"));
+    s.push("a1", Message::assistant("a"));
+    s.checkpoint(pi_checkpoint("First summary", u1));
+    s.push("u2", Message::user("2"));
+    s.push("b", Message::assistant("b"));
+    assert_eq!(s.labels(&pi(PiConfig::default())), names(&["system", "summary", "u1", "a1", "u2", "b"]));
+}
+
+#[test]
+fn case_09_summary_lowering() {
+    let strategy = pi(PiConfig::default());
+    let mut s = Session::new(100_000);
+    s.push("u1", Message::user("hello"));
+    s.push("a1", Message::assistant("hi"));
+    s.h.summarizer = FakeSummarizer::new(FakeMode::Fixed("S".into()));
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    let summary = cps[0].summary.as_ref().unwrap();
+    assert_eq!(summary.role, Role::User);
+    assert_eq!(
+        summary.parts,
+        vec![Part::text(
+            "The conversation history before this point was compacted into the following summary:\n\n<summary>\nS\n</summary>"
+        )]
+    );
+    assert_eq!(cps[0].summary_position, compactbench_core::SummaryPosition::AfterSystem);
+    let view = s.h.view(&strategy);
+    assert_eq!(view.messages[1].origin, Origin::Summary(EntryId(3)), "first after the system prompt");
+}
+
+#[test]
+fn case_10_serializer_truncation() {
+    let long = Message::tool_result("c", "bash", "x".repeat(5000), false);
+    let got = serialize_conversation(&[crate::session::Context::Message(&long)]);
+    assert_eq!(got, format!("[Tool result]: {}\n\n[... 3000 more characters truncated]", "x".repeat(2000)));
+
+    let short = Message::tool_result("c", "bash", "x".repeat(1500), false);
+    assert_eq!(
+        serialize_conversation(&[crate::session::Context::Message(&short)]),
+        format!("[Tool result]: {}", "x".repeat(1500))
+    );
+
+    let u = Message::user("u".repeat(5000));
+    let a = Message::assistant("a".repeat(5000));
+    let got = serialize_conversation(&[crate::session::Context::Message(&u), crate::session::Context::Message(&a)]);
+    assert_eq!(got, format!("[User]: {}\n\n[Assistant]: {}", "u".repeat(5000), "a".repeat(5000)));
+
+    // Thinking, text and calls in Pi's order, calls as name(key=<JSON>).
+    let mixed = Message::new(
+        Role::Assistant,
+        vec![
+            Part::text("plan"),
+            Part::Reasoning { text: "think".into() },
+            Part::ToolCall { id: "1".into(), name: "edit".into(), args: json!({"path": "a.ts", "n": 2}) },
+            Part::ToolCall { id: "2".into(), name: "bash".into(), args: json!({"command": "ls"}) },
+        ],
+    );
+    assert_eq!(
+        serialize_conversation(&[crate::session::Context::Message(&mixed)]),
+        "[Assistant thinking]: think\n\n[Assistant]: plan\n\n[Assistant tool calls]: edit(path=\"a.ts\", n=2); bash(command=\"ls\")"
+    );
+}
+
+#[test]
+fn case_11_already_compacted() {
+    let strategy = pi(PiConfig::default());
+    let mut s = Session::new(1_000);
+    let u1 = s.push("u1", Message::user("hello"));
+    s.push("a1", reply("hi", 1, Some(5_000)));
+    s.checkpoint(pi_checkpoint("S", u1));
+    let path = branch_path(&s.h.log);
+    assert!(prepare_compaction(&path, 20_000, Release::Npm0_73_1).is_none());
+    assert!(prepare_compaction(&path, 20_000, Release::Canonical0_58).is_none());
+    assert_eq!(s.decide(&strategy, Moment::Overflow), Decision::Skip);
+    assert_eq!(s.decide(&strategy, Moment::TurnEnd), Decision::Skip);
+    assert_eq!(s.h.compact(&strategy, Moment::TurnEnd).unwrap(), vec![]);
+    assert!(s.h.summarizer.requests().is_empty());
+}
+
+#[test]
+fn case_12_overflow_recovery_once() {
+    // A failed reply whose error says the prompt is too long, checked after the run.
+    for strategy in [pi(PiConfig::default()), canonical(PiConfig::default())] {
+        let mut s = Session::new(200_000);
+        s.push("u1", user("hello", 10));
+        s.push("a1", reply("hi", 10, Some(1_000)));
+        s.push("u2", user("paste", 10));
+        s.push("err1", failed("prompt is too long: 213462 tokens > 200000 maximum"));
+        assert_eq!(s.decide(&strategy, Moment::TurnEnd), overflow(), "{}", strategy.info().id);
+        let cps = s.compact(&strategy, Moment::TurnEnd);
+        assert_eq!(cps[0].details["reason"], "overflow");
+
+        // The retry fails the same way (a newer message): no second compaction.
+        s.push("err2", failed("prompt is too long: 213462 tokens > 200000 maximum"));
+        assert_eq!(s.decide(&strategy, Moment::TurnEnd), Decision::Skip);
+
+        // A new user message clears the flag.
+        s.push("u3", user("try again", 10));
+        s.push("err3", failed("prompt is too long"));
+        assert_eq!(s.decide(&strategy, Moment::TurnEnd), overflow());
+    }
+
+    // The runner's overflow moment: compact once, then not again until a good reply.
+    let strategy = pi(PiConfig::default());
+    let mut s = Session::new(200_000);
+    s.push("u1", user("hello", 10));
+    s.push("a1", call("a1", "bash", json!({"command": "cat big.log"}), 20));
+    s.push("r1", result("a1", "bash", "big", 100));
+    assert_eq!(s.decide(&strategy, Moment::Overflow), overflow());
+    let cps = s.compact(&strategy, Moment::Overflow);
+    assert_eq!(cps[0].details["reason"], "overflow");
+    s.push("err", failed("529 overloaded"));
+    assert_eq!(s.decide(&strategy, Moment::Overflow), Decision::Skip, "already attempted");
+    s.push("a2", reply("done", 10, Some(150_000)));
+    assert_eq!(s.decide(&strategy, Moment::Overflow), overflow(), "a good reply clears the flag");
+    let off = pi(PiConfig { enabled: false, ..PiConfig::default() });
+    assert_eq!(s.decide(&off, Moment::Overflow), Decision::Skip, "enabled = false also stops overflow recovery");
+}
+
+#[test]
+fn case_13_threshold_from_error_reply() {
+    let strategy = pi(PiConfig::default());
+    let mut s = Session::new(200_000);
+    s.push("u1", Message::user("hello"));
+    s.push("a1", reply("ok", 1, Some(190_000)));
+    s.push("u2", Message::user("another prompt"));
+    let mut err = failed("");
+    err.usage = Some(Usage::default());
+    s.push("err", err.clone());
+    let path = branch_path(&s.h.log);
+    assert_eq!(estimate_context_tokens(&build_session_context(&path)).tokens, 190_000 + 4);
+    assert_eq!(s.decide(&strategy, Moment::TurnEnd), threshold());
+
+    // Without the successful reply there is no usage at all.
+    let mut s = Session::new(200_000);
+    s.push("u2", Message::user("another prompt"));
+    s.push("err", err.clone());
+    assert_eq!(s.decide(&strategy, Moment::TurnEnd), Decision::Skip);
+
+    // The only usage predates the latest compaction.
+    let mut s = Session::new(200_000);
+    let u1 = s.push("u1", Message::user("hello"));
+    s.push("a1", reply("ok", 1, Some(190_000)));
+    s.checkpoint(pi_checkpoint("S", u1));
+    s.push("u2", Message::user("another prompt"));
+    s.push("err", err);
+    assert_eq!(s.decide(&strategy, Moment::TurnEnd), Decision::Skip);
+}
+
+#[test]
+fn case_14_stale_usage_after_compaction() {
+    let strategy = pi(PiConfig::default());
+    let mut s = Session::new(200_000);
+    let u1 = s.push("u1", Message::user("hello"));
+    s.push("a1", reply("ok", 1, Some(610_000)));
+    assert_eq!(s.decide(&strategy, Moment::TurnEnd), overflow(), "before the compaction it would trigger");
+    s.checkpoint(pi_checkpoint("S", u1));
+    assert_eq!(s.decide(&strategy, Moment::TurnEnd), Decision::Skip);
+    assert_eq!(s.decide(&canonical(PiConfig::default()), Moment::TurnEnd), Decision::Skip);
+}
+
+/// The fixture of earendil-works/pi@247ad32f test/compaction.test.ts "prepareCompaction with
+/// previous compaction": texts repeated `short`/`long` times.
+fn case_15_session(repeat_short: usize, repeat_long: usize) -> Session {
+    let mut s = Session::new(200_000);
+    let mock = |m: Message| with_usage(m, 100, 50);
+    s.push("u1", Message::user("user msg 1 (summarized by compaction1)".repeat(repeat_short)));
+    s.push("a1", mock(Message::assistant("assistant msg 1".repeat(repeat_short))));
+    let u2 = s.push("u2", Message::user("user msg 2 - kept by compaction1 ".repeat(repeat_long)));
+    s.push("a2", mock(Message::assistant("assistant msg 2 ".repeat(repeat_long))));
+    s.push("u3", Message::user("user msg 3 - kept by compaction1 ".repeat(repeat_long)));
+    s.push("a3", with_usage(Message::assistant("assistant msg 3 ".repeat(repeat_long)), 5000, 1000));
+    s.checkpoint(pi_checkpoint("First summary", u2));
+    s.push("u4", Message::user("user msg 4 (new after compaction1) ".repeat(repeat_long)));
+    s.push("a4", with_usage(Message::assistant("assistant msg 4 ".repeat(repeat_long)), 8000, 2000));
+    s
+}
+
+#[test]
+fn case_15_repeated_compaction_moving_window() {
+    // 0.73.1 (V1): the previous kept messages are still candidates and still fit.
+    let mut s = case_15_session(1, 1);
+    let path = branch_path(&s.h.log);
+    let prep = prepare_compaction(&path, 20_000, Release::Npm0_73_1).unwrap();
+    assert_eq!(prep.first_kept, s.id("u2"));
+    assert_eq!(prep.previous_summary, Some("First summary"));
+    assert!(!serialize_conversation(&prep.to_summarize).contains("First summary"));
+    let rebuilt = estimate_context_tokens(&build_session_context(&path)).tokens;
+    assert_eq!((prep.tokens_before, rebuilt), (10_000, 10_000));
+    let strategy = pi(PiConfig::default());
+    s.compact(&strategy, Moment::TurnEnd);
+    let text: String = s.h.view(&strategy).iter().map(Message::text).collect();
+    assert!(text.contains("user msg 2 - kept by compaction1"));
+    assert!(text.contains("user msg 3 - kept by compaction1"));
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "u2", "a2", "u3", "a3", "u4", "a4"]));
+
+    // With a 100-token window the old kept messages move into the summary input.
+    let s = case_15_session(4, 12);
+    let path = branch_path(&s.h.log);
+    let prep = prepare_compaction(&path, 100, Release::Npm0_73_1).unwrap();
+    let summarized = serialize_conversation(&prep.to_summarize);
+    assert!(summarized.contains("user msg 2 - kept by compaction1"));
+    assert!(summarized.contains("user msg 3 - kept by compaction1"));
+    assert!(!summarized.contains("First summary"));
+    assert_eq!(prep.previous_summary, Some("First summary"));
+    assert_eq!(prep.first_kept, s.id("u4"));
+
+    // Canonical: only entries after the previous compaction; u2..a3 are dropped.
+    let mut s = case_15_session(1, 1);
+    let path = branch_path(&s.h.log);
+    let prep = prepare_compaction(&path, 20_000, Release::Canonical0_58).unwrap();
+    assert_eq!(prep.first_kept, s.id("u4"));
+    assert!(prep.to_summarize.is_empty());
+    let strategy = canonical(PiConfig::default());
+    s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "u4", "a4"]));
+    let text: String = s.h.view(&strategy).iter().map(Message::text).collect();
+    assert!(!text.contains("user msg 2 - kept by compaction1"), "#2608: lost");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Section (i): the worked example
+
+/// Entries e1..e14 of the worked example (window 50,000; threshold 33,616).
+fn worked_example() -> Session {
+    let mut s = Session::new(50_000);
+    s.push("e1", user("Fix empty-input crash in parser; do not change the public API", 100));
+    s.push("e2", call("e2", "read", json!({"path": "src/parser.ts"}), 50));
+    s.push("e3", result("e2", "read", "content of src/parser.ts", 9_000));
+    s.push("e4", call("e4", "grep", json!({"pattern": "parse("}), 50));
+    s.push("e5", result("e4", "grep", "grep hits", 3_000));
+    s.push("e6", reply("plan", 400, None));
+    s.push("e7", user("tests still fail + pasted log", 1_500));
+    s.push("e8", call("e8", "bash", json!({"command": "npm test"}), 60));
+    s.push("e9", result("e8", "bash", "test output", 6_000));
+    s.push("e10", call("e10", "edit", json!({"path": "src/parser.ts", "oldText": "a", "newText": "b"}), 300));
+    s.push("e11", result("e10", "edit", "edited", 100));
+    s.push("e12", call("e12", "bash", json!({"command": "npm test"}), 60));
+    s.push("e13", result("e12", "bash", "test output with the remaining failure", 12_000));
+    s.push("e14", reply("status", 500, Some(36_000)));
+    s
+}
+
+/// Entries e15..e22, after the first compaction.
+fn worked_example_continued(s: &mut Session) {
+    s.push("e15", user("also handle whitespace-only input", 100));
+    s.push("e16", call("e16", "read", json!({"path": "src/lexer.ts"}), 50));
+    s.push("e17", result("e16", "read", "lexer source", 10_000));
+    s.push("e18", call("e18", "edit", json!({"path": "src/parser.ts", "oldText": "c", "newText": "d"}), 300));
+    s.push("e19", result("e18", "edit", "edited", 100));
+    s.push("e20", call("e20", "bash", json!({"command": "npm test"}), 60));
+    s.push("e21", result("e20", "bash", "test output", 4_000));
+    s.push("e22", reply("whitespace handled", 400, Some(38_500)));
+}
+
+/// Compaction 1 is the same in both versions.
+fn worked_example_first_compaction(strategy: &PiStrategy) -> Session {
+    let mut s = worked_example();
+    assert_eq!(s.decide(strategy, Moment::BeforeRequest), Decision::Skip, "no mid-run check");
+    assert_eq!(s.decide(strategy, Moment::TurnEnd), threshold(), "36,000 > 33,616");
+    let cps = s.compact(strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].window, Window::From(s.id("e7")));
+    assert_eq!(cps[0].tokens_before, 36_000);
+    assert_eq!(stored_summary(&cps[0]), "SUMMARY 1 of history\n\n<read-files>\nsrc/parser.ts\n</read-files>");
+    let request = &s.h.summarizer.requests()[0];
+    assert_eq!((request.purpose.as_str(), request.max_output_tokens), ("history", 13_107));
+    assert!(request.transcript.starts_with("<conversation>\n[User]: Fix empty-input crash"));
+    assert!(request.transcript.contains("[Assistant tool calls]: read(path=\"src/parser.ts\")"));
+    assert!(request.transcript.contains("[... 34000 more characters truncated]"), "e3 cut to 2000 chars");
+    assert!(!request.transcript.contains("<previous-summary>"));
+    assert!(request.instructions.contains("## Goal") && request.instructions.contains("## Critical Context"));
+    assert_eq!(s.labels(strategy), names(&["system", "summary", "e7", "e8", "e9", "e10", "e11", "e12", "e13", "e14"]));
+    // e14 predates the checkpoint: no second compaction before the user continues.
+    assert_eq!(s.decide(strategy, Moment::TurnEnd), Decision::Skip);
+    worked_example_continued(&mut s);
+    assert_eq!(s.decide(strategy, Moment::TurnEnd), threshold(), "38,500 > 33,616");
+    s
+}
+
+#[test]
+fn worked_example_canonical() {
+    let strategy = canonical(PiConfig::default());
+    let mut s = worked_example_first_compaction(&strategy);
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].window, Window::From(s.id("e15")));
+    assert_eq!(cps[0].tokens_before, 38_500);
+    assert_eq!(stored_summary(&cps[0]), "SUMMARY 2 of history\n\n<read-files>\nsrc/parser.ts\n</read-files>");
+    let requests = s.h.summarizer.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[1].transcript,
+        "<conversation>\n\n</conversation>\n\n<previous-summary>\nSUMMARY 1 of history\n\n<read-files>\nsrc/parser.ts\n</read-files>\n</previous-summary>"
+    );
+    assert!(requests[1].instructions.contains("<previous-summary>"), "update prompt");
+    assert_eq!(
+        s.labels(&strategy),
+        names(&["system", "summary", "e15", "e16", "e17", "e18", "e19", "e20", "e21", "e22"]),
+        "e7..e14 are gone (#2608)"
+    );
+}
+
+#[test]
+fn worked_example_release() {
+    let strategy = pi(PiConfig::default());
+    let mut s = worked_example_first_compaction(&strategy);
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    // Crossed at e13 (a tool result) -> cut at e14, split turn starting at e7.
+    assert_eq!(cps[0].window, Window::From(s.id("e14")));
+    assert_eq!(cps[0].tokens_before, 38_500);
+    assert_eq!(
+        stored_summary(&cps[0]),
+        "No prior history.\n\n---\n\n**Turn Context (split turn):**\n\nSUMMARY 2 of turn-prefix\n\n\
+         <modified-files>\nsrc/parser.ts\n</modified-files>"
+    );
+    let requests = s.h.summarizer.requests();
+    assert_eq!(requests.len(), 2, "no history call");
+    assert_eq!((requests[1].purpose.as_str(), requests[1].max_output_tokens), ("turn-prefix", 8_192));
+    assert!(requests[1].transcript.starts_with("<conversation>\n[User]: tests still fail"));
+    assert!(requests[1].transcript.contains("[Tool result]: test output with the remaining failure"));
+    assert!(!requests[1].user_message().contains("SUMMARY 1"), "S1 reaches no call and is lost");
+    assert_eq!(
+        s.labels(&strategy),
+        names(&["system", "summary", "e14", "e15", "e16", "e17", "e18", "e19", "e20", "e21", "e22"])
+    );
+    for shape in Shape::ALL {
+        assert_eq!(validate(&lower(&s.h.view(&strategy), shape)), vec![], "{shape:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Section (g) and the rest
+
+#[test]
+fn summarizer_error_appends_nothing() {
+    let strategy = pi(PiConfig::default());
+    let mut s = worked_example();
+    s.h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
+    let before = s.h.log.len();
+    let err = s.h.compact(&strategy, Moment::TurnEnd).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Transport);
+    assert!(err.message.starts_with("Auto-compaction failed: Summarization failed: "), "{}", err.message);
+    assert_eq!(s.h.log.len(), before);
+
+    let err = s.h.compact(&strategy, Moment::Overflow).unwrap_err();
+    assert!(err.message.starts_with("Context overflow recovery failed: "), "{}", err.message);
+}
+
+/// A summarizer that always stops at its output cap.
+struct CutOff;
+
+impl Summarizer for CutOff {
+    fn name(&self) -> &str {
+        "cut-off"
+    }
+
+    fn summarize(&self, _: &SummaryRequest) -> Result<Summary, compactbench_core::Error> {
+        Ok(Summary {
+            text: "## Goal\nFix the pars".into(),
+            input_tokens: 10,
+            output_tokens: 5,
+            stop: StopReason::Length,
+        })
+    }
+}
+
+#[test]
+fn length_stopped_summary_is_accepted() {
+    for strategy in [pi(PiConfig::default()), canonical(PiConfig::default())] {
+        let s = worked_example();
+        let mut store = VirtualStore::new();
+        let model = model(50_000, 8192);
+        let mut cx = Cx { model: &model, summarizer: &CutOff, store: &mut store };
+        let view = strategy.project(&s.h.log);
+        let cps = strategy.compact(&s.h.log, &view, Moment::TurnEnd, &mut cx).unwrap();
+        assert!(stored_summary(&cps[0]).starts_with("## Goal\nFix the pars\n\n<read-files>"));
+        assert_eq!(cps[0].summarizer.calls, 1);
+    }
+}
+
+#[test]
+fn file_lists_are_carried_and_modified_leaves_read() {
+    let strategy = pi(PiConfig { keep_recent_tokens: 10, ..PiConfig::default() });
+    let mut s = Session::new(100_000);
+    s.push("u1", user("look", 10));
+    s.push("c1", call("c1", "read", json!({"path": "b.ts"}), 10));
+    s.push("r1", result("c1", "read", "b", 10));
+    s.push("c2", call("c2", "write", json!({"path": "z.ts"}), 10));
+    s.push("r2", result("c2", "write", "ok", 10));
+    s.push("a1", reply("done", 10, None));
+    s.push("u2", user("next", 10));
+    s.push("a2", reply("ok", 20, None));
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].details["readFiles"], json!(["b.ts"]));
+    assert_eq!(cps[0].details["modifiedFiles"], json!(["z.ts"]));
+
+    s.push("u3", user("edit b", 10));
+    s.push("c3", call("c3", "edit", json!({"path": "b.ts"}), 10));
+    s.push("r3", result("c3", "edit", "ok", 10));
+    s.push("c4", call("c4", "grep", json!({"path": "ignored.ts"}), 10));
+    s.push("r4", result("c4", "grep", "hit", 10));
+    s.push("a3", reply("edited", 10, None));
+    s.push("u4", user("thanks", 10));
+    s.push("a4", reply("bye", 20, None));
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].details["readFiles"], json!([]));
+    assert_eq!(cps[0].details["modifiedFiles"], json!(["b.ts", "z.ts"]));
+    assert!(stored_summary(&cps[0]).ends_with("\n\n<modified-files>\nb.ts\nz.ts\n</modified-files>"));
+}
+
+#[test]
+fn overflow_patterns_follow_each_release() {
+    let check = |text: &str, release| is_context_overflow(&failed(text), 200_000, release);
+    for text in [
+        "Prompt is too long",
+        "input token count 300000 exceeds the maximum of 200000",
+        "This model's maximum context length is 128000 tokens",
+        "context_length_exceeded",
+        "413 status code (no body)",
+    ] {
+        assert!(check(text, Release::Npm0_73_1), "{text}");
+        assert!(check(text, Release::Canonical0_58), "{text}");
+    }
+    assert!(!check("prefix 413 (no body)", Release::Npm0_73_1), "anchored");
+    assert!(!check("maximum context length is many tokens", Release::Npm0_73_1), "needs digits");
+    assert!(check("request_too_large", Release::Npm0_73_1));
+    assert!(!check("request_too_large", Release::Canonical0_58));
+    assert!(check("too many tokens; rate limit reached", Release::Canonical0_58));
+    assert!(!check("too many tokens; rate limit reached", Release::Npm0_73_1), "0.73.1 excludes rate limits");
+    assert!(!check("529 overloaded", Release::Npm0_73_1));
+    // Silent overflow: a good reply whose prompt was larger than the window.
+    assert!(is_context_overflow(&reply("ok", 1, Some(200_002)), 200_000, Release::Npm0_73_1));
+    assert!(!is_context_overflow(&reply("ok", 1, Some(200_001)), 200_000, Release::Npm0_73_1));
+}
+
+#[test]
+fn variants_name_the_release_and_the_commit() {
+    let all = crate::variants();
+    let ids: Vec<&str> = all.iter().map(|s| s.info().id.as_str()).collect();
+    assert_eq!(ids, ["pi", "pi/v0.58"]);
+    assert_eq!(crate::strategy().info().id, "pi");
+    assert!(all[0].info().source.contains("@mariozechner/pi-coding-agent@0.73.1"));
+    assert!(all[1].info().source.contains("badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a"));
+}
