@@ -69,6 +69,17 @@ pub struct Cx<'a> {
     pub summarizer: &'a dyn Summarizer,
     /// The virtual file store for offloads; persists across compactions of one session.
     pub store: &'a mut VirtualStore,
+    /// Consecutive failed compaction attempts since the last successful one in this session.
+    /// Failures append nothing to the log, so this is the one piece of in-memory harness
+    /// state the runner keeps for strategies (e.g. Claude Code's circuit breaker).
+    pub failures: u32,
+}
+
+impl<'a> Cx<'a> {
+    /// A context with no failures so far.
+    pub fn new(model: &'a ModelProfile, summarizer: &'a dyn Summarizer, store: &'a mut VirtualStore) -> Cx<'a> {
+        Cx { model, summarizer, store, failures: 0 }
+    }
 }
 
 /// A compaction strategy.

@@ -65,6 +65,8 @@ struct Run<'a> {
     compactions: Vec<CompactionRecord>,
     compact_micros: u64,
     request: u32,
+    /// Consecutive failed compactions (handed to strategies as `Cx::failures`).
+    failures: u32,
 }
 
 fn keys(view: &View) -> Vec<Key> {
@@ -116,14 +118,14 @@ impl Run<'_> {
     fn maybe_compact(&mut self, at: Moment) -> bool {
         let view = self.strategy.project(&self.log);
         let decision = {
-            let cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store };
+            let cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store, failures: self.failures };
             self.strategy.decide(&self.log, &view, at, &cx)
         };
         let Decision::Compact { reason } = decision else { return false };
         let tokens_before = self.measure(&view).2;
         let started = Instant::now();
         let result = {
-            let mut cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store };
+            let mut cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store, failures: self.failures };
             self.strategy.compact(&self.log, &view, at, &mut cx)
         };
         self.compact_micros += started.elapsed().as_micros() as u64;
@@ -158,6 +160,7 @@ impl Run<'_> {
                     self.log.push_checkpoint(cp);
                 }
                 self.rounds += 1;
+                self.failures = 0;
                 self.sync_paths();
                 let after = self.strategy.project(&self.log);
                 record.tokens_after = self.measure(&after).2;
@@ -166,6 +169,7 @@ impl Run<'_> {
             // Degenerate input is a normal outcome, not a failure worth a row.
             Err(e) if e.kind == ErrorKind::NothingToCompact => return false,
             Err(e) => {
+                self.failures += 1;
                 record.error = Some(e.to_string());
                 false
             }
@@ -275,6 +279,7 @@ pub fn run(
         compactions: Vec::new(),
         compact_micros: 0,
         request: 0,
+        failures: 0,
     };
     run.log.push_message(session.system.clone());
     let window = scenario.model.window;

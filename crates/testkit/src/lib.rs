@@ -90,12 +90,14 @@ pub struct Harness {
     pub model: ModelProfile,
     /// The summarizer.
     pub summarizer: FakeSummarizer,
+    /// Consecutive failed compactions, as the runner counts them (see `Cx::failures`).
+    pub failures: u32,
 }
 
 impl Harness {
     /// A harness over `messages` with `model` and a numbered fake summarizer.
     pub fn new(messages: impl IntoIterator<Item = Message>, model: ModelProfile) -> Harness {
-        Harness { log: Log::from_messages(messages), store: VirtualStore::new(), model, summarizer: FakeSummarizer::default() }
+        Harness { log: Log::from_messages(messages), store: VirtualStore::new(), model, summarizer: FakeSummarizer::default(), failures: 0 }
     }
 
     /// Appends a message.
@@ -111,7 +113,7 @@ impl Harness {
     /// The strategy's decision at `at`.
     pub fn decide(&mut self, strategy: &dyn Strategy, at: Moment) -> Decision {
         let view = strategy.project(&self.log);
-        let cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store };
+        let cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store, failures: self.failures };
         strategy.decide(&self.log, &view, at, &cx)
     }
 
@@ -121,8 +123,19 @@ impl Harness {
     pub fn compact(&mut self, strategy: &dyn Strategy, at: Moment) -> Result<Vec<Checkpoint>, Error> {
         let before = self.log.clone();
         let view = strategy.project(&self.log);
-        let mut cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store };
-        let checkpoints = strategy.compact(&self.log, &view, at, &mut cx)?;
+        let mut cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store, failures: self.failures };
+        let checkpoints = match strategy.compact(&self.log, &view, at, &mut cx) {
+            Ok(c) => c,
+            Err(e) => {
+                if e.kind != compactbench_core::ErrorKind::NothingToCompact {
+                    self.failures += 1;
+                }
+                return Err(e);
+            }
+        };
+        if !checkpoints.is_empty() {
+            self.failures = 0;
+        }
         for cp in &checkpoints {
             self.log.push_checkpoint(cp.clone());
         }

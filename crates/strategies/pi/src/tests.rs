@@ -710,7 +710,7 @@ fn length_stopped_summary_is_accepted() {
         let s = worked_example();
         let mut store = VirtualStore::new();
         let model = model(50_000, 8192);
-        let mut cx = Cx { model: &model, summarizer: &CutOff, store: &mut store };
+        let mut cx = Cx::new(&model, &CutOff, &mut store);
         let view = strategy.project(&s.h.log);
         let cps = strategy.compact(&s.h.log, &view, Moment::TurnEnd, &mut cx).unwrap();
         assert!(stored_summary(&cps[0]).starts_with("## Goal\nFix the pars\n\n<read-files>"));
