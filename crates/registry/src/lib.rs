@@ -20,6 +20,7 @@ pub const CRATES: &[Crate] = &[
     Crate { dir: "codex", build: compactbench_strategy_codex::variants },
     Crate { dir: "none", build: || vec![compactbench_strategy_none::strategy()] },
     Crate { dir: "observation-masking", build: || vec![compactbench_strategy_observation_masking::strategy()] },
+    Crate { dir: "opencode-v2", build: || vec![compactbench_strategy_opencode_v2::strategy()] },
     Crate { dir: "pi", build: compactbench_strategy_pi::variants },
     Crate { dir: "truncate-oldest", build: || vec![compactbench_strategy_truncate_oldest::strategy()] },
 ];
