@@ -28,6 +28,7 @@ pub mod request;
 mod store;
 mod strategy;
 mod summarizer;
+pub mod tools;
 mod view;
 
 pub use checkpoint::{Checkpoint, CheckpointKind, Offload, Replacement, SummarizerUsage, SummaryPosition, Window};

@@ -17,6 +17,7 @@ pub struct Crate {
 
 /// Every strategy crate, alphabetical by folder.
 pub const CRATES: &[Crate] = &[
+    Crate { dir: "cline", build: compactbench_strategy_cline::variants },
     Crate { dir: "codex", build: compactbench_strategy_codex::variants },
     Crate { dir: "none", build: || vec![compactbench_strategy_none::strategy()] },
     Crate { dir: "observation-masking", build: || vec![compactbench_strategy_observation_masking::strategy()] },

@@ -1,0 +1,196 @@
+//! Cline's API conversation history, rebuilt from the log.
+//!
+//! Cline stores Anthropic-format messages that strictly alternate: one assistant message per
+//! model response, and one user message per request holding every tool result of the previous
+//! response followed by any user text. Every index rule of the `ContextManager` (the first
+//! pair at 0 and 1, the deleted range, the edit store) counts in that index space, so the log
+//! is grouped the same way here:
+//!
+//! - every assistant log message is one Cline message (its parts are the content blocks, in
+//!   order: reasoning = a thinking block, text, tool_use);
+//! - every maximal run of user, tool and (non-leading) system log messages is one Cline user
+//!   message; its blocks are the parts of those log messages in order, so a tool result is a
+//!   `tool_result` block whose text is its content's first text item;
+//! - leading system messages are the system prompt, which Cline rebuilds per request and never
+//!   stores, so they are not part of the history;
+//! - an auto-condense checkpoint adds the two messages Cline stores that our log does not:
+//!   the assistant's `summarize_task` call and the user message carrying its result (the
+//!   summary), at the checkpoint's position.
+
+use std::collections::{BTreeSet, HashMap};
+
+use compactbench_core::tools::{tool_kind, tool_path, ToolKind};
+use compactbench_core::{Entry, EntryId, Log, Part, Role};
+
+use crate::fold::parse_tool_header;
+use crate::state::State;
+
+/// Role of a Cline (Anthropic) message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Speaker {
+    User,
+    Assistant,
+}
+
+/// Where a content block comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Src {
+    /// Part `.1` of log message `.0`.
+    Entry(EntryId, usize),
+    /// A message our log does not hold (auto-condense).
+    Virtual,
+}
+
+/// One content block of a Cline message.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Block {
+    pub(crate) part: Part,
+    pub(crate) src: Src,
+    /// The `[<tool> for '<path>'] Result:` line Cline writes in front of every tool result,
+    /// plus its newline, when the log's result text does not carry it itself (see
+    /// [`tool_header`]). Empty otherwise.
+    prefix: String,
+}
+
+impl Block {
+    fn new(part: Part, src: Src, prefix: String) -> Block {
+        Block { part, src, prefix }
+    }
+
+    /// Cline's `getTextFromBlock`: the text of a text block, or the first text item of a
+    /// `tool_result`. Empty text counts as none, as JavaScript's truthiness test does.
+    pub(crate) fn text(&self) -> Option<String> {
+        let text = match &self.part {
+            Part::Text { text } => text.clone(),
+            Part::ToolResult { text, .. } => format!("{}{}", self.prefix, text),
+            _ => return None,
+        };
+        (!text.is_empty()).then_some(text)
+    }
+
+    /// Cline's `setTextInBlock`: replaces the text of a text or `tool_result` block; other
+    /// blocks (tool_use, thinking, images) are left alone and `false` is returned. A derived
+    /// tool header is taken off again, because our model shows it through the call instead.
+    pub(crate) fn set_text(&mut self, new: &str) -> bool {
+        match &mut self.part {
+            Part::Text { text } => {
+                *text = new.to_owned();
+                true
+            }
+            Part::ToolResult { text, .. } => {
+                *text = new.strip_prefix(self.prefix.as_str()).unwrap_or(new).to_owned();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn is_tool_result(&self) -> bool {
+        matches!(self.part, Part::ToolResult { .. })
+    }
+}
+
+/// One Cline message.
+#[derive(Clone, Debug)]
+pub(crate) struct ClineMessage {
+    pub(crate) speaker: Speaker,
+    pub(crate) blocks: Vec<Block>,
+    /// Log messages it was built from, in order (empty for virtual messages).
+    pub(crate) entries: Vec<EntryId>,
+    /// Whether our log lacks this message (auto-condense's call and result).
+    pub(crate) is_virtual: bool,
+}
+
+/// The header Cline's `ToolResultUtils.pushToolResult` puts in front of a file tool's result
+/// (`getDescription` of the read and write handlers, then ` Result:` and a newline), derived
+/// from the result's tool and its call's path argument. The session may have been recorded
+/// with another harness's tool names, so the tool is mapped to Cline's own name by what it
+/// does (`read_file`, `write_to_file`, `replace_in_file`). Results whose text already starts
+/// with a header (transcripts recorded from Cline) get none; other tools get none because the
+/// fold ignores them.
+fn tool_header(name: &str, args: Option<&serde_json::Value>, text: &str) -> String {
+    let cline_name = match tool_kind(name) {
+        ToolKind::Read => "read_file",
+        ToolKind::Write => "write_to_file",
+        ToolKind::Edit => "replace_in_file",
+        _ => return String::new(),
+    };
+    if parse_tool_header(text).is_some() {
+        return String::new();
+    }
+    match args.and_then(tool_path) {
+        Some(path) => format!("[{cline_name} for '{path}'] Result:\n"),
+        None => String::new(),
+    }
+}
+
+/// Ids of the leading system messages (the system prompt).
+pub(crate) fn leading_system(log: &Log) -> BTreeSet<EntryId> {
+    log.messages().take_while(|(_, m)| m.role == Role::System).map(|(id, _)| id).collect()
+}
+
+/// The history Cline would have stored for this log.
+pub(crate) fn history(log: &Log) -> Vec<ClineMessage> {
+    let leading = leading_system(log);
+    let mut calls: HashMap<String, serde_json::Value> = HashMap::new();
+    let mut out: Vec<ClineMessage> = Vec::new();
+    // Whether the last Cline message is a user message still collecting log messages.
+    let mut open_user = false;
+    for (id, entry) in log.entries() {
+        match entry {
+            Entry::Message(_) if leading.contains(&id) => {}
+            Entry::Message(m) => {
+                let blocks = m.parts.iter().enumerate().map(|(i, part)| {
+                    let prefix = match part {
+                        Part::ToolResult { call_id, name, text, .. } => tool_header(name, calls.get(call_id), text),
+                        _ => String::new(),
+                    };
+                    Block::new(part.clone(), Src::Entry(id, i), prefix)
+                });
+                if m.role == Role::Assistant {
+                    let blocks = blocks.collect();
+                    for part in &m.parts {
+                        if let Part::ToolCall { id, args, .. } = part {
+                            calls.insert(id.clone(), args.clone());
+                        }
+                    }
+                    out.push(ClineMessage { speaker: Speaker::Assistant, blocks, entries: vec![id], is_virtual: false });
+                    open_user = false;
+                } else if open_user {
+                    let last = out.last_mut().expect("an open user message exists");
+                    last.blocks.extend(blocks);
+                    last.entries.push(id);
+                } else {
+                    let blocks = blocks.collect();
+                    out.push(ClineMessage { speaker: Speaker::User, blocks, entries: vec![id], is_virtual: false });
+                    open_user = true;
+                }
+            }
+            Entry::Checkpoint(cp) => {
+                if State::is_condense(cp) {
+                    let summary = cp.summary.as_ref().map(|m| m.text()).unwrap_or_default();
+                    push_condense_pair(&mut out, summary);
+                    open_user = false;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Appends the two messages an auto-condense adds to Cline's history: the assistant's
+/// `summarize_task` call and the user message with its result (`summary`, as sent).
+pub(crate) fn push_condense_pair(history: &mut Vec<ClineMessage>, summary: String) {
+    history.push(ClineMessage { speaker: Speaker::Assistant, blocks: Vec::new(), entries: Vec::new(), is_virtual: true });
+    history.push(ClineMessage {
+        speaker: Speaker::User,
+        blocks: vec![Block::new(Part::text(summary), Src::Virtual, String::new())],
+        entries: Vec::new(),
+        is_virtual: true,
+    });
+}
+
+/// Roles only, for the range arithmetic.
+pub(crate) fn speakers(history: &[ClineMessage]) -> Vec<Speaker> {
+    history.iter().map(|m| m.speaker).collect()
+}
