@@ -192,3 +192,113 @@ fn none_overflows_and_truncate_oldest_stays_valid() {
     assert!(t.requests.iter().all(|r| r.violations == [0; 4]));
     assert!(!t.compactions.is_empty());
 }
+
+/// A strategy for probe tests: at the first request after the first turn it replaces all
+/// earlier messages by a summary, optionally offloading them to the store first.
+struct Probe {
+    info: compactbench_core::StrategyInfo,
+    mode: ProbeMode,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum ProbeMode {
+    Keep,
+    Offload,
+    Drop,
+}
+
+impl compactbench_core::Strategy for Probe {
+    fn info(&self) -> &compactbench_core::StrategyInfo {
+        &self.info
+    }
+
+    fn decide(&self, log: &compactbench_core::Log, _: &compactbench_core::View, at: compactbench_core::Moment, _: &compactbench_core::Cx<'_>) -> compactbench_core::Decision {
+        let users = log.messages().filter(|(_, m)| m.role == compactbench_core::Role::User).count();
+        if self.mode != ProbeMode::Keep && at == compactbench_core::Moment::BeforeRequest && users == 2 && log.last_checkpoint().is_none() {
+            compactbench_core::Decision::compact("test")
+        } else {
+            compactbench_core::Decision::Skip
+        }
+    }
+
+    fn compact(&self, log: &compactbench_core::Log, _: &compactbench_core::View, _: compactbench_core::Moment, cx: &mut compactbench_core::Cx<'_>) -> Result<Vec<compactbench_core::Checkpoint>, compactbench_core::Error> {
+        use compactbench_core::{Checkpoint, CheckpointKind, Offload, Role, Window};
+        let last_user = log.messages().filter(|(_, m)| m.role == Role::User).map(|(id, _)| id).last().unwrap();
+        let dropped: Vec<_> = log.messages().filter(|(id, m)| *id < last_user && m.role != Role::System).collect();
+        let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::From(last_user));
+        if self.mode == ProbeMode::Offload {
+            let text: Vec<String> = dropped.iter().map(|(_, m)| m.searchable_text()).collect();
+            cx.store.write("/history/turn-0.md", text.join("\n\n"));
+            cp.offloads.push(Offload { path: "/history/turn-0.md".into(), entries: dropped.iter().map(|(id, _)| *id).collect() });
+            cp.summary = Some(Message::user("Earlier turns are in /history/turn-0.md."));
+        } else {
+            cp.summary = Some(Message::user("Earlier turns happened."));
+        }
+        Ok(vec![cp])
+    }
+}
+
+#[test]
+fn every_fact_kind_is_probed_verbatim_recoverable_and_lost() {
+    use crate::facts::FactKind;
+    use crate::results::Status;
+    let mut text = SMALL.to_owned();
+    text = text.replace("turns = 14", "turns = 3").replace("steps_per_turn = [2, 7]", "steps_per_turn = [1, 2]");
+    // Every kind planted in turn 0 and needed to the end.
+    let facts: String = FactKind::ALL.iter().map(|k| format!("[[facts]]\nkind = \"{}\"\nturn = 0\n", k.as_str())).collect();
+    let text = format!("{}\n{facts}", &text[..text.find("[[facts]]").unwrap()]);
+    let sc = Scenario::parse(Path::new("probe.toml"), &text).unwrap();
+    let session = generate(&sc, 3);
+    assert_eq!(session.facts.len(), FactKind::ALL.len());
+    let (counter, summarizer) = env_parts();
+    let env = Env { counter: &counter, summarizer: &summarizer };
+    for (mode, want) in [(ProbeMode::Keep, Status::VerbatimKept), (ProbeMode::Offload, Status::Recoverable), (ProbeMode::Drop, Status::Lost)] {
+        let strategy = Probe {
+            info: compactbench_core::StrategyInfo {
+                id: "probe".into(),
+                harness: "test".into(),
+                source: "test".into(),
+                summary: "test".into(),
+                fidelity: compactbench_core::Fidelity::Baseline,
+            },
+            mode,
+        };
+        let r = run(&strategy, &sc, &session, 3, &env, |_| {});
+        let mut kinds: Vec<FactKind> = r.facts.iter().map(|f| f.kind).collect();
+        kinds.sort();
+        assert_eq!(kinds, FactKind::ALL.to_vec());
+        for f in &r.facts {
+            assert_eq!(f.last, want, "{:?} with {:?}", f.kind, want);
+            if want == Status::Lost {
+                assert_eq!(f.lost_after_rounds, Some(1), "{:?}", f.kind);
+                assert!(f.lost_at.is_some());
+            } else {
+                assert_eq!(f.lost_at, None);
+            }
+        }
+    }
+}
+
+/// The foundation's must-show numbers on the shipped scenarios (seed 0): `pi` compacts at
+/// least three times everywhere, `none` overflows, and `pi` and `truncate-oldest` build
+/// only valid requests for all four shapes.
+#[test]
+fn shipped_scenarios_make_pi_compact_and_none_overflow() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let scenarios = crate::scenario::load_dir(&dir).unwrap();
+    let strategies: Vec<_> = ["none", "pi", "truncate-oldest"].iter().map(|id| compactbench_registry::find(id).unwrap()).collect();
+    let (counter, summarizer) = env_parts();
+    let runs = run_matrix(&strategies, &scenarios, 1, &counter, &summarizer, &|_| {});
+    for r in &runs {
+        let compactions = r.compactions.iter().filter(|c| c.error.is_none()).count();
+        let peak = r.requests.iter().map(|q| q.tokens).max().unwrap();
+        match r.strategy.as_str() {
+            "none" => assert!(peak > r.window, "none stays under the window on {}", r.scenario),
+            "pi" => assert!(compactions >= 3, "pi compacts {compactions} times on {}", r.scenario),
+            _ => {}
+        }
+        if r.strategy != "none" {
+            assert!(r.requests.iter().all(|q| q.violations == [0; 4]), "{} builds invalid requests on {}", r.strategy, r.scenario);
+        }
+    }
+}

@@ -19,6 +19,7 @@ pub struct Crate {
 pub const CRATES: &[Crate] = &[
     Crate { dir: "cline", build: compactbench_strategy_cline::variants },
     Crate { dir: "codex", build: compactbench_strategy_codex::variants },
+    Crate { dir: "deep-agents", build: || vec![compactbench_strategy_deep_agents::strategy()] },
     Crate { dir: "none", build: || vec![compactbench_strategy_none::strategy()] },
     Crate { dir: "observation-masking", build: || vec![compactbench_strategy_observation_masking::strategy()] },
     Crate { dir: "opencode-v2", build: || vec![compactbench_strategy_opencode_v2::strategy()] },
