@@ -234,7 +234,7 @@ impl Run<'_> {
 /// One probe of one fact: (request, state, compactions since the fact was planted).
 type Probe = (u32, Status, u32);
 
-fn outcome(fact: &crate::facts::Fact, probes: &[Probe]) -> FactOutcome {
+fn outcome(fact: &crate::facts::Fact, probes: &[Probe], compactions: &[CompactionRecord]) -> FactOutcome {
     let mut counts = BTreeMap::new();
     for (_, s, _) in probes {
         *counts.entry(*s).or_default() += 1;
@@ -252,6 +252,8 @@ fn outcome(fact: &crate::facts::Fact, probes: &[Probe]) -> FactOutcome {
         last: probes.last().expect("only needed facts get an outcome").1,
         lost_at: first_lost.map(|p| p.0),
         lost_after_rounds: first_lost.map(|p| p.2),
+        // The newest successful compaction before the first request that lost it.
+        lost_by: first_lost.and_then(|p| compactions.iter().rposition(|c| c.error.is_none() && c.request <= p.0)).map(|i| i as u32),
         after_round,
     }
 }
@@ -360,7 +362,7 @@ pub fn run(
         scenario: scenario.name.clone(),
         seed,
         window,
-        facts: facts.iter().zip(&probes).filter(|(_, p)| !p.is_empty()).map(|(f, p)| outcome(f, p)).collect(),
+        facts: facts.iter().zip(&probes).filter(|(_, p)| !p.is_empty()).map(|(f, p)| outcome(f, p, &run.compactions)).collect(),
         requests,
         compactions: run.compactions,
         violations,

@@ -109,6 +109,9 @@ pub struct FactOutcome {
     pub lost_at: Option<u32>,
     /// Compactions it had been through (since planting) when first lost.
     pub lost_after_rounds: Option<u32>,
+    /// Index into the run's `compactions` of the compaction that dropped it (the newest
+    /// successful one before `lost_at`).
+    pub lost_by: Option<u32>,
     /// State at the first request after each compaction it went through: `[0]` after the
     /// first, `[1]` after the second, … (the drift curve).
     pub after_round: Vec<Status>,

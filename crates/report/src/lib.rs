@@ -28,7 +28,10 @@ pub fn write(dir: &Path, scenarios: &[Scenario], meta: &[StrategyMeta], runs: &[
     csv.flush()?;
     let json = serde_json::json!({ "summarizer": summarizer, "rows": rows, "runs": runs });
     std::fs::write(dir.join("results.json"), serde_json::to_string_pretty(&json)? + "\n")?;
-    std::fs::write(dir.join("report.md"), markdown(scenarios, meta, &rows, summarizer))?;
+    std::fs::write(dir.join("report.md"), markdown(scenarios, meta, &rows, runs, summarizer))?;
     std::fs::write(dir.join("timing.md"), markdown::timing(runs))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use compactbench_eval::results::RunResult;
+use compactbench_eval::facts::FactKind;
+use compactbench_eval::results::{RunResult, Status};
 use compactbench_eval::scenario::Scenario;
 
 use crate::{Row, StrategyMeta};
@@ -11,8 +12,75 @@ fn num(x: f64) -> String {
     if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.1}") }
 }
 
-/// The Markdown report: strategies, then one table per scenario.
-pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], summarizer: &str) -> String {
+/// Rounds shown in the drift table.
+const DRIFT_ROUNDS: usize = 8;
+
+fn retained(s: Status) -> bool {
+    s != Status::Lost
+}
+
+/// `kept/needed` for facts matching `pred`, or `–` when none.
+fn share<'a>(facts: impl Iterator<Item = &'a Status>) -> String {
+    let (mut kept, mut all) = (0, 0);
+    for s in facts {
+        all += 1;
+        kept += usize::from(retained(*s));
+    }
+    if all == 0 { "–".to_owned() } else { format!("{kept}/{all}") }
+}
+
+/// Per strategy: retention by fact kind, then by compaction round (the drift curve).
+fn retention_tables(out: &mut String, runs: &[&RunResult], strategies: &[&str]) {
+    let kinds: Vec<FactKind> = FactKind::ALL.into_iter().filter(|k| runs.iter().any(|r| r.facts.iter().any(|f| f.kind == *k))).collect();
+    let _ = writeln!(out, "\nRetained (verbatim or recoverable) at the last request that needed it, by fact kind:\n");
+    let _ = writeln!(out, "| strategy | {} |", kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(out, "|---|{}", "---:|".repeat(kinds.len()));
+    for st in strategies {
+        let mine: Vec<&&RunResult> = runs.iter().filter(|r| r.strategy == *st).collect();
+        let cells: Vec<String> = kinds.iter().map(|k| share(mine.iter().flat_map(|r| r.facts.iter().filter(|f| f.kind == *k).map(|f| &f.last)))).collect();
+        let _ = writeln!(out, "| {st} | {} |", cells.join(" | "));
+    }
+    let _ = writeln!(out, "\nRetained after the fact's 1st, 2nd, … compaction (facts that went through that many):\n");
+    let _ = writeln!(out, "| strategy | {} |", (1..=DRIFT_ROUNDS).map(|k| format!("r{k}")).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(out, "|---|{}", "---:|".repeat(DRIFT_ROUNDS));
+    for st in strategies {
+        let mine: Vec<&&RunResult> = runs.iter().filter(|r| r.strategy == *st).collect();
+        let cells: Vec<String> = (0..DRIFT_ROUNDS).map(|k| share(mine.iter().flat_map(|r| r.facts.iter().filter_map(|f| f.after_round.get(k))))).collect();
+        let _ = writeln!(out, "| {st} | {} |", cells.join(" | "));
+    }
+}
+
+/// Whether some strategy (other than `none`, which never compacts) loses a fact another keeps.
+fn discrimination(out: &mut String, runs: &[&RunResult]) {
+    let compacting: Vec<&&RunResult> = runs.iter().filter(|r| r.strategy != "none").collect();
+    let mut lose: Vec<&str> = Vec::new();
+    let mut keep: Vec<&str> = Vec::new();
+    for r in &compacting {
+        for f in &r.facts {
+            let others = compacting.iter().filter(|o| o.seed == r.seed && o.strategy != r.strategy);
+            let kept_elsewhere = others.clone().any(|o| o.facts.iter().any(|g| g.id == f.id && retained(g.last)));
+            if f.last == Status::Lost && kept_elsewhere {
+                lose.push(&r.strategy);
+            }
+            if retained(f.last) && others.clone().any(|o| o.facts.iter().any(|g| g.id == f.id && g.last == Status::Lost)) {
+                keep.push(&r.strategy);
+            }
+        }
+    }
+    lose.sort_unstable();
+    lose.dedup();
+    keep.sort_unstable();
+    keep.dedup();
+    if lose.is_empty() {
+        let _ = writeln!(out, "\nDiscriminates: **no** — no fact is lost by one compacting strategy and kept by another.");
+    } else {
+        let _ = writeln!(out, "\nDiscriminates: **yes** — facts kept by some strategies are lost by {}; kept by {}.", lose.join(", "), keep.join(", "));
+    }
+}
+
+/// The Markdown report: strategies, then per scenario the main table, retention by fact
+/// kind and by round, and whether the scenario tells strategies apart.
+pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], runs: &[RunResult], summarizer: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# compactbench report\n");
     let _ = writeln!(out, "Summarizer: `{summarizer}`. Tokens are exact (tiktoken) per request. Facts: state at the last request that needed each fact. Column dictionary: reports/README.md.\n");
@@ -39,7 +107,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], sum
         );
         let _ = writeln!(out, "| strategy | requests | compactions | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | summarizer in/out |");
         let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|");
-        for r in here {
+        for r in &here {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {:.0}% | {} | {:.2} | {}/{}/{}/{} | {} | {:.0} | {:.0} | {:.0} | {}/{} |",
@@ -65,6 +133,10 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], sum
                 num(r.summarizer_output_tokens.round()),
             );
         }
+        let scenario_runs: Vec<&RunResult> = runs.iter().filter(|r| r.scenario == sc.name).collect();
+        let strategies: Vec<&str> = here.iter().map(|r| r.strategy.as_str()).collect();
+        retention_tables(&mut out, &scenario_runs, &strategies);
+        discrimination(&mut out, &scenario_runs);
     }
     out
 }

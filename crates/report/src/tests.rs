@@ -1,0 +1,156 @@
+//! Snapshot tests of the Markdown report and the CSV rows, on hand-built runs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use compactbench_eval::facts::FactKind;
+use compactbench_eval::results::{CompactionRecord, FactOutcome, RequestRecord, RunResult, Status};
+use compactbench_eval::scenario::Scenario;
+use expect_test::expect;
+
+use crate::{markdown, rows, StrategyMeta};
+
+fn scenario() -> Scenario {
+    let text = r#"
+name = "tiny"
+description = "A hand-built scenario."
+[model]
+name = "m"
+window = 2000
+max_output = 100
+provider = "anthropic"
+pricing = { input = 3.0, cached_input = 0.3, output = 15.0 }
+[session]
+turns = 2
+steps_per_turn = [1, 1]
+"#;
+    Scenario::parse(Path::new("tiny.toml"), text).unwrap()
+}
+
+fn request(index: u32, tokens: u64, cached: u64, rounds: u32) -> RequestRecord {
+    RequestRecord { index, step: index * 2 + 1, tokens, cached_tokens: cached, messages: 3, overflow: tokens > 2000, rounds, violations: [0, 0, 1, 0] }
+}
+
+fn fact(id: &str, kind: FactKind, last: Status, after_round: Vec<Status>) -> FactOutcome {
+    let lost = last == Status::Lost;
+    FactOutcome {
+        id: id.into(),
+        kind,
+        needed: 2,
+        probes: BTreeMap::from([(last, 2)]),
+        last,
+        lost_at: lost.then_some(1),
+        lost_after_rounds: lost.then_some(1),
+        lost_by: lost.then_some(0),
+        after_round,
+    }
+}
+
+fn runs() -> Vec<RunResult> {
+    let compaction = CompactionRecord {
+        request: 1,
+        moment: "turn_end",
+        reason: "threshold".into(),
+        kinds: vec!["summary"],
+        tokens_before: 1900,
+        tokens_after: 600,
+        estimated_before: 1850,
+        injected_tokens: 0,
+        summarizer_calls: 1,
+        summarizer_input: 1800,
+        summarizer_output: 200,
+        error: None,
+    };
+    let base = |strategy: &str| RunResult {
+        strategy: strategy.into(),
+        scenario: "tiny".into(),
+        seed: 0,
+        window: 2000,
+        requests: vec![],
+        compactions: vec![],
+        facts: vec![],
+        violations: BTreeMap::new(),
+        log_entries: 5,
+        output_tokens: 50,
+        compact_micros: 0,
+    };
+    let mut none = base("none");
+    none.requests = vec![request(0, 1500, 0, 0), request(1, 2500, 1500, 0)];
+    none.facts = vec![fact("f0", FactKind::ErrorMessage, Status::VerbatimKept, vec![]), fact("f1", FactKind::Decision, Status::VerbatimKept, vec![])];
+    let mut s = base("sum");
+    s.requests = vec![request(0, 1500, 0, 0), request(1, 700, 0, 1)];
+    s.compactions = vec![compaction];
+    s.facts = vec![
+        fact("f0", FactKind::ErrorMessage, Status::VerbatimSummary, vec![Status::VerbatimSummary]),
+        fact("f1", FactKind::Decision, Status::Lost, vec![Status::Lost]),
+    ];
+    let mut t = base("trunc");
+    t.requests = vec![request(0, 1500, 0, 0), request(1, 900, 0, 1)];
+    t.compactions = vec![CompactionRecord { kinds: vec!["truncate"], summarizer_calls: 0, summarizer_input: 0, summarizer_output: 0, ..s.compactions[0].clone() }];
+    t.facts = vec![
+        fact("f0", FactKind::ErrorMessage, Status::Lost, vec![Status::Lost]),
+        fact("f1", FactKind::Decision, Status::Recoverable, vec![Status::Recoverable]),
+    ];
+    vec![none, s, t]
+}
+
+#[test]
+fn markdown_report_snapshot() {
+    let meta = vec![StrategyMeta { id: "sum".into(), source: "owner/repo@abc1234".into(), fidelity: "source", summary: "summarizes".into() }];
+    let runs = runs();
+    let md = markdown(&[scenario()], &meta, &rows(&[scenario()], &runs), &runs, "extractive");
+    expect![[r#"
+        # compactbench report
+
+        Summarizer: `extractive`. Tokens are exact (tiktoken) per request. Facts: state at the last request that needed each fact. Column dictionary: reports/README.md.
+
+        ## Strategies
+
+        | strategy | fidelity | source | what it does |
+        |---|---|---|---|
+        | sum | source | owner/repo@abc1234 | summarizes |
+
+        ## tiny
+
+        A hand-built scenario. Model `m`: window 2000, max output 100, provider anthropic.
+
+        | strategy | requests | compactions | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | summarizer in/out |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|
+        | none | 2 | 0 | 0 | 2500 | 2000 | 4000 | 38% | 1 | 0.01 | 0/0/2/0 | 2 | 100 | 0 | 0 | 0/0 |
+        | sum | 2 | 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 2 | 50 | 0 | 50 | 1800/200 |
+        | trunc | 2 | 1 | 0 | 1500 | 1200 | 2400 | 0% | 0 | 0.01 | 0/0/2/0 | 2 | 0 | 50 | 50 | 0/0 |
+
+        Retained (verbatim or recoverable) at the last request that needed it, by fact kind:
+
+        | strategy | error_message | decision |
+        |---|---:|---:|
+        | none | 1/1 | 1/1 |
+        | sum | 1/1 | 0/1 |
+        | trunc | 0/1 | 1/1 |
+
+        Retained after the fact's 1st, 2nd, … compaction (facts that went through that many):
+
+        | strategy | r1 | r2 | r3 | r4 | r5 | r6 | r7 | r8 |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|
+        | none | – | – | – | – | – | – | – | – |
+        | sum | 1/2 | – | – | – | – | – | – | – |
+        | trunc | 1/2 | – | – | – | – | – | – | – |
+
+        Discriminates: **yes** — facts kept by some strategies are lost by sum, trunc; kept by sum, trunc.
+    "#]].assert_eq(&md);
+}
+
+#[test]
+fn csv_rows_snapshot() {
+    let runs = runs();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for r in rows(&[scenario()], &runs) {
+        w.serialize(r).unwrap();
+    }
+    expect![[r#"
+        scenario,strategy,seeds,requests,compactions,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens
+        tiny,none,1,2.0,0.0,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0
+        tiny,sum,1,2.0,1.0,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0
+        tiny,trunc,1,2.0,1.0,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0
+    "#]].assert_eq(&String::from_utf8(w.into_inner().unwrap()).unwrap());
+}
