@@ -105,15 +105,16 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
             sc.model.max_output,
             sc.model.provider.as_str()
         );
-        let _ = writeln!(out, "| strategy | requests | compactions | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | summarizer in/out |");
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|");
+        let _ = writeln!(out, "| strategy | requests | compactions | events | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | summarizer in/out |");
+        let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|");
         for r in &here {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {:.0}% | {} | {:.2} | {}/{}/{}/{} | {} | {:.0} | {:.0} | {:.0} | {}/{} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0}% | {} | {:.2} | {}/{}/{}/{} | {} | {:.0} | {:.0} | {:.0} | {}/{} |",
                 r.strategy,
                 num(r.requests),
                 num(r.compactions),
+                if r.events.is_empty() { "–" } else { &r.events },
                 num(r.failed_compactions),
                 r.peak_tokens,
                 num(r.mean_tokens.round()),

@@ -26,6 +26,8 @@ pub struct Row {
     pub seeds: u32,
     pub requests: f64,
     pub compactions: f64,
+    /// Appended checkpoints by kind, summed over seeds, e.g. `summary 4; prune 1`.
+    pub events: String,
     pub failed_compactions: f64,
     pub peak_tokens: u64,
     pub mean_tokens: f64,
@@ -79,6 +81,18 @@ pub fn rows(scenarios: &[Scenario], runs: &[RunResult]) -> Vec<Row> {
     out
 }
 
+/// Checkpoints appended, counted by kind (in first-seen order), e.g. `summary 4; prune 1`.
+fn events(group: &[RunResult]) -> String {
+    let mut counts: Vec<(&str, u32)> = Vec::new();
+    for kind in group.iter().flat_map(|r| &r.compactions).flat_map(|c| &c.kinds) {
+        match counts.iter_mut().find(|(k, _)| k == kind) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((kind, 1)),
+        }
+    }
+    counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join("; ")
+}
+
 fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
     let n = group.len();
     let all_requests = || group.iter().flat_map(|r| &r.requests);
@@ -103,6 +117,7 @@ fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
         seeds: n as u32,
         requests: mean(group.iter().map(|r| r.requests.len() as f64), n),
         compactions: mean(group.iter().map(successful), n),
+        events: events(group),
         failed_compactions: mean(group.iter().map(|r| r.compactions.len() as f64 - successful(r)), n),
         peak_tokens: all_requests().map(|r| r.tokens).max().unwrap_or(0),
         mean_tokens: round3(total_tokens as f64 / all_requests().count().max(1) as f64),

@@ -114,11 +114,11 @@ fn markdown_report_snapshot() {
 
         A hand-built scenario. Model `m`: window 2000, max output 100, provider anthropic.
 
-        | strategy | requests | compactions | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | summarizer in/out |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|
-        | none | 2 | 0 | 0 | 2500 | 2000 | 4000 | 38% | 1 | 0.01 | 0/0/2/0 | 2 | 100 | 0 | 0 | 0/0 |
-        | sum | 2 | 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 2 | 50 | 0 | 50 | 1800/200 |
-        | trunc | 2 | 1 | 0 | 1500 | 1200 | 2400 | 0% | 0 | 0.01 | 0/0/2/0 | 2 | 0 | 50 | 50 | 0/0 |
+        | strategy | requests | compactions | events | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | summarizer in/out |
+        |---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|
+        | none | 2 | 0 | – | 0 | 2500 | 2000 | 4000 | 38% | 1 | 0.01 | 0/0/2/0 | 2 | 100 | 0 | 0 | 0/0 |
+        | sum | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 2 | 50 | 0 | 50 | 1800/200 |
+        | trunc | 2 | 1 | truncate 1 | 0 | 1500 | 1200 | 2400 | 0% | 0 | 0.01 | 0/0/2/0 | 2 | 0 | 50 | 50 | 0/0 |
 
         Retained (verbatim or recoverable) at the last request that needed it, by fact kind:
 
@@ -148,9 +148,9 @@ fn csv_rows_snapshot() {
         w.serialize(r).unwrap();
     }
     expect![[r#"
-        scenario,strategy,seeds,requests,compactions,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens
-        tiny,none,1,2.0,0.0,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0
-        tiny,sum,1,2.0,1.0,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0
-        tiny,trunc,1,2.0,1.0,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0
+        scenario,strategy,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens
+        tiny,none,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0
+        tiny,sum,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0
+        tiny,trunc,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0
     "#]].assert_eq(&String::from_utf8(w.into_inner().unwrap()).unwrap());
 }
