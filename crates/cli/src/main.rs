@@ -8,10 +8,12 @@ use clap::{Parser, Subcommand};
 use compactbench_core::{Fidelity, Strategy};
 use compactbench_eval::drive::{run, Env};
 use compactbench_eval::generate::generate;
-use compactbench_eval::matrix::run_matrix;
+use compactbench_eval::generate::Session;
+use compactbench_eval::matrix::{run_matrix, SummarizerFactory};
+use compactbench_eval::results::RunResult;
 use compactbench_eval::scenario::{load_dir, Scenario};
 use compactbench_report::StrategyMeta;
-use compactbench_summarize::Extractive;
+use compactbench_summarize::{Extractive, Null, Oracle};
 use compactbench_tokens::{Encoding, TokenCounter};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -42,6 +44,10 @@ enum Command {
         /// Worker threads (default: all cores). Results do not depend on it.
         #[arg(long)]
         jobs: Option<usize>,
+        /// Skip the null and oracle summarizer bounds (run by default for every strategy that
+        /// calls its summarizer).
+        #[arg(long)]
+        no_bounds: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -140,27 +146,53 @@ fn meta(s: &dyn Strategy) -> StrategyMeta {
     }
 }
 
-fn eval(strategies: &[String], names: &[String], seeds: u64, out: &Path, jobs: Option<usize>, common: &Common) -> Result<()> {
+fn eval(strategies: &[String], names: &[String], seeds: u64, out: &Path, jobs: Option<usize>, bounds: bool, common: &Common) -> Result<()> {
     if seeds == 0 {
         bail!("--seeds must be at least 1");
     }
     let strategies = select_strategies(strategies)?;
     let scenarios = select_scenarios(common.scenarios()?, names, &common.scenarios_dir)?;
     let counter = common.counter()?;
-    let summarizer = Extractive::new(TokenCounter::new(counter.encoding()));
-    let total = strategies.len() as u64 * scenarios.len() as u64 * seeds;
-    let bar = ProgressBar::new(total).with_style(
+    let encoding = counter.encoding();
+    let bar = ProgressBar::new(strategies.len() as u64 * scenarios.len() as u64 * seeds).with_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}").expect("valid template"),
     );
+    let tick = |r: &RunResult| {
+        bar.set_message(format!("{} on {} ({})", r.strategy, r.scenario, r.summarizer));
+        bar.inc(1);
+    };
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
-    let runs = pool.install(|| {
-        run_matrix(&strategies, &scenarios, seeds, &counter, &summarizer, &|r| {
-            bar.set_message(format!("{} on {}", r.strategy, r.scenario));
-            bar.inc(1);
-        })
+    let mut runs = pool.install(|| {
+        run_matrix(&strategies, &scenarios, seeds, &counter, &|_| Box::new(Extractive::new(TokenCounter::new(encoding))), &tick)
     });
+    if bounds {
+        // Bounds only mean something for strategies that called the summarizer.
+        let summarizing: Vec<Box<dyn Strategy>> = strategies
+            .iter()
+            .filter(|s| runs.iter().any(|r| r.strategy == s.info().id && r.compactions.iter().any(|c| c.summarizer_calls > 0)))
+            .map(|s| compactbench_registry::find(&s.info().id).expect("selected from the registry"))
+            .collect();
+        bar.inc_length(2 * summarizing.len() as u64 * scenarios.len() as u64 * seeds);
+        let null: &SummarizerFactory<'_> = &|_| Box::new(Null);
+        let oracle: &SummarizerFactory<'_> = &|session: &Session| {
+            Box::new(Oracle::new(session.facts.iter().map(|f| f.needle.clone()).collect(), TokenCounter::new(encoding)))
+        };
+        for factory in [null, oracle] {
+            runs.extend(pool.install(|| run_matrix(&summarizing, &scenarios, seeds, &counter, factory, &tick)));
+        }
+    }
     bar.finish_and_clear();
+    // One order for every report: scenario, strategy, summarizer (primary first), seed.
+    let position = |r: &RunResult| {
+        (
+            scenarios.iter().position(|s| s.name == r.scenario),
+            strategies.iter().position(|s| s.info().id == r.strategy),
+            ["extractive", "null", "oracle"].iter().position(|n| *n == r.summarizer),
+            r.seed,
+        )
+    };
+    runs.sort_by_key(position);
     let meta: Vec<StrategyMeta> = strategies.iter().map(|s| meta(s.as_ref())).collect();
     compactbench_report::write(out, &scenarios, &meta, &runs, "extractive")
         .with_context(|| format!("writing reports to {}", out.display()))?;
@@ -216,7 +248,7 @@ fn inspect(strategy: &str, scenario: &str, request: u32, seed: u64, common: &Com
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Eval { strategies, scenarios, seeds, out, jobs, common } => eval(&strategies, &scenarios, seeds, &out, jobs, &common),
+        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, common } => eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &common),
         Command::List { common } => list(&common),
         Command::Inspect { strategy, scenario, request, seed, common } => inspect(&strategy, &scenario, request, seed, &common),
     }

@@ -361,6 +361,7 @@ pub fn run(
         strategy: strategy.info().id.clone(),
         scenario: scenario.name.clone(),
         seed,
+        summarizer: env.summarizer.name().to_owned(),
         window,
         facts: facts.iter().zip(&probes).filter(|(_, p)| !p.is_empty()).map(|(f, p)| outcome(f, p, &run.compactions)).collect(),
         requests,

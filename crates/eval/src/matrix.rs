@@ -9,6 +9,9 @@ use crate::generate::{generate, Session};
 use crate::results::RunResult;
 use crate::scenario::Scenario;
 
+/// Builds the summarizer for one session (the oracle bound needs the session's needles).
+pub type SummarizerFactory<'a> = dyn Fn(&Session) -> Box<dyn Summarizer> + Sync + 'a;
+
 /// Runs every strategy on every scenario for seeds `0..seeds`, on the current rayon pool.
 /// `tick` is called once per finished run (from worker threads) for progress display.
 /// Results come back ordered by scenario, then strategy, then seed, whatever the thread
@@ -18,20 +21,26 @@ pub fn run_matrix(
     scenarios: &[Scenario],
     seeds: u64,
     counter: &TokenCounter,
-    summarizer: &dyn Summarizer,
+    summarizer: &SummarizerFactory<'_>,
     tick: &(dyn Fn(&RunResult) + Sync),
 ) -> Vec<RunResult> {
-    let sessions: Vec<(usize, u64, Session)> = scenarios
+    let sessions: Vec<(usize, u64, Session, Box<dyn Summarizer>)> = scenarios
         .par_iter()
         .enumerate()
-        .flat_map(|(i, sc)| (0..seeds).into_par_iter().map(move |seed| (i, seed, generate(sc, seed))))
+        .flat_map(|(i, sc)| {
+            (0..seeds).into_par_iter().map(move |seed| {
+                let session = generate(sc, seed);
+                let s = summarizer(&session);
+                (i, seed, session, s)
+            })
+        })
         .collect();
-    let jobs: Vec<(&(usize, u64, Session), &Box<dyn Strategy>)> =
+    let jobs: Vec<(&(usize, u64, Session, Box<dyn Summarizer>), &Box<dyn Strategy>)> =
         sessions.iter().flat_map(|s| strategies.iter().map(move |st| (s, st))).collect();
-    let env = Env { counter, summarizer };
     let mut results: Vec<RunResult> = jobs
         .par_iter()
-        .map(|((i, seed, session), strategy)| {
+        .map(|((i, seed, session, summarizer), strategy)| {
+            let env = Env { counter, summarizer: summarizer.as_ref() };
             let r = run(strategy.as_ref(), &scenarios[*i], session, *seed, &env, |_| {});
             tick(&r);
             r

@@ -126,6 +126,8 @@ pub struct RunResult {
     pub scenario: String,
     /// Seed.
     pub seed: u64,
+    /// Name of the summarizer the strategy was given.
+    pub summarizer: String,
     /// The scenario's window.
     pub window: u64,
     /// Requests in order.

@@ -20,11 +20,13 @@ pub const CRATES: &[Crate] = &[
     Crate { dir: "cline", build: compactbench_strategy_cline::variants },
     Crate { dir: "codex", build: compactbench_strategy_codex::variants },
     Crate { dir: "deep-agents", build: || vec![compactbench_strategy_deep_agents::strategy()] },
+    Crate { dir: "goose", build: || vec![compactbench_strategy_goose::strategy()] },
     Crate { dir: "kimi-cli", build: compactbench_strategy_kimi_cli::variants },
     Crate { dir: "none", build: || vec![compactbench_strategy_none::strategy()] },
     Crate { dir: "observation-masking", build: || vec![compactbench_strategy_observation_masking::strategy()] },
     Crate { dir: "opencode-v1", build: compactbench_strategy_opencode_v1::variants },
     Crate { dir: "opencode-v2", build: || vec![compactbench_strategy_opencode_v2::strategy()] },
+    Crate { dir: "openhands", build: compactbench_strategy_openhands::variants },
     Crate { dir: "pi", build: compactbench_strategy_pi::variants },
     Crate { dir: "truncate-oldest", build: || vec![compactbench_strategy_truncate_oldest::strategy()] },
 ];

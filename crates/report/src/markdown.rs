@@ -50,6 +50,29 @@ fn retention_tables(out: &mut String, runs: &[&RunResult], strategies: &[&str]) 
     }
 }
 
+/// Retention of each summarizing strategy with its summarizer and with the bounds: how much
+/// it owes to structure (null: the summary keeps nothing) and what a perfect summary adds
+/// (oracle: it keeps every needle that fits).
+fn bounds_table(out: &mut String, rows: &[Row], scenario: &str, primary: &str) {
+    let bounds: Vec<&Row> = rows.iter().filter(|r| r.scenario == scenario && r.summarizer != primary).collect();
+    if bounds.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nSummary bounds — retained % (verbatim + recoverable) with the {primary} summarizer, a null summary and an oracle summary:\n");
+    let _ = writeln!(out, "| strategy | {primary} | null | oracle |");
+    let _ = writeln!(out, "|---|---:|---:|---:|");
+    let mut strategies: Vec<&str> = bounds.iter().map(|r| r.strategy.as_str()).collect();
+    strategies.dedup();
+    for st in strategies {
+        let cell = |summarizer: &str| {
+            rows.iter()
+                .find(|r| r.scenario == scenario && r.strategy == st && r.summarizer == summarizer)
+                .map_or("–".to_owned(), |r| format!("{:.0}", r.verbatim_pct + r.recoverable_pct))
+        };
+        let _ = writeln!(out, "| {st} | {} | {} | {} |", cell(primary), cell("null"), cell("oracle"));
+    }
+}
+
 /// Whether some strategy (other than `none`, which never compacts) loses a fact another keeps.
 fn discrimination(out: &mut String, runs: &[&RunResult]) {
     let compacting: Vec<&&RunResult> = runs.iter().filter(|r| r.strategy != "none").collect();
@@ -80,6 +103,9 @@ fn discrimination(out: &mut String, runs: &[&RunResult]) {
 
 /// The Markdown report: strategies, then per scenario the main table, retention by fact
 /// kind and by round, and whether the scenario tells strategies apart.
+///
+/// Rows and runs of other summarizers than `summarizer` (the bounds) appear only in the
+/// bounds table.
 pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], runs: &[RunResult], summarizer: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# compactbench report\n");
@@ -91,7 +117,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
         let _ = writeln!(out, "| {} | {} | {} | {} |", m.id, m.fidelity, m.source, m.summary);
     }
     for sc in scenarios {
-        let here: Vec<&Row> = rows.iter().filter(|r| r.scenario == sc.name).collect();
+        let here: Vec<&Row> = rows.iter().filter(|r| r.scenario == sc.name && r.summarizer == summarizer).collect();
         if here.is_empty() {
             continue;
         }
@@ -134,10 +160,11 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
                 num(r.summarizer_output_tokens.round()),
             );
         }
-        let scenario_runs: Vec<&RunResult> = runs.iter().filter(|r| r.scenario == sc.name).collect();
+        let scenario_runs: Vec<&RunResult> = runs.iter().filter(|r| r.scenario == sc.name && r.summarizer == summarizer).collect();
         let strategies: Vec<&str> = here.iter().map(|r| r.strategy.as_str()).collect();
         retention_tables(&mut out, &scenario_runs, &strategies);
         discrimination(&mut out, &scenario_runs);
+        bounds_table(&mut out, rows, &sc.name, summarizer);
     }
     out
 }

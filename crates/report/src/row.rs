@@ -23,6 +23,8 @@ pub struct StrategyMeta {
 pub struct Row {
     pub scenario: String,
     pub strategy: String,
+    /// The summarizer the strategy was given (`extractive`, or a bound: `null`, `oracle`).
+    pub summarizer: String,
     pub seeds: u32,
     pub requests: f64,
     pub compactions: f64,
@@ -67,12 +69,14 @@ pub(crate) fn cost(run: &RunResult, scenario: &Scenario) -> f64 {
     input + summarizer + per(run.output_tokens, p.output)
 }
 
-/// Rows for every (scenario, strategy) pair present in `runs`, in run order.
+/// Rows for every (scenario, strategy, summarizer) present in `runs`, in run order (runs of
+/// one row must be adjacent).
 pub fn rows(scenarios: &[Scenario], runs: &[RunResult]) -> Vec<Row> {
     let mut out: Vec<Row> = Vec::new();
     let mut i = 0;
     while i < runs.len() {
-        let j = runs[i..].iter().position(|r| r.scenario != runs[i].scenario || r.strategy != runs[i].strategy).map_or(runs.len(), |k| i + k);
+        let same = |r: &RunResult| r.scenario == runs[i].scenario && r.strategy == runs[i].strategy && r.summarizer == runs[i].summarizer;
+        let j = runs[i..].iter().position(|r| !same(r)).map_or(runs.len(), |k| i + k);
         let group = &runs[i..j];
         let scenario = scenarios.iter().find(|s| s.name == group[0].scenario).expect("runs come from these scenarios");
         out.push(row(scenario, group));
@@ -114,6 +118,7 @@ fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
     Row {
         scenario: scenario.name.clone(),
         strategy: group[0].strategy.clone(),
+        summarizer: group[0].summarizer.clone(),
         seeds: n as u32,
         requests: mean(group.iter().map(|r| r.requests.len() as f64), n),
         compactions: mean(group.iter().map(successful), n),

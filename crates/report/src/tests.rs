@@ -65,6 +65,7 @@ fn runs() -> Vec<RunResult> {
         strategy: strategy.into(),
         scenario: "tiny".into(),
         seed: 0,
+        summarizer: "extractive".into(),
         window: 2000,
         requests: vec![],
         compactions: vec![],
@@ -91,7 +92,10 @@ fn runs() -> Vec<RunResult> {
         fact("f0", FactKind::ErrorMessage, Status::Lost, vec![Status::Lost]),
         fact("f1", FactKind::Decision, Status::Recoverable, vec![Status::Recoverable]),
     ];
-    vec![none, s, t]
+    let mut oracle = s.clone();
+    oracle.summarizer = "oracle".into();
+    oracle.facts[1].last = Status::VerbatimSummary;
+    vec![none, s, oracle, t]
 }
 
 #[test]
@@ -137,6 +141,12 @@ fn markdown_report_snapshot() {
         | trunc | 1/2 | – | – | – | – | – | – | – |
 
         Discriminates: **yes** — facts kept by some strategies are lost by sum, trunc; kept by sum, trunc.
+
+        Summary bounds — retained % (verbatim + recoverable) with the extractive summarizer, a null summary and an oracle summary:
+
+        | strategy | extractive | null | oracle |
+        |---|---:|---:|---:|
+        | sum | 50 | – | 100 |
     "#]].assert_eq(&md);
 }
 
@@ -148,9 +158,10 @@ fn csv_rows_snapshot() {
         w.serialize(r).unwrap();
     }
     expect![[r#"
-        scenario,strategy,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens
-        tiny,none,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0
-        tiny,sum,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0
-        tiny,trunc,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0
+        scenario,strategy,summarizer,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens
+        tiny,none,extractive,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0
+        tiny,sum,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0
+        tiny,sum,oracle,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,100.0,0.0,0.0,1800.0,200.0,0.0
+        tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0
     "#]].assert_eq(&String::from_utf8(w.into_inner().unwrap()).unwrap());
 }

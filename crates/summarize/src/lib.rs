@@ -4,6 +4,8 @@
 //! stands in for a model so that strategy differences come from structure (what is kept,
 //! pruned, offloaded, re-injected) and results are byte-identical across runs.
 
+mod bounds;
 mod extractive;
 
+pub use bounds::{Null, Oracle};
 pub use extractive::{Extractive, MAX_LINE_CHARS, TARGET_TOKENS};

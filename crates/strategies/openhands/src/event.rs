@@ -1,0 +1,425 @@
+//! OpenHands' event model laid over our log.
+//!
+//! OpenHands stores events, not messages: one event per tool call (all calls of one model
+//! response share its response id), one per tool result, one per plain message. The log is
+//! expanded into that stream here, each event owning some parts of one log message, so that
+//! condensers can count, cut and forget exactly what OpenHands counts, cuts and forgets, and
+//! the view can be turned back into messages afterwards.
+//!
+//! Every event and every checkpoint gets a stream id in log order, as OpenHands' event
+//! stream numbers every event it stores (V0 prints these ids to its summarizer and forgets
+//! id ranges over them).
+
+use std::collections::HashSet;
+
+use compactbench_core::{estimate, Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage};
+
+/// Identity of an event in a view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum EventId {
+    /// An event stored in the stream (a log message or part of one).
+    Stream(u32),
+    /// The SDK summary event of the checkpoint at this entry (`<condensation id>-summary`).
+    Summary(EntryId),
+    /// V0's `Event.INVALID_ID` (-1): events made on the fly (summary and masking
+    /// observations) that were never stored.
+    Invalid,
+}
+
+impl EventId {
+    /// The id as V0 prints and compares it (`-1` for events that were never stored).
+    pub(crate) fn v0(self) -> i64 {
+        match self {
+            EventId::Stream(n) => i64::from(n),
+            EventId::Summary(_) | EventId::Invalid => -1,
+        }
+    }
+}
+
+/// What an event is, in OpenHands' terms.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Kind {
+    /// The first system message of the log (`SystemPromptEvent` / `SystemMessageAction`).
+    SystemPrompt,
+    /// A whole message that is neither a tool call nor a tool result (`MessageEvent` /
+    /// `MessageAction`): user turns, assistant text replies, later system notices.
+    Message(Role),
+    /// One tool call of an assistant message (`ActionEvent` / a V0 tool action). The first
+    /// call of a message also owns its text and reasoning (OpenHands puts the thought and the
+    /// thinking blocks on the first action of a batch only).
+    Action {
+        /// Provider call id.
+        call_id: String,
+        /// Tool name.
+        name: String,
+        /// Whether it carries thinking blocks (reasoning parts of the message).
+        thinking: bool,
+    },
+    /// One tool result (`ObservationEvent` / a V0 observation).
+    Observation {
+        /// Id of the call it answers.
+        call_id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// A condensation summary (SDK `CondensationSummaryEvent`, V0 `AgentCondensationObservation`).
+    Summary {
+        /// The checkpoint that carries it.
+        checkpoint: EntryId,
+        /// Summary text.
+        text: String,
+    },
+    /// V0: an observation replaced on the fly by an `AgentCondensationObservation`
+    /// (`<MASKED>`, or a browser output reduced to its URL). `entry` and `parts` still name
+    /// the observation it stands for.
+    Masked {
+        /// The stand-in text.
+        text: String,
+    },
+}
+
+/// One event of a view.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Event {
+    pub(crate) id: EventId,
+    /// The log message it was expanded from (none for summaries).
+    pub(crate) entry: Option<EntryId>,
+    /// Indices of the parts of that message this event owns.
+    pub(crate) parts: Vec<usize>,
+    pub(crate) kind: Kind,
+}
+
+impl Event {
+    pub(crate) fn is_action(&self) -> bool {
+        matches!(self.kind, Kind::Action { .. })
+    }
+
+    pub(crate) fn is_observation(&self) -> bool {
+        matches!(self.kind, Kind::Observation { .. })
+    }
+
+    /// V0's `isinstance(event, AgentCondensationObservation)`.
+    pub(crate) fn is_condensation_observation(&self) -> bool {
+        matches!(self.kind, Kind::Summary { .. } | Kind::Masked { .. })
+    }
+
+    /// V0's `isinstance(event, Observation)`.
+    pub(crate) fn is_v0_observation(&self) -> bool {
+        self.is_observation() || self.is_condensation_observation()
+    }
+
+    /// V0's `isinstance(event, MessageAction) and event.source == 'user'`.
+    pub(crate) fn is_user_message(&self) -> bool {
+        self.kind == Kind::Message(Role::User)
+    }
+
+    /// The call id of an action or observation.
+    pub(crate) fn call_id(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Action { call_id, .. } | Kind::Observation { call_id, .. } => Some(call_id),
+            _ => None,
+        }
+    }
+}
+
+/// One step of the expanded log: an event, or a checkpoint with its stream id.
+pub(crate) enum Slot<'a> {
+    Event(Event),
+    Checkpoint(EntryId, &'a Checkpoint),
+}
+
+/// Expands the log into OpenHands' event stream, in log order.
+pub(crate) fn expand(log: &Log) -> Vec<Slot<'_>> {
+    let mut out = Vec::with_capacity(log.len());
+    let mut next: u32 = 0;
+    let mut seen_system = false;
+    for (id, entry) in log.entries() {
+        match entry {
+            Entry::Checkpoint(cp) => {
+                // A condensation event takes a stream id, as in OpenHands; the stand-in
+                // records of V0 masking are ours and take none.
+                if Recorded::read(cp).is_some() {
+                    next += 1;
+                }
+                out.push(Slot::Checkpoint(id, cp));
+            }
+            Entry::Message(m) => {
+                for event in expand_message(id, m, &mut seen_system, &mut next) {
+                    out.push(Slot::Event(event));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The message events of the log, without checkpoints.
+pub(crate) fn message_events(log: &Log) -> Vec<Event> {
+    expand(log)
+        .into_iter()
+        .filter_map(|s| match s {
+            Slot::Event(e) => Some(e),
+            Slot::Checkpoint(..) => None,
+        })
+        .collect()
+}
+
+fn expand_message(entry: EntryId, m: &Message, seen_system: &mut bool, next: &mut u32) -> Vec<Event> {
+    let mut take_id = || {
+        let id = EventId::Stream(*next);
+        *next += 1;
+        id
+    };
+    let all: Vec<usize> = (0..m.parts.len()).collect();
+    let whole = |kind: Kind, id: EventId| Event { id, entry: Some(entry), parts: all.clone(), kind };
+    match m.role {
+        Role::System => {
+            let kind = if *seen_system { Kind::Message(Role::System) } else { Kind::SystemPrompt };
+            *seen_system = true;
+            vec![whole(kind, take_id())]
+        }
+        Role::User => vec![whole(Kind::Message(Role::User), take_id())],
+        Role::Assistant => {
+            let calls: Vec<usize> = m
+                .parts
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| matches!(p, Part::ToolCall { .. }))
+                .map(|(i, _)| i)
+                .collect();
+            if calls.is_empty() {
+                return vec![whole(Kind::Message(Role::Assistant), take_id())];
+            }
+            let thinking = m.parts.iter().any(|p| matches!(p, Part::Reasoning { .. }));
+            let rest: Vec<usize> = all.iter().copied().filter(|i| !calls.contains(i)).collect();
+            calls
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| {
+                    let Part::ToolCall { id, name, .. } = &m.parts[i] else { unreachable!("filtered to tool calls") };
+                    let mut parts = if k == 0 { rest.clone() } else { Vec::new() };
+                    parts.push(i);
+                    parts.sort_unstable();
+                    Event {
+                        id: take_id(),
+                        entry: Some(entry),
+                        parts,
+                        kind: Kind::Action { call_id: id.clone(), name: name.clone(), thinking: thinking && k == 0 },
+                    }
+                })
+                .collect()
+        }
+        Role::Tool => {
+            let results: Vec<usize> = m
+                .parts
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| matches!(p, Part::ToolResult { .. }))
+                .map(|(i, _)| i)
+                .collect();
+            if results.is_empty() {
+                return vec![whole(Kind::Message(Role::Tool), take_id())];
+            }
+            let rest: Vec<usize> = all.iter().copied().filter(|i| !results.contains(i)).collect();
+            results
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| {
+                    let Part::ToolResult { call_id, name, .. } = &m.parts[i] else {
+                        unreachable!("filtered to results")
+                    };
+                    let mut parts = if k == 0 { rest.clone() } else { Vec::new() };
+                    parts.push(i);
+                    parts.sort_unstable();
+                    Event {
+                        id: take_id(),
+                        entry: Some(entry),
+                        parts,
+                        kind: Kind::Observation { call_id: call_id.clone(), name: name.clone() },
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// The log message an event comes from.
+pub(crate) fn message<'a>(log: &'a Log, event: &Event) -> Option<&'a Message> {
+    event.entry.and_then(|e| log.message(e))
+}
+
+/// The parts an event owns.
+pub(crate) fn owned_parts<'a>(log: &'a Log, event: &Event) -> Vec<&'a Part> {
+    match message(log, event) {
+        Some(m) => event.parts.iter().filter_map(|&i| m.parts.get(i)).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The text parts an event owns, in order (a V0 message's `content`, an SDK action's thought).
+pub(crate) fn owned_texts(log: &Log, event: &Event) -> Vec<String> {
+    owned_parts(log, event)
+        .into_iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The tool result an observation owns: `(text, is_error)`.
+pub(crate) fn result_of(log: &Log, event: &Event) -> (String, bool) {
+    owned_parts(log, event)
+        .into_iter()
+        .find_map(|p| match p {
+            Part::ToolResult { text, is_error, .. } => Some((text.clone(), *is_error)),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// The arguments of the call an action owns.
+pub(crate) fn args_of(log: &Log, event: &Event) -> serde_json::Value {
+    owned_parts(log, event)
+        .into_iter()
+        .find_map(|p| match p {
+            Part::ToolCall { args, .. } => Some(args.clone()),
+            _ => None,
+        })
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Our estimate of an event's tokens: code points / 4, rounded up, per event (Python `len`),
+/// plus the stated size of media. OpenHands counts with the model's tokenizer through
+/// LiteLLM, which the seam does not allow; this is the documented stand-in.
+pub(crate) fn tokens(log: &Log, event: &Event) -> u64 {
+    match &event.kind {
+        Kind::Summary { text, .. } | Kind::Masked { text } => estimate::code_points(text).div_ceil(4),
+        _ => {
+            let mut chars = 0;
+            let mut media = 0;
+            for part in owned_parts(log, event) {
+                match part {
+                    Part::Text { text } | Part::Reasoning { text } => chars += estimate::code_points(text),
+                    Part::ToolCall { name, args, .. } => {
+                        chars += estimate::code_points(name) + estimate::code_points(&args.to_string());
+                    }
+                    Part::ToolResult { text, .. } => chars += estimate::code_points(text),
+                    Part::Media { tokens, .. } => media += u64::from(*tokens),
+                }
+            }
+            chars.div_ceil(4) + media
+        }
+    }
+}
+
+/// A message holding only `parts` of `m` (the whole message when all are kept).
+pub(crate) fn subset(m: &Message, parts: &[usize]) -> Message {
+    if parts.len() == m.parts.len() && parts.iter().enumerate().all(|(i, &p)| i == p) {
+        return m.clone();
+    }
+    Message { role: m.role, parts: parts.iter().filter_map(|&i| m.parts.get(i).cloned()).collect(), usage: m.usage }
+}
+
+/// Turns events into view messages the way the SDK's `events_to_messages` does: the events
+/// of one log message (a batch of actions, or several results) become that message again;
+/// summaries and stand-ins become user messages.
+pub(crate) fn render(log: &Log, events: &[Event]) -> View {
+    let mut view = View::default();
+    let mut i = 0;
+    while i < events.len() {
+        let event = &events[i];
+        match (&event.kind, event.entry) {
+            (Kind::Summary { checkpoint, text }, _) => {
+                view.messages
+                    .push(ViewMessage { origin: Origin::Summary(*checkpoint), message: Message::user(text.clone()) });
+                i += 1;
+            }
+            (Kind::Masked { text }, Some(entry)) => {
+                view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: Message::user(text.clone()) });
+                i += 1;
+            }
+            (_, Some(entry)) => {
+                let mut parts = Vec::new();
+                let mut j = i;
+                while j < events.len()
+                    && events[j].entry == Some(entry)
+                    && !matches!(events[j].kind, Kind::Summary { .. } | Kind::Masked { .. })
+                {
+                    parts.extend(events[j].parts.iter().copied());
+                    j += 1;
+                }
+                parts.sort_unstable();
+                parts.dedup();
+                if let Some(m) = log.message(entry) {
+                    view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: subset(m, &parts) });
+                }
+                i = j;
+            }
+            (_, None) => i += 1,
+        }
+    }
+    view
+}
+
+/// Checkpoint data this crate writes, read back when the view is rebuilt.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Recorded {
+    /// Explicit forgotten stream ids (V0 ids, `-1` possible).
+    pub(crate) forgotten: HashSet<i64>,
+    /// V0 inclusive id range.
+    pub(crate) range: Option<(i64, i64)>,
+    /// SDK: forgotten summary events, by the checkpoint that carried them.
+    pub(crate) forgotten_summaries: Vec<EntryId>,
+    /// Where the summary goes in the reduced list.
+    pub(crate) summary_offset: Option<usize>,
+}
+
+/// Key under which this crate's checkpoint details say what they record.
+pub(crate) const DETAILS_TAG: &str = "openhands";
+/// Tag value of a condensation (the SDK `Condensation` / V0 `CondensationAction`).
+pub(crate) const CONDENSATION: &str = "condensation";
+/// Tag value of V0 stand-ins recorded as replacements (see `v0.rs`).
+pub(crate) const STAND_IN: &str = "stand_in";
+
+impl Recorded {
+    /// Reads a checkpoint's details; `None` for checkpoints this crate did not write.
+    pub(crate) fn read(cp: &Checkpoint) -> Option<Recorded> {
+        let d = cp.details.as_object()?;
+        if d.get(DETAILS_TAG)? != CONDENSATION {
+            return None;
+        }
+        let ints = |key: &str| -> Vec<i64> {
+            d.get(key)
+                .and_then(|v| v.as_array())
+                .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
+                .unwrap_or_default()
+        };
+        let range = d
+            .get("forgotten_range")
+            .and_then(|v| v.as_array())
+            .and_then(|a| Some((a.first()?.as_i64()?, a.get(1)?.as_i64()?)));
+        Some(Recorded {
+            forgotten: ints("forgotten").into_iter().collect(),
+            range,
+            forgotten_summaries: ints("forgotten_summaries")
+                .into_iter()
+                .filter_map(|n| u32::try_from(n).ok())
+                .map(EntryId)
+                .collect(),
+            summary_offset: d.get("summary_offset").and_then(|v| v.as_u64()).map(|n| n as usize),
+        })
+    }
+
+    /// Whether this condensation forgets the event.
+    pub(crate) fn forgets(&self, id: EventId) -> bool {
+        match id {
+            EventId::Stream(_) => {
+                let n = id.v0();
+                self.forgotten.contains(&n) || self.range.is_some_and(|(a, b)| a <= n && n <= b)
+            }
+            EventId::Summary(cp) => self.forgotten_summaries.contains(&cp),
+            EventId::Invalid => false,
+        }
+    }
+}

@@ -1,0 +1,540 @@
+//! OpenHands: the condenser family behind one strategy; [`OpenhandsConfig`] picks the
+//! condenser.
+//!
+//! # Sources
+//! - SDK (the current agent runtime, and the default here): PyPI `openhands-sdk` 1.58.2
+//!   (OpenHands/software-agent-sdk), `openhands/sdk/context/condenser/{base.py,
+//!   llm_summarizing_condenser.py, utils.py, pipeline_condenser.py, no_op_condenser.py,
+//!   prompts/summarizing_system.j2, prompts/summarizing_events.j2}`,
+//!   `context/view/{view.py, manipulation_indices.py, properties/*.py}`,
+//!   `event/condenser.py`, `event/base.py` (`events_to_messages`, `str(event)`),
+//!   `agent/agent.py`, `settings/model.py`; the spec cites
+//!   OpenHands/software-agent-sdk@611629e6999ad398dc49c761721eefe18d5e6bd9.
+//! - V0: All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0,
+//!   `openhands/memory/condenser/{condenser.py, impl/*.py}`, `openhands/memory/view.py`,
+//!   `openhands/memory/conversation_memory.py`, `openhands/core/config/condenser_config.py`,
+//!   `openhands/server/session/session.py` (the app's default pipeline).
+//!
+//! # Model
+//! OpenHands never edits its history. The log is expanded into OpenHands events (one per
+//! tool call, one per tool result, one per other message; see `event.rs`). A condensation
+//! is a checkpoint naming the forgotten event ids (`details.forgotten`, or V0's inclusive
+//! `details.forgotten_range`), an optional summary and its `summary_offset`. The view is
+//! rebuilt from the whole log on every call (`project` is overridden):
+//! - SDK `View.from_events`: condensations replay in order; each drops its forgotten events
+//!   from the list so far and inserts its summary (a user message) at `summary_offset` of the
+//!   reduced list, so several summaries can coexist; then the view properties (observation
+//!   uniqueness, batch atomicity, tool-call matching, tool-loop atomicity) drop whatever
+//!   breaks them.
+//! - V0 `View.from_events`: the union of all forgotten ids is dropped at once and only the
+//!   latest summary is inserted, at its offset. Then the configured non-rolling condensers
+//!   transform the view (nothing stored), and V0's message builder decides what is sent: the
+//!   first user message is put back second when the second event is not a user message, a
+//!   tool-call message is sent only once all its results are in the view (so an observation
+//!   whose action was forgotten, or an action whose observation was masked, is silently
+//!   dropped), and observations are middle-truncated at `max_message_chars` (30 000).
+//!
+//! # Trigger
+//! The condenser runs before every model request ([`Moment::BeforeRequest`]). On
+//! [`Moment::Overflow`] the agent appends a condensation request; condensers that handle
+//! requests (SDK summarizing, V0 rolling condensers and conversation window) then condense
+//! with the request as a reason, in the same step.
+//! - SDK `LLMSummarizingCondenser`: reasons `request`, `tokens` (our estimate of the view >
+//!   `min(max_tokens, model window)`; the agent always passes its LLM, so the window always
+//!   applies), `events` (`len(view) > max_size`). Tokens or request are a hard requirement,
+//!   events alone a soft one.
+//! - V0 rolling condensers (LLM summarizing, structured summary, amortized forgetting, LLM
+//!   attention): `len(view) > max_size` or a request. Conversation window: a request only.
+//!   Observation masking, browser output, recent events: no trigger; they reshape every view.
+//!
+//! # Kept, summarized, dropped
+//! - SDK: the tail length is the strictest over the reasons (request `len//2 - keep_first -
+//!   1`, events `max_size//2 - keep_first - 1`, tokens: what remains after the shortest
+//!   prefix past `keep_first` whose tokens exceed `total - max//2`). The cut start (at
+//!   `keep_first`, never before the system prompt) and end move forward to manipulation
+//!   indices, so batches, call/result pairs and thinking tool loops stay whole. The forgotten
+//!   events, including any earlier summary at the cut, go to the summarizer as `<EVENT>`
+//!   blocks of `str(event)` (a 500-character preview; tool arguments are not shown). Fewer
+//!   than `minimum_progress` (10%) of the view, nothing to forget, or a failed summarizer call
+//!   means no condensation: soft requirement -> the view stays as it is; hard -> hard context
+//!   reset (everything after the system prompt summarized, summary right after it; on failure
+//!   event strings are capped at 0.8x the longest, then 0.8x again, 5 attempts; then the
+//!   original error).
+//! - V0 LLM summarizing / structured summary: keep `keep_first` events and
+//!   `max_size//2 - keep_first - 1` from the tail, forget the id range between (previous
+//!   summary excluded from the events but given as `<PREVIOUS SUMMARY>`), summary at
+//!   `keep_first`; no pairing protection. Amortized forgetting: same cut without a summary.
+//!   LLM attention: keeps the ids the model ranks first. Conversation window: keeps the system
+//!   prompt, the first user message and about half of the rest, not starting on an
+//!   observation. Observation masking: `<MASKED>` for observations outside the attention
+//!   window. Browser output: all but the newest browser outputs become "Visited URL …
+//!   Content omitted". Recent events: `keep_first` + the newest events.
+//! - Default configuration ([`strategy`]): SDK `default_condenser` (`max_size` 80,
+//!   `keep_first` 4), used by the SDK's default agent and sub-agents. [`variants`] adds the
+//!   SDK settings defaults (240, 2) and the V0 condensers with their config defaults, plus the
+//!   V0 app pipeline (conversation window -> browser output(2) -> LLM summarizing(keep_first
+//!   4, max_size 120)).
+//!
+//! # Token estimator
+//! V0 counts events only. The SDK counts tokens with the model's tokenizer (LiteLLM); the
+//! seam forbids exact counts, so the `tokens` reason uses code points / 4 (rounded up) per
+//! event plus stated media sizes (`event.rs`). `tokens_before` uses the same estimate for
+//! V0 rows, for reports only.
+//!
+//! # Deviations
+//! - Token counts are estimated (above), and tool schemas are not counted (the log has
+//!   none). Deliberate: exact counts are not allowed.
+//! - The condensation request and its handling are one step: at overflow the condenser runs
+//!   at once with the request as a reason, and a failed handling stores no pending request.
+//!   Deliberate: the runner retries once right after compaction.
+//! - Tool calls are generic (name + JSON arguments): the SDK's `Action:` line shows the tool
+//!   name instead of an action class, V0 renders calls as its generic tool action
+//!   (`MCPAction`) and results as its observation (`ErrorObservation` when failed).
+//!   Browser outputs are results of the V0 tools `browser` and `web_read`; their URL is the
+//!   call's `url` argument. Deliberate: the log has no typed actions.
+//! - Reasoning parts stand for thinking blocks (tool-loop atomicity) for every provider.
+//!   Deliberate: `project` does not know the provider, and cuts and enforcement must agree.
+//! - The SDK merges adjacent plain user messages into one turn, and V0 prefixes a user
+//!   message that follows another with a blank line; here they stay separate messages with
+//!   their own origins (provider lowering merges where required). V0 also drops reasoning
+//!   from resent tool-call messages and appends an error note to failed results; not done.
+//!   Deliberate: not compaction, and one origin per view message.
+//! - V0 computes its stand-ins (masked observations, browser outputs reduced to a URL,
+//!   results truncated at 30 000 characters) on every step and stores nothing. Here each new
+//!   stand-in is also recorded, once, as a replacement in a [`CheckpointKind::Mask`]
+//!   checkpoint (details `openhands: stand_in`, no window change), so view messages keep
+//!   honest origins; reports count these records as compactions. The view still applies a
+//!   stand-in only while V0's rules call for it. Summaries are never masked (there is no log
+//!   message to stand in for). Deliberate: an origin must name a log message shown as it is,
+//!   or a checkpoint's replacement.
+//!
+//!   [`CheckpointKind::Mask`]: compactbench_core::CheckpointKind::Mask
+//! - V0 structured summary and LLM attention use forced function calls / response schemas;
+//!   the summarizer seam returns text, so both ask for JSON in the instructions. A reply that
+//!   is not the JSON object gives an empty state summary (as an unparsable tool call does),
+//!   or an error for attention (as V0's validation error does). LLM attention is available
+//!   through [`OpenhandsConfig::LlmAttention`] but is not a report row, since a prose
+//!   summarizer can never answer it.
+//! - Prompts are paraphrased; the SDK truncation notice is paraphrased. V0 sends one user
+//!   message that opens with the rules (the attention condenser: one message per event after
+//!   the rules); here the rules are the request's system text and the events the transcript,
+//!   since the seam puts instructions after the material. Deliberate: extractive summarizers
+//!   read the transcript only.
+//! - V0 quirks are kept: range forgetting may orphan an observation (then dropped by the
+//!   message builder), recent events repeats its head while the view is shorter than
+//!   `max_events`, conversation window may forget nothing, a request on a view shorter than
+//!   `max_size // 2` makes the summarizing condensers fail (`min()` of nothing), and a
+//!   browser output can be taken for the previous summary in the pipeline.
+//! - Differences between the spec's SDK commit and release 1.58.2 follow the release: the
+//!   system prompt is never forgotten (a hard reset puts the summary right after it, not at
+//!   0), the summarizer gets its rules as a system message and the events as a user message,
+//!   and a hard reset that fails every attempt raises the original error.
+
+use compactbench_core::{
+    Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Strategy, StrategyInfo, View,
+};
+
+mod event;
+mod prompt;
+mod sdk;
+mod v0;
+
+const SDK_SOURCE: &str = "openhands-sdk 1.58.2 (OpenHands/software-agent-sdk)";
+const V0_SOURCE: &str = "All-Hands-AI/OpenHands@156d0686c46aafb0fa9d291da6421fb6f64dddc0";
+
+/// Which OpenHands condenser to run, with its settings. Sizes are signed, as in the
+/// original, so invalid settings can be expressed and are rejected by
+/// [`OpenhandsStrategy::new`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpenhandsConfig {
+    /// SDK `LLMSummarizingCondenser`.
+    LlmSummarizing {
+        /// Events in the view before condensing (class default 240; `default_condenser` 80).
+        max_size: i64,
+        /// Events at the start that are never forgotten (class default 2; `default_condenser` 4).
+        keep_first: i64,
+        /// Token cap; the model window applies in any case.
+        max_tokens: Option<u64>,
+        /// Smallest share of the view a condensation must forget (0.1).
+        minimum_progress: f64,
+        /// Hard context reset attempts (5).
+        hard_context_reset_max_retries: i64,
+        /// Factor applied to the event string cap after a failed attempt (0.8).
+        hard_context_reset_context_scaling: f64,
+    },
+    /// `NoOpCondenser`: the view as it is.
+    NoOp,
+    /// V0 `LLMSummarizingCondenser` (config defaults 100, 1, 10 000).
+    V0LlmSummarizing {
+        /// Events in the view before condensing.
+        max_size: i64,
+        /// Events at the start that are kept.
+        keep_first: i64,
+        /// Characters of each event string sent to the summarizer.
+        max_event_length: i64,
+    },
+    /// V0 `StructuredSummaryCondenser` (config defaults 100, 1, 10 000).
+    StructuredSummary {
+        /// Events in the view before condensing.
+        max_size: i64,
+        /// Events at the start that are kept.
+        keep_first: i64,
+        /// Characters of each event string sent to the summarizer.
+        max_event_length: i64,
+    },
+    /// V0 `AmortizedForgettingCondenser` (config defaults 100, 1).
+    AmortizedForgetting {
+        /// Events in the view before forgetting.
+        max_size: i64,
+        /// Events at the start that are kept.
+        keep_first: i64,
+    },
+    /// V0 `LLMAttentionCondenser` (config defaults 100, 1).
+    LlmAttention {
+        /// Events in the view before condensing.
+        max_size: i64,
+        /// Events at the start that are kept.
+        keep_first: i64,
+    },
+    /// V0 `ObservationMaskingCondenser` (config default 100).
+    ObservationMasking {
+        /// Newest events whose observations stay unmasked.
+        attention_window: i64,
+    },
+    /// V0 `BrowserOutputCondenser` (config default 1).
+    BrowserOutput {
+        /// Newest browser outputs that keep their content.
+        attention_window: i64,
+    },
+    /// V0 `RecentEventsCondenser` (config defaults 1, 100).
+    RecentEvents {
+        /// Events at the start that are kept.
+        keep_first: i64,
+        /// Events in the returned view.
+        max_events: i64,
+    },
+    /// V0 `ConversationWindowCondenser`: acts on condensation requests only.
+    ConversationWindow,
+    /// V0 `CondenserPipeline` of V0 condensers, run in order until one condenses.
+    Pipeline(Vec<OpenhandsConfig>),
+}
+
+impl Default for OpenhandsConfig {
+    /// SDK `default_condenser`: what the SDK's default agent and its sub-agents run.
+    fn default() -> Self {
+        OpenhandsConfig::LlmSummarizing {
+            max_size: 80,
+            keep_first: 4,
+            max_tokens: None,
+            minimum_progress: 0.1,
+            hard_context_reset_max_retries: 5,
+            hard_context_reset_context_scaling: 0.8,
+        }
+    }
+}
+
+impl OpenhandsConfig {
+    /// Report id suffix.
+    fn name(&self) -> &'static str {
+        match self {
+            OpenhandsConfig::LlmSummarizing { .. } => "llm-summarizing",
+            OpenhandsConfig::NoOp => "no-op",
+            OpenhandsConfig::V0LlmSummarizing { .. } => "llm-summarizing-v0",
+            OpenhandsConfig::StructuredSummary { .. } => "structured-summary",
+            OpenhandsConfig::AmortizedForgetting { .. } => "amortized-forgetting",
+            OpenhandsConfig::LlmAttention { .. } => "llm-attention",
+            OpenhandsConfig::ObservationMasking { .. } => "observation-masking",
+            OpenhandsConfig::BrowserOutput { .. } => "browser-output",
+            OpenhandsConfig::RecentEvents { .. } => "recent-events",
+            OpenhandsConfig::ConversationWindow => "conversation-window",
+            OpenhandsConfig::Pipeline(_) => "pipeline",
+        }
+    }
+}
+
+/// The condenser a strategy runs, validated.
+enum Plan {
+    SdkNoOp,
+    Sdk(sdk::Summarizing),
+    V0(Vec<v0::Condenser>),
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(ErrorKind::Other, message)
+}
+
+/// The checks V0's rolling condensers make in their constructors.
+fn v0_rolling(max_size: i64, keep_first: i64) -> Result<(usize, usize), Error> {
+    if keep_first >= max_size.div_euclid(2) {
+        return Err(invalid(format!("keep_first ({keep_first}) must be less than half of max_size ({max_size})")));
+    }
+    if keep_first < 0 {
+        return Err(invalid(format!("keep_first ({keep_first}) cannot be negative")));
+    }
+    if max_size < 1 {
+        return Err(invalid(format!("max_size ({max_size}) cannot be non-positive")));
+    }
+    Ok((max_size as usize, keep_first as usize))
+}
+
+fn at_least(name: &str, value: i64, min: i64) -> Result<usize, Error> {
+    if value < min {
+        return Err(invalid(format!("{name} ({value}) must be at least {min}")));
+    }
+    Ok(value as usize)
+}
+
+fn v0_condenser(config: &OpenhandsConfig) -> Result<v0::Condenser, Error> {
+    Ok(match *config {
+        OpenhandsConfig::NoOp => v0::Condenser::NoOp,
+        OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, max_event_length }
+        | OpenhandsConfig::StructuredSummary { max_size, keep_first, max_event_length } => {
+            let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
+            v0::Condenser::Summarizing {
+                structured: matches!(config, OpenhandsConfig::StructuredSummary { .. }),
+                max_size,
+                keep_first,
+                max_event_length: at_least("max_event_length", max_event_length, 0)?,
+            }
+        }
+        OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => {
+            let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
+            v0::Condenser::AmortizedForgetting { max_size, keep_first }
+        }
+        OpenhandsConfig::LlmAttention { max_size, keep_first } => {
+            let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
+            v0::Condenser::LlmAttention { max_size, keep_first }
+        }
+        OpenhandsConfig::ObservationMasking { attention_window } => {
+            v0::Condenser::ObservationMasking { attention_window: at_least("attention_window", attention_window, 1)? }
+        }
+        OpenhandsConfig::BrowserOutput { attention_window } => {
+            v0::Condenser::BrowserOutput { attention_window: at_least("attention_window", attention_window, 1)? }
+        }
+        OpenhandsConfig::RecentEvents { keep_first, max_events } => v0::Condenser::RecentEvents {
+            keep_first: at_least("keep_first", keep_first, 0)?,
+            max_events: at_least("max_events", max_events, 1)?,
+        },
+        OpenhandsConfig::ConversationWindow => v0::Condenser::ConversationWindow,
+        OpenhandsConfig::LlmSummarizing { .. } | OpenhandsConfig::Pipeline(_) => {
+            return Err(invalid(format!("{} cannot be part of a V0 pipeline", config.name())));
+        }
+    })
+}
+
+fn plan(config: &OpenhandsConfig) -> Result<Plan, Error> {
+    match *config {
+        OpenhandsConfig::LlmSummarizing {
+            max_size,
+            keep_first,
+            max_tokens,
+            minimum_progress,
+            hard_context_reset_max_retries,
+            hard_context_reset_context_scaling,
+        } => {
+            let max_size = at_least("max_size", max_size, 1)?;
+            let keep_first = at_least("keep_first", keep_first, 0)?;
+            if (max_size / 2) as i64 - keep_first as i64 - 1 <= 0 {
+                return Err(invalid(
+                    "keep_first must be less than max_size // 2 to leave room for condensation".to_owned(),
+                ));
+            }
+            if !(minimum_progress > 0.0 && minimum_progress < 1.0) {
+                return Err(invalid(format!("minimum_progress ({minimum_progress}) must be in (0, 1)")));
+            }
+            if !(hard_context_reset_context_scaling > 0.0 && hard_context_reset_context_scaling < 1.0) {
+                return Err(invalid(format!(
+                    "hard_context_reset_context_scaling ({hard_context_reset_context_scaling}) must be in (0, 1)"
+                )));
+            }
+            Ok(Plan::Sdk(sdk::Summarizing {
+                max_size,
+                keep_first,
+                max_tokens,
+                minimum_progress,
+                hard_reset_max_retries: at_least("hard_context_reset_max_retries", hard_context_reset_max_retries, 1)?,
+                hard_reset_scaling: hard_context_reset_context_scaling,
+            }))
+        }
+        OpenhandsConfig::NoOp => Ok(Plan::SdkNoOp),
+        OpenhandsConfig::Pipeline(ref members) => {
+            Ok(Plan::V0(members.iter().map(v0_condenser).collect::<Result<_, _>>()?))
+        }
+        _ => Ok(Plan::V0(vec![v0_condenser(config)?])),
+    }
+}
+
+/// OpenHands' condensers as one strategy; the configuration picks the condenser.
+pub struct OpenhandsStrategy {
+    info: StrategyInfo,
+    plan: Plan,
+}
+
+impl OpenhandsStrategy {
+    /// A strategy running `config`, reported as `openhands/<condenser>`. Fails on the
+    /// settings the original rejects (e.g. `keep_first >= max_size // 2`).
+    pub fn new(config: OpenhandsConfig) -> Result<OpenhandsStrategy, Error> {
+        let plan = plan(&config)?;
+        let (source, summary) = describe(&config);
+        Ok(OpenhandsStrategy {
+            info: StrategyInfo {
+                id: format!("openhands/{}", config.name()),
+                harness: "openhands".into(),
+                source: source.into(),
+                summary,
+                fidelity: Fidelity::Source,
+            },
+            plan,
+        })
+    }
+
+    fn with_id(config: OpenhandsConfig, id: &str) -> OpenhandsStrategy {
+        let mut s = OpenhandsStrategy::new(config).expect("built-in configurations are valid");
+        s.info.id = id.into();
+        s
+    }
+}
+
+fn describe(config: &OpenhandsConfig) -> (&'static str, String) {
+    match config {
+        OpenhandsConfig::LlmSummarizing { max_size, keep_first, .. } => (
+            SDK_SOURCE,
+            format!(
+                "SDK LLM summarizing: over {max_size} events or the window (estimated), keep the first {keep_first} and a tail cut at atomic boundaries; summary inserted where the cut starts"
+            ),
+        ),
+        OpenhandsConfig::NoOp => (SDK_SOURCE, "no-op condenser: never condenses".into()),
+        OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, .. } => (
+            V0_SOURCE,
+            format!("V0 LLM summarizing: over {max_size} events, keep the first {keep_first} and the newest, summary after the head"),
+        ),
+        OpenhandsConfig::StructuredSummary { max_size, keep_first, .. } => (
+            V0_SOURCE,
+            format!("V0 structured summary: over {max_size} events, keep the first {keep_first} and the newest, state summary after the head"),
+        ),
+        OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => (
+            V0_SOURCE,
+            format!("V0 amortized forgetting: over {max_size} events, keep the first {keep_first} and the newest, no summary"),
+        ),
+        OpenhandsConfig::LlmAttention { max_size, keep_first } => (
+            V0_SOURCE,
+            format!("V0 LLM attention: over {max_size} events, keep the first {keep_first} and the events the model ranks first"),
+        ),
+        OpenhandsConfig::ObservationMasking { attention_window } => {
+            (V0_SOURCE, format!("V0 observation masking: observations older than the last {attention_window} events masked"))
+        }
+        OpenhandsConfig::BrowserOutput { attention_window } => {
+            (V0_SOURCE, format!("V0 browser output: all but the newest {attention_window} browser outputs reduced to their URL"))
+        }
+        OpenhandsConfig::RecentEvents { keep_first, max_events } => {
+            (V0_SOURCE, format!("V0 recent events: the first {keep_first} and the newest events, {max_events} in all"))
+        }
+        OpenhandsConfig::ConversationWindow => {
+            (V0_SOURCE, "V0 conversation window: on overflow keep system, first user message and half of the rest".into())
+        }
+        OpenhandsConfig::Pipeline(members) => (
+            V0_SOURCE,
+            format!("V0 pipeline: {}", members.iter().map(OpenhandsConfig::name).collect::<Vec<_>>().join(" -> ")),
+        ),
+    }
+}
+
+/// The default: the SDK's `default_condenser` (LLM summarizing, `max_size` 80, `keep_first` 4).
+pub fn strategy() -> Box<dyn Strategy> {
+    Box::new(OpenhandsStrategy::with_id(OpenhandsConfig::default(), "openhands"))
+}
+
+/// Every condenser reported as its own row, the default first.
+pub fn variants() -> Vec<Box<dyn Strategy>> {
+    let v0_summary = |structured: bool| {
+        let (max_size, keep_first, max_event_length) = (100, 1, 10_000);
+        if structured {
+            OpenhandsConfig::StructuredSummary { max_size, keep_first, max_event_length }
+        } else {
+            OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, max_event_length }
+        }
+    };
+    let configs = [
+        // SDK settings defaults (agent-server and GUI settings), distinct from the default above.
+        OpenhandsConfig::LlmSummarizing {
+            max_size: 240,
+            keep_first: 2,
+            max_tokens: None,
+            minimum_progress: 0.1,
+            hard_context_reset_max_retries: 5,
+            hard_context_reset_context_scaling: 0.8,
+        },
+        v0_summary(false),
+        v0_summary(true),
+        OpenhandsConfig::AmortizedForgetting { max_size: 100, keep_first: 1 },
+        OpenhandsConfig::RecentEvents { keep_first: 1, max_events: 100 },
+        OpenhandsConfig::ObservationMasking { attention_window: 100 },
+        OpenhandsConfig::ConversationWindow,
+        // The V0 web app's default (`Session` with `enable_default_condenser`).
+        OpenhandsConfig::Pipeline(vec![
+            OpenhandsConfig::ConversationWindow,
+            OpenhandsConfig::BrowserOutput { attention_window: 2 },
+            OpenhandsConfig::V0LlmSummarizing { max_size: 120, keep_first: 4, max_event_length: 10_000 },
+        ]),
+    ];
+    let mut out = vec![strategy()];
+    for config in configs {
+        out.push(Box::new(OpenhandsStrategy::new(config).expect("built-in configurations are valid")));
+    }
+    out
+}
+
+impl Strategy for OpenhandsStrategy {
+    fn info(&self) -> &StrategyInfo {
+        &self.info
+    }
+
+    fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+        let request = match at {
+            Moment::TurnEnd => return Decision::Skip,
+            Moment::BeforeRequest => false,
+            Moment::Overflow => true,
+        };
+        match &self.plan {
+            Plan::SdkNoOp => Decision::Skip,
+            Plan::Sdk(s) => {
+                let view = sdk::view(log);
+                let reasons = s.reasons(log, &view, request, cx.model.window);
+                if reasons.is_empty() {
+                    Decision::Skip
+                } else {
+                    let names: Vec<String> = reasons.iter().map(|r| format!("{r:?}").to_lowercase()).collect();
+                    Decision::compact(names.join("+"))
+                }
+            }
+            Plan::V0(pipeline) => {
+                if v0::wants(log, pipeline, request) {
+                    Decision::compact(if request { "request" } else { "max_size" })
+                } else if !v0::pending_stand_ins(log, pipeline).is_empty() {
+                    Decision::compact("mask")
+                } else {
+                    Decision::Skip
+                }
+            }
+        }
+    }
+
+    fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let request = at == Moment::Overflow;
+        match &self.plan {
+            Plan::SdkNoOp => Ok(Vec::new()),
+            Plan::Sdk(s) => Ok(s.condense(log, request, cx)?.into_iter().collect()),
+            Plan::V0(pipeline) => v0::compact(log, pipeline, request, cx),
+        }
+    }
+
+    fn project(&self, log: &Log) -> View {
+        match &self.plan {
+            Plan::SdkNoOp | Plan::Sdk(_) => event::render(log, &sdk::view(log)),
+            Plan::V0(pipeline) => v0::messages(log, pipeline),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,497 @@
+//! The software-agent-sdk side: `View.from_events` (replay in order, then enforce the view
+//! properties), manipulation indices, and `LLMSummarizingCondenser` with its hard context
+//! reset.
+
+use std::collections::{HashMap, HashSet};
+
+use compactbench_core::{
+    Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, SummarizerUsage, SummaryPosition,
+    SummaryRequest, Window,
+};
+use serde_json::json;
+
+use crate::event::{self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG};
+use crate::prompt;
+
+/// SDK `View.from_events`: replays the log in order (a condensation drops its forgotten
+/// events from the list built so far, then inserts its summary event at its offset of the
+/// reduced list), then enforces the view properties until stable.
+pub(crate) fn view(log: &Log) -> Vec<Event> {
+    let slots = event::expand(log);
+    let mut events: Vec<Event> = Vec::new();
+    for slot in &slots {
+        match slot {
+            Slot::Event(e) => events.push(e.clone()),
+            Slot::Checkpoint(id, cp) => {
+                if let Some(rec) = Recorded::read(cp) {
+                    apply(&mut events, *id, &rec, cp.summary.as_ref());
+                }
+            }
+        }
+    }
+    enforce_properties(&mut events, &slots);
+    events
+}
+
+/// `Condensation.apply`.
+fn apply(events: &mut Vec<Event>, checkpoint: EntryId, rec: &Recorded, summary: Option<&Message>) {
+    events.retain(|e| !rec.forgets(e.id));
+    if let (Some(summary), Some(offset)) = (summary, rec.summary_offset) {
+        let at = offset.min(events.len());
+        events.insert(
+            at,
+            Event {
+                id: EventId::Summary(checkpoint),
+                entry: None,
+                parts: Vec::new(),
+                kind: Kind::Summary { checkpoint, text: summary.text() },
+            },
+        );
+    }
+}
+
+/// `View.enforce_properties`: observation uniqueness, batch atomicity, tool-call matching,
+/// tool-loop atomicity, in that order; after any property drops events, all are checked again.
+fn enforce_properties(events: &mut Vec<Event>, all: &[Slot<'_>]) {
+    loop {
+        let drop = [
+            observation_uniqueness(events),
+            batch_atomicity(events, all),
+            tool_call_matching(events),
+            tool_loop_atomicity(events, all),
+        ]
+        .into_iter()
+        .find(|d| !d.is_empty());
+        match drop {
+            Some(d) => events.retain(|e| !d.contains(&e.id)),
+            None => return,
+        }
+    }
+}
+
+fn observation_uniqueness(events: &[Event]) -> HashSet<EventId> {
+    let mut seen = HashSet::new();
+    events
+        .iter()
+        .filter(|e| e.is_observation())
+        .filter(|e| !seen.insert(e.call_id().unwrap_or_default().to_owned()))
+        .map(|e| e.id)
+        .collect()
+}
+
+fn batch_atomicity(events: &[Event], all: &[Slot<'_>]) -> HashSet<EventId> {
+    let mut full: HashMap<EntryId, usize> = HashMap::new();
+    for slot in all {
+        if let Slot::Event(e) = slot {
+            if e.is_action() {
+                *full.entry(e.entry.unwrap_or(EntryId(0))).or_default() += 1;
+            }
+        }
+    }
+    let mut present: HashMap<EntryId, Vec<EventId>> = HashMap::new();
+    for e in events.iter().filter(|e| e.is_action()) {
+        present.entry(e.entry.unwrap_or(EntryId(0))).or_default().push(e.id);
+    }
+    present.into_iter().filter(|(batch, ids)| full.get(batch) != Some(&ids.len())).flat_map(|(_, ids)| ids).collect()
+}
+
+fn tool_call_matching(events: &[Event]) -> HashSet<EventId> {
+    let calls: HashSet<&str> = events.iter().filter(|e| e.is_action()).filter_map(Event::call_id).collect();
+    let results: HashSet<&str> = events.iter().filter(|e| e.is_observation()).filter_map(Event::call_id).collect();
+    events
+        .iter()
+        .filter(|e| match e.kind {
+            Kind::Action { ref call_id, .. } => !results.contains(call_id.as_str()),
+            Kind::Observation { ref call_id, .. } => !calls.contains(call_id.as_str()),
+            _ => false,
+        })
+        .map(|e| e.id)
+        .collect()
+}
+
+/// Tool loops over the whole log: a run of actions and observations that starts at an
+/// action with thinking blocks; any other event (checkpoints included) ends it.
+fn tool_loops(all: &[Slot<'_>]) -> HashMap<EventId, usize> {
+    let mut loop_of = HashMap::new();
+    let mut current: Option<usize> = None;
+    let mut next = 0;
+    for slot in all {
+        match slot {
+            Slot::Event(e) if matches!(e.kind, Kind::Action { thinking: true, .. }) => {
+                current = Some(next);
+                next += 1;
+                loop_of.insert(e.id, current.unwrap_or_default());
+            }
+            Slot::Event(e) if e.is_action() || e.is_observation() => {
+                if let Some(l) = current {
+                    loop_of.insert(e.id, l);
+                }
+            }
+            _ => current = None,
+        }
+    }
+    loop_of
+}
+
+fn tool_loop_atomicity(events: &[Event], all: &[Slot<'_>]) -> HashSet<EventId> {
+    let loop_of = tool_loops(all);
+    let mut size: HashMap<usize, usize> = HashMap::new();
+    for l in loop_of.values() {
+        *size.entry(*l).or_default() += 1;
+    }
+    let mut present: HashMap<usize, Vec<EventId>> = HashMap::new();
+    for e in events {
+        if let Some(l) = loop_of.get(&e.id) {
+            present.entry(*l).or_default().push(e.id);
+        }
+    }
+    present.into_iter().filter(|(l, ids)| size.get(l) != Some(&ids.len())).flat_map(|(_, ids)| ids).collect()
+}
+
+/// `View.manipulation_indices`: the positions where the view may be cut or a summary
+/// inserted, intersected over the four properties (observation uniqueness restricts none).
+pub(crate) fn manipulation_indices(events: &[Event]) -> Vec<bool> {
+    let mut ok = vec![true; events.len() + 1];
+    // Batch atomicity: never between two actions of one model response.
+    for (i, pair) in events.windows(2).enumerate() {
+        if pair[0].is_action() && pair[1].is_action() && pair[0].entry == pair[1].entry {
+            ok[i + 1] = false;
+        }
+    }
+    // Tool-call matching: never while a call is waiting for its result.
+    let mut pending: HashSet<&str> = HashSet::new();
+    for (i, e) in events.iter().enumerate() {
+        match &e.kind {
+            Kind::Action { call_id, .. } => {
+                pending.insert(call_id);
+            }
+            Kind::Observation { call_id, .. } => {
+                pending.remove(call_id.as_str());
+            }
+            _ => {}
+        }
+        if !pending.is_empty() {
+            ok[i + 1] = false;
+        }
+    }
+    // Tool-loop atomicity: never inside a loop (before its thinking action is fine).
+    let mut in_loop = false;
+    for (i, e) in events.iter().enumerate() {
+        match &e.kind {
+            Kind::Action { thinking: true, .. } => in_loop = true,
+            Kind::Action { .. } | Kind::Observation { .. } => {
+                if in_loop {
+                    ok[i] = false;
+                }
+            }
+            _ => in_loop = false,
+        }
+    }
+    ok
+}
+
+/// `ManipulationIndices.find_next`: the smallest allowed index at or above `threshold`.
+fn find_next(ok: &[bool], threshold: i64) -> Option<usize> {
+    let start = usize::try_from(threshold.max(0)).ok()?;
+    (start..ok.len()).find(|&i| ok[i])
+}
+
+/// Why the SDK condenser wants to condense.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Reason {
+    Request,
+    Tokens,
+    Events,
+}
+
+impl Reason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Reason::Request => "request",
+            Reason::Tokens => "tokens",
+            Reason::Events => "events",
+        }
+    }
+}
+
+/// `CondensationRequirement`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Requirement {
+    Soft,
+    Hard,
+}
+
+/// SDK `LLMSummarizingCondenser` settings (validated).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Summarizing {
+    pub(crate) max_size: usize,
+    pub(crate) keep_first: usize,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) minimum_progress: f64,
+    pub(crate) hard_reset_max_retries: usize,
+    pub(crate) hard_reset_scaling: f64,
+}
+
+/// `NoCondensationAvailableException`, with the error that caused it.
+struct NoCondensation(Error);
+
+/// A condensation before it becomes a checkpoint.
+struct Condensation {
+    forgotten: Vec<EventId>,
+    summary: Option<String>,
+    offset: usize,
+}
+
+impl Summarizing {
+    /// `min(max_tokens, agent_llm.effective_max_input_tokens)`: the agent model's window
+    /// always applies, since the agent passes its LLM to the condenser.
+    fn effective_max(&self, window: u64) -> u64 {
+        self.max_tokens.map_or(window, |m| m.min(window))
+    }
+
+    pub(crate) fn reasons(&self, log: &Log, view: &[Event], request: bool, window: u64) -> Vec<Reason> {
+        let mut reasons = Vec::new();
+        if request {
+            reasons.push(Reason::Request);
+        }
+        if total_tokens(log, view) > self.effective_max(window) {
+            reasons.push(Reason::Tokens);
+        }
+        if view.len() > self.max_size {
+            reasons.push(Reason::Events);
+        }
+        reasons
+    }
+
+    pub(crate) fn requirement(reasons: &[Reason]) -> Option<Requirement> {
+        if reasons.is_empty() {
+            None
+        } else if reasons.contains(&Reason::Tokens) || reasons.contains(&Reason::Request) {
+            Some(Requirement::Hard)
+        } else {
+            Some(Requirement::Soft)
+        }
+    }
+
+    /// `RollingCondenser.condense` for this condenser: a checkpoint, nothing (soft
+    /// requirement that cannot be met now), or the error a failed hard reset raises.
+    pub(crate) fn condense(&self, log: &Log, request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
+        let view = view(log);
+        let reasons = self.reasons(log, &view, request, cx.model.window);
+        let Some(requirement) = Self::requirement(&reasons) else { return Ok(None) };
+        let mut usage = SummarizerUsage::default();
+        let mut hard_reset = false;
+        let condensation = match self.get_condensation(log, &view, &reasons, cx, &mut usage) {
+            Ok(c) => c,
+            Err(NoCondensation(e)) => match requirement {
+                Requirement::Soft => return Ok(None),
+                Requirement::Hard => {
+                    hard_reset = true;
+                    match self.hard_context_reset(log, &view, cx, &mut usage) {
+                        Some(c) => c,
+                        None => return Err(e),
+                    }
+                }
+            },
+        };
+        Ok(Some(checkpoint(log, &view, condensation, &reasons, hard_reset, usage)))
+    }
+
+    /// `_get_forgotten_events`: the strictest tail length over all reasons, then both ends
+    /// moved forward to manipulation indices.
+    fn forgotten(&self, log: &Log, view: &[Event], reasons: &[Reason], window: u64) -> Option<(Vec<Event>, usize)> {
+        let n = view.len() as i64;
+        let k = self.keep_first as i64;
+        let mut suffixes = Vec::new();
+        if reasons.contains(&Reason::Request) {
+            suffixes.push(n / 2 - k - 1);
+        }
+        if reasons.contains(&Reason::Events) {
+            suffixes.push(self.max_size as i64 / 2 - k - 1);
+        }
+        if reasons.contains(&Reason::Tokens) {
+            let reduce = total_tokens(log, view) as i64 - (self.effective_max(window) / 2) as i64;
+            let tail = view.get(self.keep_first..).unwrap_or_default();
+            suffixes.push(suffix_for_reduction(log, tail, reduce) as i64);
+        }
+        let from_tail = suffixes.into_iter().min()?;
+        let naive_end = n - from_tail;
+        // The leading system prompt is never forgotten.
+        let protected = match view.iter().position(|e| e.kind == Kind::SystemPrompt) {
+            Some(i) => k.max(i as i64 + 1),
+            None => k,
+        };
+        let ok = manipulation_indices(view);
+        let start = find_next(&ok, protected)?;
+        let end = find_next(&ok, naive_end)?;
+        let forgotten = if start < end { view[start..end].to_vec() } else { Vec::new() };
+        Some((forgotten, start))
+    }
+
+    fn get_condensation(
+        &self,
+        log: &Log,
+        view: &[Event],
+        reasons: &[Reason],
+        cx: &mut Cx<'_>,
+        usage: &mut SummarizerUsage,
+    ) -> Result<Condensation, NoCondensation> {
+        let Some((forgotten, offset)) = self.forgotten(log, view, reasons, cx.model.window) else {
+            return Err(NoCondensation(Error::new(ErrorKind::NothingToCompact, "Unable to compute forgotten events")));
+        };
+        if forgotten.is_empty() {
+            return Err(NoCondensation(Error::new(ErrorKind::NothingToCompact, "Cannot condense 0 events")));
+        }
+        if (forgotten.len() as f64) < view.len() as f64 * self.minimum_progress {
+            return Err(NoCondensation(Error::new(
+                ErrorKind::NothingToCompact,
+                "events forgotten below minimum progress threshold",
+            )));
+        }
+        generate(log, &forgotten, offset, None, "condensation", cx, usage)
+    }
+
+    /// `hard_context_reset`: summarize every event after the system prompt; on failure,
+    /// cap each event string at the longest one's length scaled down, and retry.
+    fn hard_context_reset(
+        &self,
+        log: &Log,
+        view: &[Event],
+        cx: &mut Cx<'_>,
+        usage: &mut SummarizerUsage,
+    ) -> Option<Condensation> {
+        let preserve = view.iter().position(|e| e.kind == Kind::SystemPrompt).map_or(0, |i| i + 1);
+        let forgotten = &view[preserve.min(view.len())..];
+        let mut max_len: Option<usize> = None;
+        for _ in 0..self.hard_reset_max_retries {
+            let attempt = if forgotten.is_empty() {
+                // The original asserts on an empty batch; the assertion is caught like any
+                // other failure.
+                Err(NoCondensation(Error::new(ErrorKind::NothingToCompact, "No events to condense.")))
+            } else {
+                generate(log, forgotten, preserve, max_len, "hard-context-reset", cx, usage)
+            };
+            match attempt {
+                Ok(c) => return Some(c),
+                Err(_) => {
+                    let longest = match max_len {
+                        Some(m) => m,
+                        None => view.iter().map(|e| prompt::sdk_event_str(log, e).chars().count()).max()?,
+                    };
+                    max_len = Some((longest as f64 * self.hard_reset_scaling) as usize);
+                }
+            }
+        }
+        None
+    }
+}
+
+fn total_tokens(log: &Log, events: &[Event]) -> u64 {
+    events.iter().map(|e| event::tokens(log, e)).sum()
+}
+
+/// `get_suffix_length_for_token_reduction`: how many trailing events can stay once the
+/// shortest prefix whose tokens exceed `reduce` is removed.
+fn suffix_for_reduction(log: &Log, events: &[Event], reduce: i64) -> usize {
+    if events.is_empty() {
+        return 0;
+    }
+    if reduce <= 0 {
+        return events.len();
+    }
+    let mut sum: i64 = 0;
+    for (i, e) in events.iter().enumerate() {
+        sum += event::tokens(log, e) as i64;
+        if sum > reduce {
+            return events.len() - (i + 1);
+        }
+    }
+    0
+}
+
+/// `_generate_condensation`: one summarizer call over the forgotten events' strings.
+fn generate(
+    log: &Log,
+    forgotten: &[Event],
+    offset: usize,
+    max_len: Option<usize>,
+    purpose: &str,
+    cx: &mut Cx<'_>,
+    usage: &mut SummarizerUsage,
+) -> Result<Condensation, NoCondensation> {
+    let blocks: Vec<String> = forgotten
+        .iter()
+        .map(|e| format!("<EVENT>\n{}\n</EVENT>", prompt::sdk_truncate(&prompt::sdk_event_str(log, e), max_len)))
+        .collect();
+    let request = SummaryRequest {
+        purpose: purpose.to_owned(),
+        system: prompt::summary_rules(true),
+        // The template leaves a blank line between blocks and two before the closing line.
+        transcript: format!("{}\n", blocks.join("\n\n")),
+        instructions: prompt::SUMMARIZE_NOW.to_owned(),
+        // No output cap is set: the summary LLM's own default applies.
+        max_output_tokens: cx.model.max_output,
+    };
+    usage.calls += 1;
+    match cx.summarizer.summarize(&request) {
+        Ok(s) => {
+            usage.input_tokens += s.input_tokens;
+            usage.output_tokens += s.output_tokens;
+            // A cut-off reply is used as it is; an empty reply has no text content, so the
+            // condensation carries no summary.
+            let summary = (!s.text.is_empty()).then_some(s.text);
+            Ok(Condensation { forgotten: forgotten.iter().map(|e| e.id).collect(), summary, offset })
+        }
+        Err(e) => {
+            usage.failures += 1;
+            Err(NoCondensation(Error::new(e.kind, format!("Summarization LLM call failed: {}", e.message))))
+        }
+    }
+}
+
+fn checkpoint(
+    log: &Log,
+    view: &[Event],
+    c: Condensation,
+    reasons: &[Reason],
+    hard_reset: bool,
+    usage: SummarizerUsage,
+) -> Checkpoint {
+    let forgotten: HashSet<EventId> = c.forgotten.iter().copied().collect();
+    let mut kept: Vec<EntryId> = view.iter().filter(|e| !forgotten.contains(&e.id)).filter_map(|e| e.entry).collect();
+    kept.dedup();
+    let mut cp = Checkpoint::new(
+        if c.summary.is_some() { CheckpointKind::Summary } else { CheckpointKind::Truncate },
+        Window::Kept(kept),
+    );
+    cp.summary = c.summary.map(Message::user);
+    cp.summary_position = SummaryPosition::AfterSystem;
+    cp.tokens_before = total_tokens(log, view);
+    cp.summarizer = usage;
+    let stream: Vec<i64> = c.forgotten.iter().filter(|id| matches!(id, EventId::Stream(_))).map(|id| id.v0()).collect();
+    let summaries: Vec<u32> =
+        c.forgotten.iter().filter_map(|id| if let EventId::Summary(e) = id { Some(e.0) } else { None }).collect();
+    cp.details = json!({
+        DETAILS_TAG: CONDENSATION,
+        "condenser": "llm_summarizing",
+        "forgotten": stream,
+        "forgotten_summaries": summaries,
+        "summary_offset": c.offset,
+        "reasons": reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+        "hard_reset": hard_reset,
+    });
+    cp
+}
+
+/// A condensation checkpoint as the SDK would record it, for tests that build logs by hand.
+#[cfg(test)]
+pub(crate) fn recorded_checkpoint(forgotten: &[i64], summary: Option<&str>, offset: Option<usize>) -> Checkpoint {
+    let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(Vec::new()));
+    cp.summary = summary.map(Message::user);
+    cp.details = json!({
+        DETAILS_TAG: CONDENSATION,
+        "forgotten": forgotten,
+        "summary_offset": offset,
+    });
+    cp
+}

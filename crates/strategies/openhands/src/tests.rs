@@ -1,0 +1,730 @@
+//! Conformance cases from the spec's section (j), the worked example of section (i), and
+//! the behaviours the crate docs promise.
+
+use std::sync::Mutex;
+
+use compactbench_core::{
+    Checkpoint, Decision, Error, ErrorKind, Log, Message, ModelProfile, Moment, Origin, Part, Role, StopReason,
+    Strategy, Summarizer, Summary, SummaryRequest, View,
+};
+use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
+
+use crate::event::{Event, Kind};
+use crate::{sdk, strategy, v0, variants, OpenhandsConfig, OpenhandsStrategy, Plan};
+
+fn openhands(config: OpenhandsConfig) -> OpenhandsStrategy {
+    OpenhandsStrategy::new(config).expect("valid configuration")
+}
+
+fn sdk_config(max_size: i64, keep_first: i64) -> OpenhandsConfig {
+    OpenhandsConfig::LlmSummarizing {
+        max_size,
+        keep_first,
+        max_tokens: None,
+        minimum_progress: 0.1,
+        hard_context_reset_max_retries: 5,
+        hard_context_reset_context_scaling: 0.8,
+    }
+}
+
+/// A window so large that only event counts matter.
+fn roomy() -> ModelProfile {
+    model(10_000_000, 4_096)
+}
+
+fn user(n: usize) -> Message {
+    Message::user(format!("Event {n}"))
+}
+
+fn call(id: &str) -> Message {
+    Message::tool_call(id, "bash", json!({ "command": format!("run {id}") }))
+}
+
+fn result(id: &str) -> Message {
+    Message::tool_result(id, "bash", format!("output of {id}"), false)
+}
+
+/// `e<entry>` for log messages, `S<checkpoint>` for summaries.
+fn ids(view: &View) -> Vec<String> {
+    view.messages
+        .iter()
+        .map(|m| match m.origin {
+            Origin::Entry(e) => format!("e{}", e.0),
+            Origin::Summary(c) => format!("S{}", c.0),
+            Origin::Replaced(e, _) => format!("r{}", e.0),
+            Origin::Injected(c) => format!("i{}", c.0),
+        })
+        .collect()
+}
+
+/// The V0 event view (after the pipeline's transforms) that V0's own tests measure.
+fn v0_events(s: &OpenhandsStrategy, log: &Log) -> Vec<Event> {
+    match &s.plan {
+        Plan::V0(pipeline) => v0::view(log, pipeline),
+        _ => panic!("not a V0 strategy"),
+    }
+}
+
+/// Whether a step condensed (V0 stand-in records are not condensations).
+fn condensed(cps: &[Checkpoint]) -> bool {
+    cps.iter().any(|cp| cp.kind != compactbench_core::CheckpointKind::Mask)
+}
+
+/// Log entry numbers of V0 events.
+fn entries(events: &[Event]) -> Vec<Option<u32>> {
+    events.iter().map(|e| e.entry.map(|id| id.0)).collect()
+}
+
+fn details(cp: &Checkpoint) -> &serde_json::Value {
+    &cp.details
+}
+
+/// V0 test harness formula: view size after the i-th yielded view.
+fn expected_size(i: usize, max_size: usize) -> usize {
+    if i < max_size {
+        return i + 1;
+    }
+    let target = max_size / 2;
+    (i - max_size) % target + target + 1
+}
+
+fn expected_condensations(i: usize, max_size: usize) -> usize {
+    if i < max_size {
+        return 0;
+    }
+    (i - max_size) / (max_size / 2) + 1
+}
+
+/// A summarizer that fails its first `failures` calls, then answers.
+struct Flaky {
+    failures: usize,
+    requests: Mutex<Vec<SummaryRequest>>,
+}
+
+impl Flaky {
+    fn new(failures: usize) -> Flaky {
+        Flaky { failures, requests: Mutex::new(Vec::new()) }
+    }
+}
+
+impl Summarizer for Flaky {
+    fn name(&self) -> &str {
+        "flaky"
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        let mut requests = self.requests.lock().unwrap();
+        requests.push(request.clone());
+        if requests.len() <= self.failures {
+            return Err(Error::new(ErrorKind::Transport, "down"));
+        }
+        Ok(Summary { text: "RESET SUMMARY".into(), input_tokens: 1, output_tokens: 1, stop: StopReason::Complete })
+    }
+}
+
+/// Compacts with a custom summarizer (the testkit harness owns a `FakeSummarizer`).
+fn compact_with(
+    s: &OpenhandsStrategy,
+    log: &mut Log,
+    summarizer: &dyn Summarizer,
+    at: Moment,
+) -> Result<Vec<Checkpoint>, Error> {
+    let mut store = compactbench_core::VirtualStore::new();
+    let profile = roomy();
+    let mut cx = compactbench_core::Cx::new(&profile, summarizer, &mut store);
+    let view = s.project(log);
+    let cps = s.compact(log, &view, at, &mut cx)?;
+    for cp in &cps {
+        log.push_checkpoint(cp.clone());
+    }
+    Ok(cps)
+}
+
+#[test]
+fn case_01_noop_returns_same_events() {
+    let s = openhands(OpenhandsConfig::NoOp);
+    let msgs = vec![Message::system("sys"), user(1), call("c1"), result("c1"), Message::assistant("done")];
+    let mut h = Harness::new(msgs.clone(), roomy());
+    let view = h.view(&s);
+    assert_eq!(view.iter().cloned().collect::<Vec<_>>(), msgs);
+    assert_eq!(ids(&view), ["e0", "e1", "e2", "e3", "e4"]);
+    for at in [Moment::TurnEnd, Moment::BeforeRequest, Moment::Overflow] {
+        assert_eq!(h.decide(&s, at), Decision::Skip);
+        assert!(h.compact(&s, at).unwrap().is_empty());
+    }
+}
+
+#[test]
+fn case_02_observation_masking_respects_attention_window() {
+    // V0's test: [E1, O1, E3, E4, O2] with a window of 3; only O1 (index 1 < 5 - 3) is masked.
+    let s = openhands(OpenhandsConfig::ObservationMasking { attention_window: 3 });
+    let log = Log::from_messages([user(1), result("c1"), user(3), user(4), result("c2")]);
+    let base = v0::base_view(&log);
+    let masked = v0_events(&s, &log);
+    assert_eq!(masked.len(), base.len());
+    assert_eq!(masked[1].kind, Kind::Masked { text: "<MASKED>".into() });
+    assert_eq!(masked[0], base[0]);
+    assert_eq!(masked[2..], base[2..]);
+
+    // What reaches the model: the masked result is a user message and its call, whose
+    // result never arrives, is not sent at all. Nothing is stored by V0; the stand-in is
+    // recorded as a replacement so its origin stays honest.
+    let mut h = Harness::new(
+        [Message::system("sys"), user(1), call("c1"), result("c1"), call("c2"), result("c2"), call("c3"), result("c3")],
+        roomy(),
+    );
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("mask"));
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    assert_eq!(cps.len(), 1);
+    assert_eq!(cps[0].kind, compactbench_core::CheckpointKind::Mask);
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    let view = h.view(&s);
+    assert_eq!(ids(&view), ["e0", "e1", "r3", "e4", "e5", "e6", "e7"]);
+    assert_eq!(view.messages[2].message, Message::user("<MASKED>"));
+    assert!(view.iter().all(|m| !m.tool_call_ids().any(|id| id == "c1")), "c1's call is dropped");
+}
+
+#[test]
+fn case_03_recent_events_keeps_head_and_tail() {
+    let log = Log::from_messages((1..=5).map(user));
+    let recent =
+        |keep_first, max_events| openhands(OpenhandsConfig::RecentEvents { keep_first, max_events }).project(&log);
+    assert_eq!(ids(&recent(1, 5)), ["e0", "e1", "e2", "e3", "e4"]);
+    assert_eq!(ids(&recent(1, 3)), ["e0", "e3", "e4"]);
+    assert_eq!(ids(&recent(1, 2)), ["e0", "e4"]);
+    assert_eq!(ids(&recent(2, 3)), ["e0", "e1", "e4"]);
+    // Bug-compatible: a view shorter than max_events repeats its head (`view[-99:]` is the
+    // whole view).
+    assert_eq!(ids(&recent(1, 100)), ["e0", "e0", "e1", "e2", "e3", "e4"]);
+}
+
+#[test]
+fn case_04_browser_output_keeps_newest_k() {
+    let browse = |n: usize| {
+        let id = format!("b{n}");
+        [
+            Message::tool_call(id.clone(), "browser", json!({ "url": format!("https://site/{n}") })),
+            Message::tool_result(id, "browser", format!("page {n} content"), false),
+        ]
+    };
+    let mut msgs = vec![Message::system("sys"), user(0)];
+    msgs.extend(browse(1));
+    msgs.extend(browse(2));
+    msgs.push(user(3));
+    msgs.push(call("c4"));
+    msgs.push(result("c4"));
+    msgs.extend(browse(5));
+    msgs.extend(browse(6));
+    let log = Log::from_messages(msgs);
+    let s = openhands(OpenhandsConfig::BrowserOutput { attention_window: 3 });
+    let events = v0_events(&s, &log);
+    let outputs: Vec<&Event> = events
+        .iter()
+        .filter(|e| match &e.kind {
+            Kind::Masked { .. } => true,
+            Kind::Observation { name, .. } => name == "browser",
+            _ => false,
+        })
+        .collect();
+    assert_eq!(outputs.len(), 4);
+    assert_eq!(outputs[0].kind, Kind::Masked { text: "Visited URL https://site/1\nContent omitted".into() });
+    assert!(outputs[1..].iter().all(|e| matches!(e.kind, Kind::Observation { .. })), "the newest 3 keep their content");
+    assert!(events.iter().any(|e| e.call_id() == Some("c4") && e.is_observation()), "other results are untouched");
+
+    let mut h = Harness::new(
+        log.entries().filter_map(|(_, e)| match e {
+            compactbench_core::Entry::Message(m) => Some(m.clone()),
+            compactbench_core::Entry::Checkpoint(_) => None,
+        }),
+        roomy(),
+    );
+    h.step(&s, Moment::BeforeRequest).unwrap();
+    let view = h.view(&s);
+    assert_eq!(view.messages[2].message, Message::user("Visited URL https://site/1\nContent omitted"));
+    assert!(matches!(view.messages[2].origin, Origin::Replaced(..)));
+    assert!(view.iter().all(|m| !m.tool_call_ids().any(|id| id == "b1")), "the masked output's call is not sent");
+    assert!(view.iter().any(|m| m.searchable_text().contains("page 2 content")));
+}
+
+#[test]
+fn case_05_rolling_condensers_keep_view_size() {
+    let max_size = 10;
+    let configs = [
+        (
+            OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 1, max_event_length: 10_000 },
+            FakeMode::Numbered,
+        ),
+        (
+            OpenhandsConfig::StructuredSummary { max_size: 10, keep_first: 1, max_event_length: 10_000 },
+            FakeMode::Numbered,
+        ),
+        (OpenhandsConfig::AmortizedForgetting { max_size: 10, keep_first: 0 }, FakeMode::Numbered),
+        (OpenhandsConfig::LlmAttention { max_size: 10, keep_first: 1 }, FakeMode::Fixed(r#"{"ids": []}"#.into())),
+    ];
+    for (config, mode) in configs {
+        let s = openhands(config.clone());
+        let mut h = Harness::new([], roomy());
+        h.summarizer = FakeSummarizer::new(mode);
+        let mut i = 0;
+        for n in 0..max_size * 10 {
+            h.push(user(n));
+            if !condensed(&h.step(&s, Moment::BeforeRequest).unwrap()) {
+                assert_eq!(v0_events(&s, &h.log).len(), expected_size(i, max_size), "{config:?} at view {i}");
+                i += 1;
+            }
+        }
+    }
+
+    // AmortizedForgetting(max_size 12, keep_first 4) over 120 events: the first 4 events and
+    // the newest event are always in view.
+    let s = openhands(OpenhandsConfig::AmortizedForgetting { max_size: 12, keep_first: 4 });
+    let mut h = Harness::new([], roomy());
+    let mut i = 0;
+    for n in 0..120 {
+        h.push(user(n));
+        if !condensed(&h.step(&s, Moment::BeforeRequest).unwrap()) {
+            let events = v0_events(&s, &h.log);
+            assert_eq!(events.len(), expected_size(i, 12));
+            assert_eq!(events.last().unwrap().entry, Some(h.log.messages().next_back().unwrap().0));
+            let first: Vec<Option<u32>> = entries(&events).into_iter().take(4).collect();
+            let want: Vec<Option<u32>> = (0..(n as u32 + 1).min(4)).map(Some).collect();
+            assert_eq!(first, want, "the first four events stay");
+            i += 1;
+        }
+    }
+}
+
+#[test]
+fn case_06_invalid_config_is_rejected() {
+    let bad = [
+        OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 5, max_event_length: 10_000 },
+        OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: -1, max_event_length: 10_000 },
+        OpenhandsConfig::StructuredSummary { max_size: 0, keep_first: 0, max_event_length: 10_000 },
+        OpenhandsConfig::AmortizedForgetting { max_size: 4, keep_first: 2 },
+        OpenhandsConfig::LlmAttention { max_size: -3, keep_first: -4 },
+        sdk_config(10, 4),
+        sdk_config(0, 0),
+        OpenhandsConfig::Pipeline(vec![sdk_config(80, 4)]),
+    ];
+    for config in bad {
+        let err = OpenhandsStrategy::new(config.clone()).err().unwrap_or_else(|| panic!("{config:?} was accepted"));
+        assert_eq!(err.kind, ErrorKind::Other);
+    }
+    let err =
+        OpenhandsStrategy::new(OpenhandsConfig::AmortizedForgetting { max_size: 10, keep_first: 5 }).err().unwrap();
+    assert!(err.message.contains("must be less than half of max_size"), "{}", err.message);
+    assert!(OpenhandsStrategy::new(sdk_config(10, 3)).is_ok());
+    assert!(OpenhandsStrategy::new(OpenhandsConfig::AmortizedForgetting { max_size: 10, keep_first: 4 }).is_ok());
+}
+
+#[test]
+fn case_07_llm_summarizing_keeps_first_and_summary_events() {
+    let (max_size, keep_first) = (10, 3);
+    let s = openhands(OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 3, max_event_length: 10_000 });
+    let mut h = Harness::new([], roomy());
+    let mut i = 0;
+    for n in 0..max_size * 10 {
+        h.push(user(n));
+        if condensed(&h.step(&s, Moment::BeforeRequest).unwrap()) {
+            continue;
+        }
+        let events = v0_events(&s, &h.log);
+        assert_eq!(events.len(), expected_size(i, max_size));
+        assert_eq!(h.summarizer.requests().len(), expected_condensations(i, max_size));
+        let head: Vec<Option<u32>> = entries(&events).into_iter().take(keep_first).collect();
+        let want: Vec<Option<u32>> = (0..(n as u32 + 1).min(keep_first as u32)).map(Some).collect();
+        assert_eq!(head, want, "the first keep_first events stay");
+        if i > max_size {
+            assert!(matches!(events[keep_first].kind, Kind::Summary { .. }), "summary at keep_first");
+            assert_eq!(s.project(&h.log).messages[keep_first].message.role, Role::User);
+        }
+        i += 1;
+    }
+    let requests = h.summarizer.requests();
+    assert!(requests[0].transcript.contains("<PREVIOUS SUMMARY>\nNo events summarized\n</PREVIOUS SUMMARY>"));
+    assert!(requests[0]
+        .transcript
+        .contains("<EVENT id=3>\n**MessageAction** (source=EventSource.USER)\nCONTENT: Event 3\n</EVENT>"));
+    assert!(requests[1].transcript.contains("<PREVIOUS SUMMARY>\nSUMMARY 1 of condensation\n</PREVIOUS SUMMARY>"));
+    assert!(requests[0].transcript.starts_with("<PREVIOUS SUMMARY>"), "the rules are the system text");
+    assert!(requests[0].system.contains("TASK_TRACKING"));
+}
+
+#[test]
+fn case_08_pipeline_chains_and_stops_at_first_condensation() {
+    // V0's test: AmortizedForgetting(10) then BrowserOutput(2); every third event is a
+    // browser output.
+    let s = openhands(OpenhandsConfig::Pipeline(vec![
+        OpenhandsConfig::AmortizedForgetting { max_size: 10, keep_first: 0 },
+        OpenhandsConfig::BrowserOutput { attention_window: 2 },
+    ]));
+    let mut h = Harness::new([], roomy());
+    let mut i = 0;
+    for n in 0..30 {
+        h.push(if n % 3 == 0 {
+            Message::tool_result(format!("b{n}"), "browser", format!("Observation {n}"), false)
+        } else {
+            user(n)
+        });
+        if condensed(&h.step(&s, Moment::BeforeRequest).unwrap()) {
+            continue;
+        }
+        let events = v0_events(&s, &h.log);
+        assert_eq!(events.len(), expected_size(i, 10));
+        let outputs: Vec<&Event> = events.iter().filter(|e| e.is_v0_observation()).collect();
+        let split = outputs.len().saturating_sub(2);
+        assert!(outputs[..split]
+            .iter()
+            .all(|e| matches!(&e.kind, Kind::Masked { text } if text.contains("Content omitted"))));
+        assert!(outputs[split..].iter().all(|e| e.is_observation()));
+        i += 1;
+    }
+
+    // The first condenser that condenses wins: on a request the conversation window answers
+    // and the summarizer behind it is never called.
+    let s = openhands(OpenhandsConfig::Pipeline(vec![
+        OpenhandsConfig::ConversationWindow,
+        OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 1, max_event_length: 10_000 },
+    ]));
+    let mut msgs = vec![Message::system("sys")];
+    msgs.extend((1..12).map(user));
+    let mut h = Harness::new(msgs.clone(), roomy());
+    let cps = h.step(&s, Moment::Overflow).unwrap();
+    assert_eq!(details(&cps[0])["condenser"], "conversation_window");
+    assert!(h.summarizer.requests().is_empty());
+    let mut h = Harness::new(msgs, roomy());
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    assert_eq!(details(&cps[0])["condenser"], "llm_summarizing");
+    assert_eq!(h.summarizer.requests().len(), 1);
+}
+
+#[test]
+fn case_09_view_inserts_summary_at_offset() {
+    let s = openhands(sdk_config(80, 4));
+    for k in 0..5 {
+        let mut log = Log::from_messages((0..5).map(user));
+        log.push_checkpoint(sdk::recorded_checkpoint(&[], Some("My Summary"), Some(k)));
+        let view = s.project(&log);
+        assert_eq!(view.len(), 6);
+        assert_eq!(view.messages[k].message, Message::user("My Summary"));
+        assert_eq!(view.messages[k].origin, Origin::Summary(compactbench_core::EntryId(5)));
+        let rest: Vec<Message> =
+            view.messages.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, m)| m.message.clone()).collect();
+        assert_eq!(rest, (0..5).map(user).collect::<Vec<_>>(), "events before it unchanged, after it shifted by one");
+    }
+    // Without a summary (or an offset) nothing is inserted.
+    let mut log = Log::from_messages((0..5).map(user));
+    log.push_checkpoint(sdk::recorded_checkpoint(&[1], None, Some(2)));
+    assert_eq!(ids(&s.project(&log)), ["e0", "e2", "e3", "e4"]);
+}
+
+#[test]
+fn case_10_condensation_events_stay_out_of_view_and_requests_are_handled() {
+    let s = openhands(sdk_config(10, 2));
+    let mut msgs = vec![Message::system("sys")];
+    msgs.extend((1..8).map(user));
+    let mut h = Harness::new(msgs, roomy());
+    // No pressure, no request: nothing to do.
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    // An overflow is a condensation request, which this condenser handles.
+    assert_eq!(h.decide(&s, Moment::Overflow), Decision::compact("request"));
+    let cps = h.step(&s, Moment::Overflow).unwrap();
+    assert_eq!(details(&cps[0])["reasons"], json!(["request"]));
+    // The condensation handled the request: the next step has nothing pending.
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    // The checkpoint itself never shows; only its summary does.
+    let view = h.view(&s);
+    assert!(view.messages.iter().all(|m| matches!(m.origin, Origin::Entry(_) | Origin::Summary(_))));
+    assert_eq!(view.messages.iter().filter(|m| matches!(m.origin, Origin::Summary(_))).count(), 1);
+
+    // V0: the conversation window acts on requests only.
+    let s = openhands(OpenhandsConfig::ConversationWindow);
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    assert_eq!(h.decide(&s, Moment::Overflow), Decision::compact("request"));
+    // Condensers without a request handler leave an overflow alone.
+    let s = openhands(OpenhandsConfig::ObservationMasking { attention_window: 100 });
+    assert_eq!(h.decide(&s, Moment::Overflow), Decision::Skip);
+}
+
+#[test]
+fn case_11_sdk_max_size_10_keep_first_3() {
+    let s = openhands(sdk_config(10, 3));
+    let mut h = Harness::new((0..11).map(user), roomy());
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("events"));
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    assert_eq!(cps.len(), 1);
+    let d = details(&cps[0]);
+    assert_eq!(d["summary_offset"], 3);
+    assert_eq!(d["forgotten"], json!([3, 4, 5, 6, 7, 8, 9]));
+    assert_eq!(h.summarizer.requests().len(), 1);
+    assert_eq!(ids(&h.view(&s)), ["e0", "e1", "e2", "S11", "e10"]);
+}
+
+#[test]
+fn case_12_requirements_soft_hard_and_hard_reset() {
+    // No reason: nothing.
+    let s = openhands(sdk_config(10, 2));
+    let mut h = Harness::new((0..5).map(user), roomy());
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    assert!(h.compact(&s, Moment::BeforeRequest).unwrap().is_empty());
+
+    // Events only: soft. A failing summarizer leaves the view as it is, without a reset.
+    assert_eq!(sdk::Summarizing::requirement(&[sdk::Reason::Events]), Some(sdk::Requirement::Soft));
+    let mut h = Harness::new((0..11).map(user), roomy());
+    h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
+    let before = h.view(&s);
+    assert!(h.step(&s, Moment::BeforeRequest).unwrap().is_empty());
+    assert_eq!(h.view(&s), before);
+    assert_eq!(h.summarizer.requests().len(), 1);
+
+    // Tokens and requests: hard.
+    assert_eq!(
+        sdk::Summarizing::requirement(&[sdk::Reason::Tokens, sdk::Reason::Events]),
+        Some(sdk::Requirement::Hard)
+    );
+    assert_eq!(sdk::Summarizing::requirement(&[sdk::Reason::Request]), Some(sdk::Requirement::Hard));
+    assert_eq!(sdk::Summarizing::requirement(&[]), None);
+    let mut msgs = vec![Message::system("sys")];
+    msgs.extend((0..6).map(|n| Message::user(format!("{n}{}", "x".repeat(400)))));
+    let mut h = Harness::new(msgs.clone(), model(500, 100));
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("tokens"));
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    assert_eq!(details(&cps[0])["reasons"], json!(["tokens"]));
+    // 607 estimated tokens over a cap of 500: after the head (2 events), cut the shortest
+    // prefix worth more than 607 - 250 tokens (four events of 101), keeping one.
+    assert_eq!(details(&cps[0])["forgotten"], json!([2, 3, 4, 5]));
+
+    // Hard, but no regular condensation is possible (the request's tail length is negative):
+    // hard context reset, the summary right after the system prompt.
+    let s = openhands(sdk_config(10, 3));
+    let mut h = Harness::new(msgs.clone(), roomy());
+    let cps = h.step(&s, Moment::Overflow).unwrap();
+    assert_eq!(details(&cps[0])["hard_reset"], true);
+    assert_eq!(details(&cps[0])["summary_offset"], 1);
+    assert_eq!(ids(&h.view(&s)), ["e0", "S7"]);
+    assert_eq!(h.summarizer.requests()[0].purpose, "hard-context-reset");
+    // Without a system prompt the summary goes to offset 0.
+    let mut h = Harness::new((0..6).map(user), roomy());
+    let cps = h.step(&s, Moment::Overflow).unwrap();
+    assert_eq!(details(&cps[0])["summary_offset"], 0);
+    assert_eq!(ids(&h.view(&s)), ["S6"]);
+
+    // Hard with a failing summarizer: the reset retries and succeeds.
+    let s = openhands(sdk_config(10, 2));
+    let mut log = Log::from_messages(msgs.clone());
+    let flaky = Flaky::new(2);
+    let cps = compact_with(&s, &mut log, &flaky, Moment::Overflow).unwrap();
+    assert_eq!(details(&cps[0])["hard_reset"], true);
+    assert_eq!(cps[0].summarizer.calls, 3);
+    assert_eq!(cps[0].summarizer.failures, 2);
+    assert_eq!(ids(&s.project(&log)), ["e0", "S7"]);
+
+    // Hard with a summarizer that always fails: 1 + 5 attempts, later ones with event
+    // strings capped, then the original error.
+    let mut log = Log::from_messages(msgs.clone());
+    let down = Flaky::new(usize::MAX);
+    let err = compact_with(&s, &mut log, &down, Moment::Overflow).unwrap_err();
+    assert!(err.message.starts_with("Summarization LLM call failed"), "{}", err.message);
+    let requests = down.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 6);
+    assert!(!requests[1].transcript.contains("<response clipped>"));
+    assert!(requests[2].transcript.contains("<response clipped>"));
+    assert!(requests[5].transcript.len() < requests[2].transcript.len());
+    assert_eq!(log.len(), msgs.len(), "a failed compaction appends nothing");
+
+    // Forgetting less than minimum_progress of the view: no condensation.
+    let s = openhands(OpenhandsConfig::LlmSummarizing {
+        max_size: 10,
+        keep_first: 3,
+        max_tokens: None,
+        minimum_progress: 0.9,
+        hard_context_reset_max_retries: 5,
+        hard_context_reset_context_scaling: 0.8,
+    });
+    let mut h = Harness::new((0..11).map(user), roomy());
+    assert!(h.step(&s, Moment::BeforeRequest).unwrap().is_empty());
+    assert!(h.summarizer.requests().is_empty());
+}
+
+/// The log of the spec's worked example, up to `e10`.
+fn worked_example() -> Vec<Message> {
+    let mut msgs = vec![Message::system("system prompt"), Message::user("the task")];
+    for n in 1..=4 {
+        let id = format!("a{n}");
+        msgs.push(call(&id));
+        msgs.push(result(&id));
+    }
+    msgs.push(Message::user("a user message"));
+    msgs
+}
+
+#[test]
+fn case_i_worked_example_sdk() {
+    let s = openhands(sdk_config(10, 2));
+    let mut h = Harness::new(worked_example(), roomy());
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    // The cut may not fall between A4 (e8) and O4 (e9), so it ends at e10.
+    assert_eq!(details(&cps[0])["forgotten"], json!([2, 3, 4, 5, 6, 7, 8, 9]));
+    assert_eq!(details(&cps[0])["summary_offset"], 2);
+    assert_eq!(ids(&h.view(&s)), ["e0", "e1", "S11", "e10"]);
+    let request = &h.summarizer.requests()[0];
+    assert_eq!(request.transcript.matches("<EVENT>").count(), 8);
+    assert!(request.transcript.contains("<EVENT>\nActionEvent (agent)\n  Thought: \n  Action: bash\n</EVENT>"));
+    assert!(request
+        .transcript
+        .contains("<EVENT>\nObservationEvent (environment)\n  Tool: bash\n  Result: output of a1\n</EVENT>"));
+    assert!(request.transcript.ends_with("</EVENT>\n"));
+    assert!(request.system.contains("TASK_TRACKING"));
+
+    for n in 5..=8 {
+        let id = format!("a{n}");
+        h.push(call(&id));
+        h.push(result(&id));
+    }
+    assert_eq!(h.view(&s).len(), 12);
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    // The old summary is forgotten too and fed back as one of the events.
+    assert_eq!(details(&cps[0])["forgotten_summaries"], json!([11]));
+    assert_eq!(details(&cps[0])["forgotten"], json!([10, 12, 13, 14, 15, 16, 17]));
+    assert_eq!(ids(&h.view(&s)), ["e0", "e1", "S20", "e18", "e19"]);
+    assert!(h.summarizer.requests()[1]
+        .transcript
+        .starts_with("<EVENT>\nCondensationSummaryEvent (environment)\n  user: SUMMARY 1 of condensation\n</EVENT>"));
+}
+
+#[test]
+fn case_i_worked_example_v0_orphans_an_observation() {
+    let s = openhands(OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 2, max_event_length: 10_000 });
+    let mut h = Harness::new(worked_example(), roomy());
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    assert_eq!(details(&cps[0])["forgotten_range"], json!([2, 8]));
+    let events = v0_events(&s, &h.log);
+    assert_eq!(events.len(), 5, "[e0, e1, summary, O4, e10]");
+    assert!(events[3].is_observation());
+    // O4 has no visible action, so V0's message builder never sends it.
+    assert_eq!(ids(&h.view(&s)), ["e0", "e1", "S11", "e10"]);
+}
+
+#[test]
+fn sdk_cuts_keep_batches_and_thinking_loops_whole() {
+    // A parallel batch: one assistant message with two calls, then two results.
+    let batch = Message::new(
+        Role::Assistant,
+        vec![
+            Part::text("two at once"),
+            Part::ToolCall { id: "p1".into(), name: "bash".into(), args: json!({}) },
+            Part::ToolCall { id: "p2".into(), name: "bash".into(), args: json!({}) },
+        ],
+    );
+    let log = Log::from_messages([user(0), batch.clone(), result("p1"), result("p2"), user(4)]);
+    let events = sdk::view(&log);
+    assert_eq!(events.len(), 6, "two action events, two observations");
+    let ok = sdk::manipulation_indices(&events);
+    assert_eq!(ok, [true, true, false, false, false, true, true]);
+
+    // A thinking tool loop: cuts only before its first action or after its last event.
+    let thinking = Message::new(
+        Role::Assistant,
+        vec![
+            Part::Reasoning { text: "hmm".into() },
+            Part::ToolCall { id: "t1".into(), name: "bash".into(), args: json!({}) },
+        ],
+    );
+    let log = Log::from_messages([user(0), thinking, result("t1"), call("t2"), result("t2"), user(5)]);
+    let ok = sdk::manipulation_indices(&sdk::view(&log));
+    assert_eq!(ok, [true, true, false, false, false, true, true]);
+
+    // The view renders the batch back as the one message it was.
+    let s = openhands(sdk_config(80, 4));
+    let log = Log::from_messages([user(0), batch.clone(), result("p1"), result("p2")]);
+    assert_eq!(s.project(&log).messages[1].message, batch);
+}
+
+#[test]
+fn sdk_property_enforcement_drops_orphans() {
+    // A condensation recorded by hand that forgets only an action: its observation would
+    // be orphaned, so the view drops it too.
+    let s = openhands(sdk_config(80, 4));
+    let mut log = Log::from_messages([user(0), call("c1"), result("c1"), user(3)]);
+    log.push_checkpoint(sdk::recorded_checkpoint(&[1], None, None));
+    assert_eq!(ids(&s.project(&log)), ["e0", "e3"]);
+}
+
+#[test]
+fn v0_request_on_short_view_fails_like_v0() {
+    // A request while the view is far below max_size: the tail is longer than the view, the
+    // forgotten range is empty, and V0's `min()` raises (OpenHands#11332's scenario).
+    let s = openhands(OpenhandsConfig::V0LlmSummarizing { max_size: 100, keep_first: 1, max_event_length: 10_000 });
+    let mut h = Harness::new((0..8).map(user), roomy());
+    assert_eq!(h.decide(&s, Moment::Overflow), Decision::compact("request"));
+    let err = h.step(&s, Moment::Overflow).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NothingToCompact);
+}
+
+#[test]
+fn v0_keep_first_one_puts_the_first_user_message_back() {
+    // keep_first 1 keeps only the system prompt; the summary lands second, so V0's message
+    // builder re-inserts the first user message before it.
+    let s = openhands(OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 1, max_event_length: 10_000 });
+    let mut msgs = vec![Message::system("sys")];
+    msgs.extend((1..=10).map(user));
+    let mut h = Harness::new(msgs, roomy());
+    h.step(&s, Moment::BeforeRequest).unwrap();
+    let view = h.view(&s);
+    assert_eq!(ids(&view), ["e0", "e1", "S11", "e8", "e9", "e10"]);
+}
+
+#[test]
+fn v0_conversation_window_keeps_essentials_and_half() {
+    let s = openhands(OpenhandsConfig::ConversationWindow);
+    let mut msgs = vec![Message::system("sys"), user(1)];
+    for n in 0..4 {
+        let id = format!("c{n}");
+        msgs.push(call(&id));
+        msgs.push(result(&id));
+    }
+    let mut h = Harness::new(msgs, roomy());
+    let cps = h.step(&s, Moment::Overflow).unwrap();
+    // 8 non-essential events: keep the newest 4, which start on a call (e6).
+    assert_eq!(details(&cps[0])["forgotten_range"], json!([2, 5]));
+    assert_eq!(ids(&h.view(&s)), ["e0", "e1", "e6", "e7", "e8", "e9"]);
+
+    // Only essentials left: the condensation forgets nothing (OpenHands#10873).
+    let mut h = Harness::new([Message::system("sys"), user(1)], roomy());
+    let cps = h.step(&s, Moment::Overflow).unwrap();
+    assert_eq!(details(&cps[0])["forgotten"], json!([]));
+    assert_eq!(ids(&h.view(&s)), ["e0", "e1"]);
+}
+
+#[test]
+fn v0_structured_summary_renders_state_summary() {
+    let s = openhands(OpenhandsConfig::StructuredSummary { max_size: 10, keep_first: 1, max_event_length: 10_000 });
+    let mut h = Harness::new((0..11).map(user), roomy());
+    h.summarizer =
+        FakeSummarizer::new(FakeMode::Fixed(r#"{"user_context": "build X", "pending_tasks": "tests"}"#.into()));
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    let summary = cps[0].summary.as_ref().unwrap().text();
+    assert!(summary.starts_with("# State Summary\n\n## Core Information\n\n**User Context**: build X"));
+    assert!(summary.contains("**Pending Tasks**: tests"));
+    assert!(h.summarizer.requests()[0].instructions.contains("create_state_summary"));
+
+    // Not the function's arguments: an empty state summary, still applied.
+    let mut h = Harness::new((0..11).map(user), roomy());
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    assert!(cps[0].summary.as_ref().unwrap().text().contains("**User Context**: \n"));
+}
+
+#[test]
+fn variants_have_unique_ids_default_first() {
+    let all = variants();
+    assert_eq!(all[0].info().id, "openhands");
+    assert_eq!(strategy().info().id, "openhands");
+    let mut ids: Vec<&str> = all.iter().map(|s| s.info().id.as_str()).collect();
+    assert!(ids[1..].iter().all(|id| id.starts_with("openhands/")));
+    assert!(ids.contains(&"openhands/llm-summarizing"));
+    assert!(ids.contains(&"openhands/pipeline"));
+    let n = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n);
+}

@@ -1,0 +1,658 @@
+//! The V0 side (All-Hands-AI/OpenHands `openhands/memory`): `View.from_events` (all
+//! forgotten ids at once, only the latest summary), the condenser family, the pipeline, and
+//! the parts of `ConversationMemory.process_events` that decide what reaches the model.
+
+use std::collections::{HashMap, HashSet};
+
+use compactbench_core::{
+    Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
+    SummarizerUsage, SummaryPosition, SummaryRequest, View, ViewMessage, Window,
+};
+use serde_json::json;
+
+use crate::event::{self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
+use crate::prompt;
+
+/// `LLMConfig.max_message_chars` default: longer observations are middle-truncated when
+/// messages are built.
+const MAX_MESSAGE_CHARS: usize = 30_000;
+
+/// V0 tool names whose results are `BrowserOutputObservation`s (CodeAct's `browser` and
+/// `web_read`).
+const BROWSER_TOOLS: [&str; 2] = ["browser", "web_read"];
+
+/// One V0 condenser (validated settings).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Condenser {
+    NoOp,
+    ObservationMasking {
+        attention_window: usize,
+    },
+    BrowserOutput {
+        attention_window: usize,
+    },
+    RecentEvents {
+        keep_first: usize,
+        max_events: usize,
+    },
+    /// `LLMSummarizingCondenser`, or `StructuredSummaryCondenser` when `structured`.
+    Summarizing {
+        structured: bool,
+        max_size: usize,
+        keep_first: usize,
+        max_event_length: usize,
+    },
+    AmortizedForgetting {
+        max_size: usize,
+        keep_first: usize,
+    },
+    LlmAttention {
+        max_size: usize,
+        keep_first: usize,
+    },
+    ConversationWindow,
+}
+
+impl Condenser {
+    /// Rolling condensers emit condensation events; the others transform every view.
+    fn is_rolling(&self) -> bool {
+        matches!(
+            self,
+            Condenser::Summarizing { .. }
+                | Condenser::AmortizedForgetting { .. }
+                | Condenser::LlmAttention { .. }
+                | Condenser::ConversationWindow
+        )
+    }
+
+    fn should_condense(&self, view: &[Event], request: bool) -> bool {
+        match self {
+            Condenser::Summarizing { max_size, .. }
+            | Condenser::AmortizedForgetting { max_size, .. }
+            | Condenser::LlmAttention { max_size, .. } => view.len() > *max_size || request,
+            Condenser::ConversationWindow => request,
+            _ => false,
+        }
+    }
+
+    /// The view a non-rolling condenser returns (nothing stored).
+    fn transform(&self, log: &Log, view: Vec<Event>) -> Vec<Event> {
+        match self {
+            Condenser::ObservationMasking { attention_window } => {
+                let n = view.len();
+                view.into_iter()
+                    .enumerate()
+                    .map(|(i, e)| {
+                        // Summaries stay: they stand for no log message a stand-in could replace.
+                        if e.is_observation() && (i as i64) < n as i64 - *attention_window as i64 {
+                            masked(e, "<MASKED>".to_owned())
+                        } else {
+                            e
+                        }
+                    })
+                    .collect()
+            }
+            Condenser::BrowserOutput { attention_window } => {
+                let urls = action_urls(log);
+                let mut seen = 0;
+                let mut out: Vec<Event> = view
+                    .into_iter()
+                    .rev()
+                    .map(|e| {
+                        if !is_browser_output(&e) {
+                            return e;
+                        }
+                        if seen >= *attention_window {
+                            let url = e.call_id().and_then(|c| urls.get(c)).cloned().unwrap_or_default();
+                            masked(e, format!("Visited URL {url}\nContent omitted"))
+                        } else {
+                            seen += 1;
+                            e
+                        }
+                    })
+                    .collect();
+                out.reverse();
+                out
+            }
+            Condenser::RecentEvents { keep_first, max_events } => {
+                let head: Vec<Event> = view.iter().take(*keep_first).cloned().collect();
+                let tail_len = max_events.saturating_sub(head.len());
+                // Python `view[-tail_len:]`: `view[-0:]` is the whole view, and a tail longer
+                // than the view is the whole view too, so short views repeat their head.
+                let tail = if tail_len == 0 { &view[..] } else { &view[view.len().saturating_sub(tail_len)..] };
+                head.into_iter().chain(tail.iter().cloned()).collect()
+            }
+            _ => view,
+        }
+    }
+}
+
+/// A fresh `AgentCondensationObservation` standing where the observation `e` was.
+fn masked(e: Event, text: String) -> Event {
+    Event { id: EventId::Invalid, entry: e.entry, parts: e.parts, kind: Kind::Masked { text } }
+}
+
+fn is_browser_output(e: &Event) -> bool {
+    matches!(&e.kind, Kind::Observation { name, .. } if BROWSER_TOOLS.contains(&name.as_str()))
+}
+
+/// Call id -> the `url` argument of the call, for browser outputs' "Visited URL" line.
+fn action_urls(log: &Log) -> HashMap<String, String> {
+    let mut urls = HashMap::new();
+    for (_, m) in log.messages() {
+        for p in &m.parts {
+            if let Part::ToolCall { id, args, .. } = p {
+                if let Some(u) = args.get("url").and_then(|u| u.as_str()) {
+                    urls.insert(id.clone(), u.to_owned());
+                }
+            }
+        }
+    }
+    urls
+}
+
+/// V0 `View.from_events`: every forgotten id of every condensation is dropped at once, then
+/// the summary of the latest condensation that has one is inserted at its offset.
+pub(crate) fn base_view(log: &Log) -> Vec<Event> {
+    let slots = event::expand(log);
+    let recorded: Vec<(EntryId, &Checkpoint, Recorded)> = slots
+        .iter()
+        .filter_map(|s| match s {
+            Slot::Checkpoint(id, cp) => Recorded::read(cp).map(|r| (*id, *cp, r)),
+            Slot::Event(_) => None,
+        })
+        .collect();
+    let mut events: Vec<Event> = slots
+        .into_iter()
+        .filter_map(|s| match s {
+            Slot::Event(e) => Some(e),
+            Slot::Checkpoint(..) => None,
+        })
+        .filter(|e| !recorded.iter().any(|(_, _, r)| r.forgets(e.id)))
+        .collect();
+    let latest = recorded.iter().rev().find_map(|(id, cp, r)| Some((*id, cp.summary.as_ref()?, r.summary_offset?)));
+    if let Some((checkpoint, summary, offset)) = latest {
+        let at = offset.min(events.len());
+        events.insert(
+            at,
+            Event {
+                id: EventId::Invalid,
+                entry: None,
+                parts: Vec::new(),
+                kind: Kind::Summary { checkpoint, text: summary.text() },
+            },
+        );
+    }
+    events
+}
+
+/// The view the pipeline hands to the model when nothing condenses: every transform applied.
+pub(crate) fn view(log: &Log, pipeline: &[Condenser]) -> Vec<Event> {
+    pipeline.iter().fold(base_view(log), |v, c| c.transform(log, v))
+}
+
+/// Whether the pipeline would return a condensation for this log.
+pub(crate) fn wants(log: &Log, pipeline: &[Condenser], request: bool) -> bool {
+    let mut view = base_view(log);
+    for c in pipeline {
+        if c.is_rolling() {
+            if c.should_condense(&view, request) {
+                return true;
+            }
+        } else {
+            view = c.transform(log, view);
+        }
+    }
+    false
+}
+
+/// `CondensationAction`'s two shapes.
+enum Forgotten {
+    List(Vec<i64>),
+    Range(i64, i64),
+}
+
+struct Condensation {
+    forgotten: Forgotten,
+    summary: Option<String>,
+    offset: Option<usize>,
+    usage: SummarizerUsage,
+}
+
+/// The pipeline's `condense`: transforms run in order; the first rolling condenser that
+/// triggers returns the condensation (errors propagate, as in V0).
+fn condense(log: &Log, pipeline: &[Condenser], request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
+    let base = base_view(log);
+    let mut view = base.clone();
+    for c in pipeline {
+        if !c.is_rolling() {
+            view = c.transform(log, view);
+            continue;
+        }
+        if !c.should_condense(&view, request) {
+            continue;
+        }
+        let condensation = match c {
+            Condenser::Summarizing { structured, max_size, keep_first, max_event_length } => {
+                summarize(log, &view, *structured, *max_size, *keep_first, *max_event_length, cx)?
+            }
+            Condenser::AmortizedForgetting { max_size, keep_first } => amortized(&view, *max_size, *keep_first)?,
+            Condenser::LlmAttention { max_size, keep_first } => attention(log, &view, *max_size, *keep_first, cx)?,
+            Condenser::ConversationWindow => window(&view),
+            _ => unreachable!("only rolling condensers condense"),
+        };
+        return Ok(Some(checkpoint(log, &base, condensation, request, name(c))));
+    }
+    Ok(None)
+}
+
+fn name(c: &Condenser) -> &'static str {
+    match c {
+        Condenser::Summarizing { structured: false, .. } => "llm_summarizing",
+        Condenser::Summarizing { structured: true, .. } => "structured_summary",
+        Condenser::AmortizedForgetting { .. } => "amortized_forgetting",
+        Condenser::LlmAttention { .. } => "llm_attention",
+        Condenser::ConversationWindow => "conversation_window",
+        Condenser::NoOp => "noop",
+        Condenser::ObservationMasking { .. } => "observation_masking",
+        Condenser::BrowserOutput { .. } => "browser_output",
+        Condenser::RecentEvents { .. } => "recent_events",
+    }
+}
+
+/// Python `view[start:-from_tail]` for `from_tail >= 0`.
+fn middle(view: &[Event], start: usize, from_tail: usize) -> &[Event] {
+    let end = if from_tail == 0 { 0 } else { view.len().saturating_sub(from_tail) };
+    let start = start.min(view.len());
+    if start >= end {
+        &[]
+    } else {
+        &view[start..end]
+    }
+}
+
+fn min_max(ids: impl IntoIterator<Item = i64>) -> Option<(i64, i64)> {
+    ids.into_iter().fold(None, |acc, id| match acc {
+        None => Some((id, id)),
+        Some((a, b)) => Some((a.min(id), b.max(id))),
+    })
+}
+
+fn empty_min() -> Error {
+    Error::new(ErrorKind::NothingToCompact, "min() arg is an empty sequence")
+}
+
+/// `LLMSummarizingCondenser.get_condensation` / `StructuredSummaryCondenser.get_condensation`.
+fn summarize(
+    log: &Log,
+    view: &[Event],
+    structured: bool,
+    max_size: usize,
+    keep_first: usize,
+    max_event_length: usize,
+    cx: &mut Cx<'_>,
+) -> Result<Condensation, Error> {
+    let head_len = keep_first.min(view.len());
+    let from_tail = (max_size / 2).saturating_sub(head_len + 1);
+    let Some(at_offset) = view.get(keep_first) else {
+        return Err(Error::new(ErrorKind::NothingToCompact, "list index out of range"));
+    };
+    let previous = if at_offset.is_condensation_observation() {
+        prompt::v0_event_message(log, at_offset)
+    } else {
+        "No events summarized".to_owned()
+    };
+    let forgotten: Vec<&Event> =
+        middle(view, keep_first, from_tail).iter().filter(|e| !e.is_condensation_observation()).collect();
+    let (start, end) = min_max(forgotten.iter().map(|e| e.id.v0())).ok_or_else(empty_min)?;
+
+    let mut transcript = String::new();
+    transcript.push_str(&format!(
+        "<PREVIOUS SUMMARY>\n{}\n</PREVIOUS SUMMARY>\n",
+        prompt::v0_truncate(&previous, max_event_length)
+    ));
+    transcript.push_str("\n\n");
+    for e in &forgotten {
+        let content = prompt::v0_truncate(&prompt::v0_event_str(log, e), max_event_length);
+        transcript.push_str(&format!("<EVENT id={}>\n{content}\n</EVENT>\n", e.id.v0()));
+    }
+    let request = SummaryRequest {
+        purpose: if structured { "structured-summary" } else { "condensation" }.to_owned(),
+        // V0 sends one user message that opens with the rules; the seam sends instructions
+        // after the material, so the rules go in the system text instead.
+        system: if structured { prompt::STRUCTURED_RULES.to_owned() } else { prompt::summary_rules(false) },
+        transcript,
+        instructions: if structured { prompt::structured_instructions() } else { prompt::SUMMARIZE_NOW.to_owned() },
+        max_output_tokens: cx.model.max_output,
+    };
+    let mut usage = SummarizerUsage { calls: 1, ..SummarizerUsage::default() };
+    let reply = cx.summarizer.summarize(&request)?;
+    usage.input_tokens = reply.input_tokens;
+    usage.output_tokens = reply.output_tokens;
+    let summary = if structured {
+        // A reply that is not the function's JSON arguments becomes an empty state summary.
+        let fields = serde_json::from_str::<serde_json::Value>(reply.text.trim())
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .filter(|o| o.iter().all(|(k, v)| !prompt::STATE_SUMMARY_FIELDS.contains(&k.as_str()) || v.is_string()))
+            .unwrap_or_default();
+        prompt::render_state_summary(&fields)
+    } else {
+        reply.text
+    };
+    Ok(Condensation {
+        forgotten: Forgotten::Range(start, end),
+        summary: Some(summary),
+        offset: Some(keep_first),
+        usage,
+    })
+}
+
+/// `AmortizedForgettingCondenser.get_condensation`.
+fn amortized(view: &[Event], max_size: usize, keep_first: usize) -> Result<Condensation, Error> {
+    let head: Vec<&Event> = view.iter().take(keep_first).collect();
+    let from_tail = (max_size / 2).saturating_sub(head.len());
+    let tail = if from_tail == 0 { view } else { &view[view.len().saturating_sub(from_tail)..] };
+    let keep: HashSet<i64> = head.iter().copied().chain(tail.iter()).map(|e| e.id.v0()).collect();
+    let forget = view.iter().map(|e| e.id.v0()).filter(|id| !keep.contains(id));
+    let (start, end) = min_max(forget).ok_or_else(empty_min)?;
+    Ok(Condensation {
+        forgotten: Forgotten::Range(start, end),
+        summary: None,
+        offset: None,
+        usage: SummarizerUsage::default(),
+    })
+}
+
+/// `LLMAttentionCondenser.get_condensation`.
+fn attention(
+    log: &Log,
+    view: &[Event],
+    max_size: usize,
+    keep_first: usize,
+    cx: &mut Cx<'_>,
+) -> Result<Condensation, Error> {
+    let head: Vec<i64> = view.iter().take(keep_first).map(|e| e.id.v0()).collect();
+    let from_tail = (max_size / 2).saturating_sub(head.len());
+    let items: Vec<String> = view
+        .iter()
+        .map(|e| format!("<ID>{}</ID>\n<CONTENT>{}</CONTENT>", e.id.v0(), prompt::v0_event_message(log, e)))
+        .collect();
+    let request = SummaryRequest {
+        purpose: "attention".to_owned(),
+        // V0 sends the rules as the first user message, then one message per event.
+        system: prompt::ATTENTION_RULES.to_owned(),
+        transcript: items.join("\n\n"),
+        instructions: prompt::ATTENTION_INSTRUCTIONS.to_owned(),
+        max_output_tokens: cx.model.max_output,
+    };
+    let reply = cx.summarizer.summarize(&request)?;
+    let ids: Vec<i64> = serde_json::from_str::<serde_json::Value>(reply.text.trim())
+        .ok()
+        .and_then(|v| v.get("ids")?.as_array()?.iter().map(|x| x.as_i64()).collect::<Option<Vec<i64>>>())
+        .ok_or_else(|| Error::new(ErrorKind::Rejected, "response is not an ImportantEventSelection"))?;
+    let mut keep: Vec<i64> = ids.into_iter().filter(|id| !head.contains(id)).take(from_tail).collect();
+    for e in view.iter().rev() {
+        if keep.len() >= from_tail {
+            break;
+        }
+        if !keep.contains(&e.id.v0()) {
+            keep.push(e.id.v0());
+        }
+    }
+    let forgotten = view.iter().map(|e| e.id.v0()).filter(|id| !keep.contains(id) && !head.contains(id)).collect();
+    let usage =
+        SummarizerUsage { calls: 1, failures: 0, input_tokens: reply.input_tokens, output_tokens: reply.output_tokens };
+    Ok(Condensation { forgotten: Forgotten::List(forgotten), summary: None, offset: None, usage })
+}
+
+/// `ConversationWindowCondenser.get_condensation`: keep the system prompt, the first user
+/// message and about half of the rest, never starting on an observation.
+fn window(view: &[Event]) -> Condensation {
+    let empty = || Condensation {
+        forgotten: Forgotten::List(Vec::new()),
+        summary: None,
+        offset: None,
+        usage: SummarizerUsage::default(),
+    };
+    let Some(first_user) = view.iter().position(Event::is_user_message) else { return empty() };
+    let mut essential = Vec::new();
+    if let Some(system) = view.iter().find(|e| e.kind == Kind::SystemPrompt) {
+        essential.push(system.id.v0());
+    }
+    essential.push(view[first_user].id.v0());
+    let non_essential = view.len() - essential.len();
+    let keep_recent = (non_essential / 2).max(1);
+    let slice_start = view.len().saturating_sub(keep_recent);
+    let skip = view[slice_start..].iter().take_while(|e| e.is_v0_observation()).count();
+    let mut keep: HashSet<i64> = essential.into_iter().collect();
+    keep.extend(view[slice_start + skip..].iter().map(|e| e.id.v0()));
+    let mut forgotten: Vec<i64> = view.iter().map(|e| e.id.v0()).filter(|id| !keep.contains(id)).collect();
+    forgotten.sort_unstable();
+    forgotten.dedup();
+    let forgotten = match (forgotten.first(), forgotten.last()) {
+        (Some(&a), Some(&b)) if forgotten.len() > 1 && b - a == forgotten.len() as i64 - 1 => Forgotten::Range(a, b),
+        _ => Forgotten::List(forgotten),
+    };
+    Condensation { forgotten, summary: None, offset: None, usage: SummarizerUsage::default() }
+}
+
+fn checkpoint(log: &Log, base: &[Event], c: Condensation, request: bool, condenser: &str) -> Checkpoint {
+    let forgets = |id: i64| match &c.forgotten {
+        Forgotten::List(l) => l.contains(&id),
+        Forgotten::Range(a, b) => *a <= id && id <= *b,
+    };
+    let mut kept: Vec<EntryId> = base
+        .iter()
+        .filter(|e| matches!(e.id, EventId::Stream(_)) && !forgets(e.id.v0()))
+        .filter_map(|e| e.entry)
+        .collect();
+    kept.dedup();
+    let mut cp = Checkpoint::new(
+        if c.summary.is_some() { CheckpointKind::Summary } else { CheckpointKind::Truncate },
+        Window::Kept(kept),
+    );
+    cp.summary = c.summary.map(Message::user);
+    cp.summary_position = SummaryPosition::AfterSystem;
+    cp.tokens_before = base.iter().map(|e| event::tokens(log, e)).sum();
+    cp.summarizer = c.usage;
+    let mut details = json!({
+        DETAILS_TAG: CONDENSATION,
+        "condenser": condenser,
+        "summary_offset": c.offset,
+        "request": request,
+    });
+    match c.forgotten {
+        Forgotten::List(l) => details["forgotten"] = json!(l),
+        Forgotten::Range(a, b) => details["forgotten_range"] = json!([a, b]),
+    }
+    cp.details = details;
+    cp
+}
+
+/// What V0's `ConversationMemory.process_events` sends for these events:
+/// - a system prompt is put first if the view lost it, and the first user message is put
+///   second if the second event is not a user message;
+/// - a tool-call message is sent only once every one of its calls has a result in the view,
+///   right after the event that completes it and followed by those results; results whose
+///   call never completes are never sent;
+/// - summaries and masked observations are user messages;
+/// - observations and summaries longer than `max_message_chars` are middle-truncated.
+fn render(log: &Log, mut events: Vec<Event>) -> View {
+    let stream = event::message_events(log);
+    if !events.iter().any(|e| e.kind == Kind::SystemPrompt) {
+        if let Some(system) = stream.iter().find(|e| e.kind == Kind::SystemPrompt) {
+            events.insert(0, system.clone());
+        }
+    }
+    if let Some(initial) = stream.iter().find(|e| e.is_user_message()) {
+        if events.len() == 1 || events.get(1).is_some_and(|e| !e.is_user_message()) {
+            events.insert(1, initial.clone());
+        }
+    }
+
+    let mut view = View::default();
+    let mut pending: Vec<EntryId> = Vec::new();
+    let mut results: HashMap<String, &Event> = HashMap::new();
+    let mut masked_from: Option<EntryId> = None;
+    for e in &events {
+        let mut continue_masked = false;
+        match (&e.kind, e.entry) {
+            (Kind::Action { .. }, Some(entry)) => {
+                if !pending.contains(&entry) {
+                    pending.push(entry);
+                }
+            }
+            (Kind::Observation { call_id, .. }, Some(_)) => {
+                results.insert(call_id.clone(), e);
+            }
+            (Kind::Summary { checkpoint, text }, _) => view.messages.push(ViewMessage {
+                origin: Origin::Summary(*checkpoint),
+                message: Message::user(prompt::v0_truncate(text, MAX_MESSAGE_CHARS)),
+            }),
+            (Kind::Masked { text }, Some(entry)) => {
+                // Stand-ins for several results of one tool message form one message.
+                let text = Part::text(prompt::v0_truncate(text, MAX_MESSAGE_CHARS));
+                match view.messages.last_mut() {
+                    Some(last) if last.origin == Origin::Entry(entry) && masked_from == Some(entry) => {
+                        last.message.parts.push(text)
+                    }
+                    _ => view.messages.push(ViewMessage {
+                        origin: Origin::Entry(entry),
+                        message: Message::new(Role::User, vec![text]),
+                    }),
+                }
+                masked_from = Some(entry);
+                continue_masked = true;
+            }
+            (_, Some(entry)) => {
+                if let Some(m) = log.message(entry) {
+                    view.messages
+                        .push(ViewMessage { origin: Origin::Entry(entry), message: event::subset(m, &e.parts) });
+                }
+            }
+            (_, None) => {}
+        }
+        if !continue_masked {
+            masked_from = None;
+        }
+        let mut done = Vec::new();
+        for &entry in &pending {
+            let Some(m) = log.message(entry) else { continue };
+            if !m.tool_call_ids().all(|id| results.contains_key(id)) {
+                continue;
+            }
+            view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: m.clone() });
+            let answers: Vec<&Event> = m.tool_call_ids().filter_map(|id| results.remove(id)).collect();
+            push_results(log, &mut view, &answers);
+            done.push(entry);
+        }
+        pending.retain(|p| !done.contains(p));
+    }
+    view
+}
+
+/// Tool messages for answered calls, results from one log message kept together.
+fn push_results(log: &Log, view: &mut View, answers: &[&Event]) {
+    let mut i = 0;
+    while i < answers.len() {
+        let entry = answers[i].entry;
+        let mut parts = Vec::new();
+        while i < answers.len() && answers[i].entry == entry {
+            parts.extend(answers[i].parts.iter().copied());
+            i += 1;
+        }
+        let Some((entry, m)) = entry.and_then(|e| Some((e, log.message(e)?))) else { continue };
+        let mut message = event::subset(m, &parts);
+        for p in &mut message.parts {
+            if let Part::ToolResult { text, .. } = p {
+                if text.chars().count() > MAX_MESSAGE_CHARS {
+                    *text = prompt::v0_truncate(text, MAX_MESSAGE_CHARS);
+                }
+            }
+        }
+        view.messages.push(ViewMessage { origin: Origin::Entry(entry), message });
+    }
+}
+
+/// The view V0 sends for this log: the pipeline's view turned into messages, with every
+/// message that differs from its log message (a masked observation, a truncated result)
+/// shown through the stand-in recorded for it. A stand-in not recorded yet (the view was
+/// asked for before the strategy was) shows the log message as it is.
+pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
+    let mut view = render(log, view(log, pipeline));
+    let recorded = recorded_stand_ins(log);
+    for vm in &mut view.messages {
+        let Origin::Entry(entry) = vm.origin else { continue };
+        let Some(original) = log.message(entry) else { continue };
+        if &vm.message == original {
+            continue;
+        }
+        match recorded.get(&entry) {
+            Some((checkpoint, m)) if **m == vm.message => vm.origin = Origin::Replaced(entry, *checkpoint),
+            _ => vm.message = original.clone(),
+        }
+    }
+    view
+}
+
+/// Stand-ins recorded so far: log message -> (checkpoint, stand-in); later ones win.
+fn recorded_stand_ins(log: &Log) -> HashMap<EntryId, (EntryId, &Message)> {
+    let mut out = HashMap::new();
+    for (id, cp) in log.checkpoints() {
+        if cp.details.get(DETAILS_TAG).and_then(|t| t.as_str()) == Some(STAND_IN) {
+            for r in &cp.replacements {
+                out.insert(r.entry, (id, &r.message));
+            }
+        }
+    }
+    out
+}
+
+/// Stand-ins the current view needs that are not recorded yet.
+pub(crate) fn pending_stand_ins(log: &Log, pipeline: &[Condenser]) -> Vec<Replacement> {
+    let view = render(log, view(log, pipeline));
+    let recorded = recorded_stand_ins(log);
+    let mut out: Vec<Replacement> = Vec::new();
+    for vm in view.messages {
+        let Origin::Entry(entry) = vm.origin else { continue };
+        if log.message(entry) == Some(&vm.message) || recorded.get(&entry).is_some_and(|(_, m)| **m == vm.message) {
+            continue;
+        }
+        if !out.iter().any(|r| r.entry == entry) {
+            out.push(Replacement { entry, message: vm.message });
+        }
+    }
+    out
+}
+
+/// V0 masks and truncates on the fly and stores nothing; the stand-ins it shows are
+/// recorded here as replacements, so each view message keeps an honest origin.
+fn stand_in_checkpoint(log: &Log, pipeline: &[Condenser], replacements: Vec<Replacement>) -> Checkpoint {
+    let mut cp = Checkpoint::new(CheckpointKind::Mask, Window::Inherit);
+    cp.tokens_before = view(log, pipeline).iter().map(|e| event::tokens(log, e)).sum();
+    cp.replacements = replacements;
+    cp.details = json!({ DETAILS_TAG: STAND_IN });
+    cp
+}
+
+/// Everything V0 does before a request: a condensation if a rolling condenser triggers,
+/// then the stand-ins the resulting view needs.
+pub(crate) fn compact(
+    log: &Log,
+    pipeline: &[Condenser],
+    request: bool,
+    cx: &mut Cx<'_>,
+) -> Result<Vec<Checkpoint>, Error> {
+    let mut out = Vec::new();
+    let mut after = log.clone();
+    if let Some(cp) = condense(log, pipeline, request, cx)? {
+        after.push_checkpoint(cp.clone());
+        out.push(cp);
+    }
+    let pending = pending_stand_ins(&after, pipeline);
+    if !pending.is_empty() {
+        out.push(stand_in_checkpoint(&after, pipeline, pending));
+    }
+    Ok(out)
+}
