@@ -17,6 +17,7 @@ pub struct Crate {
 
 /// Every strategy crate, alphabetical by folder.
 pub const CRATES: &[Crate] = &[
+    Crate { dir: "claude-code", build: compactbench_strategy_claude_code::variants },
     Crate { dir: "cline", build: compactbench_strategy_cline::variants },
     Crate { dir: "codex", build: compactbench_strategy_codex::variants },
     Crate { dir: "deep-agents", build: || vec![compactbench_strategy_deep_agents::strategy()] },

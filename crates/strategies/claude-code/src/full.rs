@@ -1,0 +1,70 @@
+//! Full compaction (`compactConversation` as reverse engineered): summarize the whole working
+//! view, keep nothing of it, re-inject attachments.
+
+use compactbench_core::{
+    Checkpoint, CheckpointKind, Cx, Error, ErrorKind, Log, Message, Offload, Role, StopReason, View, Window,
+};
+use serde_json::json;
+
+use crate::ptl::{self, Call};
+use crate::trigger::MAX_OUTPUT_TOKENS_FOR_SUMMARY;
+use crate::{attach, prompt, wire, ClaudeCodeConfig};
+
+/// The leading system text of `view` and the messages after it.
+pub(crate) fn split_system(view: &View) -> (String, Vec<Message>) {
+    let leading = view.messages.iter().take_while(|m| m.message.role == Role::System).count();
+    let system = view.messages[..leading].iter().map(|m| m.message.text()).collect::<Vec<_>>().join("\n\n");
+    (system, view.messages[leading..].iter().map(|m| m.message.clone()).collect())
+}
+
+/// Summarizes `view` (the working view, micro-compaction applied) into a checkpoint that
+/// keeps nothing verbatim.
+pub(crate) fn compact(
+    config: &ClaudeCodeConfig,
+    log: &Log,
+    view: &View,
+    trigger: &str,
+    tokens_before: u64,
+    cx: &mut Cx<'_>,
+) -> Result<Checkpoint, Error> {
+    let (system, messages) = split_system(view);
+    if messages.is_empty() {
+        return Err(Error::new(ErrorKind::NothingToCompact, "Not enough messages to compact."));
+    }
+    let instructions = prompt::compact_prompt(config.compact_instructions.as_deref());
+    let cap = match cx.model.max_output {
+        0 => MAX_OUTPUT_TOKENS_FOR_SUMMARY,
+        m => m.min(MAX_OUTPUT_TOKENS_FOR_SUMMARY),
+    };
+    let call = Call {
+        purpose: "compact",
+        system: &system,
+        instructions: &instructions,
+        max_output_tokens: cap,
+        window: cx.model.window,
+    };
+    let outcome = ptl::summarize(cx.summarizer, &call, messages)?;
+
+    let transcript = config.transcript_pointer.then(|| {
+        cx.store.write(wire::TRANSCRIPT_PATH, wire::transcript_file(log));
+        wire::TRANSCRIPT_PATH
+    });
+    let attachments = attach::collect(config, log);
+    let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(Vec::new()))
+        .with_summary(Message::user(prompt::summary_message(&outcome.text, transcript)));
+    cp.injected = attachments.messages;
+    cp.tokens_before = tokens_before;
+    cp.summarizer = outcome.usage;
+    if let Some(path) = transcript {
+        cp.offloads.push(Offload { path: path.to_owned(), entries: log.messages().map(|(id, _)| id).collect() });
+    }
+    cp.details = json!({
+        "trigger": trigger,
+        "pre_tokens": tokens_before,
+        "ptl_retries": outcome.retries,
+        "ptl_dropped_messages": outcome.dropped,
+        "cut_off": outcome.stop == StopReason::Length,
+        "attachments": attachments.details,
+    });
+    Ok(cp)
+}
