@@ -12,37 +12,38 @@ use serde::Serialize;
 
 use crate::{Part, Role, Shape, View};
 
-/// One content block of a wire message.
+/// One content block of a wire message, borrowing from the view it was lowered from (a
+/// request is built for every shape at every step, so copying the content would dominate).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Block {
+pub enum Block<'a> {
     /// Text.
     Text {
         /// The text.
-        text: String,
+        text: &'a str,
     },
     /// Reasoning sent back to the provider.
     Reasoning {
         /// The text.
-        text: String,
+        text: &'a str,
     },
     /// A tool call (`tool_calls`, `function_call`, `tool_use`, `functionCall`).
     ToolCall {
         /// Call id.
-        id: String,
+        id: &'a str,
         /// Tool name.
-        name: String,
+        name: &'a str,
         /// Arguments.
-        args: serde_json::Value,
+        args: &'a serde_json::Value,
     },
     /// A tool result (`tool`, `function_call_output`, `tool_result`, `functionResponse`).
     ToolResult {
         /// Id of the answered call.
-        call_id: String,
+        call_id: &'a str,
         /// Tool name.
-        name: String,
+        name: &'a str,
         /// Output.
-        text: String,
+        text: &'a str,
         /// Failure flag.
         is_error: bool,
     },
@@ -53,7 +54,7 @@ pub enum Block {
     },
 }
 
-impl Block {
+impl Block<'_> {
     fn is_empty(&self) -> bool {
         match self {
             Block::Text { text } | Block::Reasoning { text } => text.trim().is_empty(),
@@ -64,59 +65,54 @@ impl Block {
 
 /// One message (or item) of a request.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct WireMessage {
+pub struct WireMessage<'a> {
     /// Role or item type in the shape's own words (`user`, `model`, `function_call_output`, …).
     pub role: &'static str,
     /// Content.
-    pub blocks: Vec<Block>,
+    pub blocks: Vec<Block<'a>>,
     /// Indices of the view messages this was built from.
     pub from_view: Vec<usize>,
 }
 
 /// A view lowered to one provider shape.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Request {
+pub struct Request<'a> {
     /// The shape.
     pub shape: Shape,
-    /// Top-level system text (Responses `instructions`, Anthropic `system`, Gemini
+    /// Top-level system content (Responses `instructions`, Anthropic `system`, Gemini
     /// `systemInstruction`); empty for OpenAI Chat, which sends system messages inline.
-    pub system: Vec<String>,
+    pub system: Vec<Block<'a>>,
     /// Messages or items in order.
-    pub messages: Vec<WireMessage>,
+    pub messages: Vec<WireMessage<'a>>,
 }
 
-fn blocks_of(parts: &[Part], keep_reasoning: bool) -> Vec<Block> {
+fn blocks_of(parts: &[Part], keep_reasoning: bool) -> Vec<Block<'_>> {
     parts
         .iter()
         .filter_map(|p| match p {
-            Part::Text { text } => Some(Block::Text { text: text.clone() }),
-            Part::Reasoning { text } => keep_reasoning.then(|| Block::Reasoning { text: text.clone() }),
-            Part::ToolCall { id, name, args } => {
-                Some(Block::ToolCall { id: id.clone(), name: name.clone(), args: args.clone() })
+            Part::Text { text } => Some(Block::Text { text }),
+            Part::Reasoning { text } => keep_reasoning.then_some(Block::Reasoning { text }),
+            Part::ToolCall { id, name, args } => Some(Block::ToolCall { id, name, args }),
+            Part::ToolResult { call_id, name, text, is_error } => {
+                Some(Block::ToolResult { call_id, name, text, is_error: *is_error })
             }
-            Part::ToolResult { call_id, name, text, is_error } => Some(Block::ToolResult {
-                call_id: call_id.clone(),
-                name: name.clone(),
-                text: text.clone(),
-                is_error: *is_error,
-            }),
             Part::Media { tokens, .. } => Some(Block::Media { tokens: *tokens }),
         })
         .collect()
 }
 
 /// Lowers `view` to `shape`.
-pub fn lower(view: &View, shape: Shape) -> Request {
+pub fn lower<'a>(view: &'a View, shape: Shape) -> Request<'a> {
     let mut request = Request { shape, system: Vec::new(), messages: Vec::new() };
     let mut leading = true;
     for (i, vm) in view.messages.iter().enumerate() {
         let m = &vm.message;
         if m.role == Role::System && leading && shape != Shape::OpenaiChat {
-            request.system.push(m.text());
+            request.system.extend(blocks_of(&m.parts, false));
             continue;
         }
         leading = false;
-        let wire = |role: &'static str, blocks: Vec<Block>| WireMessage { role, blocks, from_view: vec![i] };
+        let wire = |role: &'static str, blocks: Vec<Block<'a>>| WireMessage { role, blocks, from_view: vec![i] };
         match shape {
             Shape::OpenaiChat => match m.role {
                 Role::System => request.messages.push(wire("system", blocks_of(&m.parts, false))),
@@ -245,7 +241,7 @@ fn rules(shape: Shape) -> ShapeRules {
 }
 
 /// Every rule `request` breaks for its shape, in message order.
-pub fn validate(request: &Request) -> Vec<Violation> {
+pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
     let rules = rules(request.shape);
     let mut out = Vec::new();
     let msgs = &request.messages;
@@ -269,17 +265,17 @@ pub fn validate(request: &Request) -> Vec<Violation> {
         }
     }
 
-    let calls = |m: &WireMessage| -> Vec<String> {
-        m.blocks.iter().filter_map(|b| if let Block::ToolCall { id, .. } = b { Some(id.clone()) } else { None }).collect()
+    let calls = |m: &WireMessage<'a>| -> Vec<&'a str> {
+        m.blocks.iter().filter_map(|b| if let Block::ToolCall { id, .. } = b { Some(*id) } else { None }).collect()
     };
-    let results = |m: &WireMessage| -> Vec<String> {
-        m.blocks.iter().filter_map(|b| if let Block::ToolResult { call_id, .. } = b { Some(call_id.clone()) } else { None }).collect()
+    let results = |m: &WireMessage<'a>| -> Vec<&'a str> {
+        m.blocks.iter().filter_map(|b| if let Block::ToolResult { call_id, .. } = b { Some(*call_id) } else { None }).collect()
     };
 
-    let mut seen: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     if rules.adjacent_results {
         // Calls of the latest assistant message still waiting for their results, and where.
-        let mut pending: Vec<(String, usize)> = Vec::new();
+        let mut pending: Vec<(&str, usize)> = Vec::new();
         for (i, m) in msgs.iter().enumerate() {
             let res = results(m);
             if res.is_empty() || !calls(m).is_empty() {
@@ -290,14 +286,14 @@ pub fn validate(request: &Request) -> Vec<Violation> {
             for id in res {
                 if let Some(k) = pending.iter().position(|(p, _)| *p == id) {
                     pending.remove(k);
-                } else if seen.contains(&id) {
+                } else if seen.contains(id) {
                     push(Rule::ResultNotAfterCall, i, format!("result for {id} is not right after its call"));
                 } else {
                     push(Rule::OrphanResult, i, format!("result for {id} has no call"));
                 }
             }
             for id in calls(m) {
-                seen.insert(id.clone());
+                seen.insert(id);
                 pending.push((id, i));
             }
         }
@@ -305,15 +301,15 @@ pub fn validate(request: &Request) -> Vec<Violation> {
             push(Rule::MissingResult, at, format!("call {id} has no result right after it"));
         }
     } else {
-        let answered: HashSet<String> = msgs.iter().flat_map(results).collect();
+        let answered: HashSet<&str> = msgs.iter().flat_map(results).collect();
         for (i, m) in msgs.iter().enumerate() {
             for id in results(m) {
-                if !seen.contains(&id) {
+                if !seen.contains(id) {
                     push(Rule::OrphanResult, i, format!("output for {id} has no earlier call"));
                 }
             }
             for id in calls(m) {
-                if !answered.contains(&id) {
+                if !answered.contains(id) {
                     push(Rule::MissingResult, i, format!("call {id} has no output"));
                 }
                 seen.insert(id);

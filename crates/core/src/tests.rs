@@ -98,7 +98,7 @@ fn a_paired_session_is_valid_in_every_shape() {
         assert_eq!(validate(&req), vec![], "{shape:?}: {req:#?}");
     }
     let anthropic = lower(&view, Shape::Anthropic);
-    assert_eq!(anthropic.system, ["sys"]);
+    assert_eq!(anthropic.system, [Block::Text { text: "sys" }]);
     assert_eq!(anthropic.messages.last().unwrap().blocks.len(), 2, "both results in one user turn");
 }
 
@@ -148,7 +148,7 @@ fn first_role_empty_content_and_alternation() {
     assert_eq!(rules_of(&view, Shape::Anthropic), vec![Rule::FirstRole, Rule::EmptyContent]);
     assert_eq!(rules_of(&view, Shape::OpenaiChat), vec![Rule::EmptyContent]);
 
-    let text = |t: &str| Block::Text { text: t.into() };
+    let text = |t: &'static str| Block::Text { text: t };
     let req = Request {
         shape: Shape::Gemini,
         system: vec![],

@@ -187,8 +187,8 @@ impl Run<'_> {
             return out;
         }
         let mut mentioned = vec![false; self.paths.len()];
+        let paths = self.paths.clone();
         for (key, vm) in keys.iter().zip(&view.messages) {
-            let paths = self.paths.clone();
             let info = self.describe(*key, &vm.message);
             if info.paths_checked < paths.len() {
                 let text = vm.message.searchable_text();

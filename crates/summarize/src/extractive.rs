@@ -87,7 +87,7 @@ impl Summarizer for Extractive {
                 continue;
             }
             // +1 for the newline joining it to the others.
-            let cost = self.counter.count_text(line) + 1;
+            let cost = self.counter.count_text_cached(line) + 1;
             if used + cost > budget {
                 left_out = true;
                 continue;

@@ -83,6 +83,22 @@ impl TokenCounter {
         self.encoding.bpe().encode_ordinary(text).len() as u64
     }
 
+    /// Exact tokens of `text`, memoized by content: for strings that recur, such as the
+    /// lines a summarizer weighs again at every compaction.
+    pub fn count_text_cached(&self, text: &str) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        // A tag keeps text keys apart from message keys in the shared cache.
+        "text".hash(&mut hasher);
+        text.hash(&mut hasher);
+        let key = hasher.finish();
+        if let Some(n) = self.cache.get(&key) {
+            return *n;
+        }
+        let n = self.count_text(text);
+        self.cache.insert(key, n);
+        n
+    }
+
     /// Exact tokens of `message` as sent: its text, reasoning, tool names and arguments,
     /// results, media sizes, plus [`PER_MESSAGE_OVERHEAD`]. Memoized by content.
     pub fn count_message(&self, message: &Message) -> u64 {
