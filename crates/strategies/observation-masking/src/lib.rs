@@ -2,10 +2,12 @@
 //! replace every older one with a one-line placeholder; no model, no summary, nothing else
 //! dropped. This is the baseline of Lindenbauer et al., "The Complexity Trap: Simple
 //! Observation Masking Is as Efficient as LLM Summarization for Agent Context Management"
-//! (JetBrains Research, 2025; code in JetBrains-Research/the-complexity-trap, built on
-//! SWE-agent), which keeps the last 10 observations and masks the rest with an "old
-//! environment output, N lines omitted" notice. No harness original, so no source commit
-//! applies; the placeholder wording is ours.
+//! (JetBrains Research, 2025), which runs SWE-agent's `LastNObservations` history processor
+//! (`sweagent/agent/history_processors.py`) with N = 10. The placeholder is that processor's
+//! text, `Old environment output: (N lines omitted)`. Deliberate simplifications: no
+//! `polling` (the window slides every step, which is the processor's default), and the first
+//! observation is not exempt (SWE-agent exempts the task instance, which our sessions carry in
+//! the user message instead).
 //!
 //! Each masking is a [`CheckpointKind::Mask`] checkpoint with [`Window::Inherit`] and one
 //! replacement per newly masked result. Replacements keep the call id and tool name, so
