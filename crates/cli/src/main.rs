@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use compactbench_core::{Fidelity, Strategy};
-use compactbench_eval::drive::{run, Env};
+use compactbench_eval::drive::{run, Env, RunOptions};
 use compactbench_eval::generate::generate;
 use compactbench_eval::generate::Session;
 use compactbench_eval::matrix::{run_matrix, SummarizerFactory};
@@ -48,6 +48,13 @@ enum Command {
         /// calls its summarizer).
         #[arg(long)]
         no_bounds: bool,
+        /// Also run this strategy with subagent delegation of the scenarios' exploration spans
+        /// (rows `<id>+delegate`; repeatable). Ignored for strategies not selected.
+        #[arg(long = "delegate", value_name = "ID", default_values_t = ["pi".to_owned(), "codex".to_owned(), "claude-code".to_owned()])]
+        delegate: Vec<String>,
+        /// Run no delegation rows.
+        #[arg(long)]
+        no_delegation: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -146,7 +153,17 @@ fn meta(s: &dyn Strategy) -> StrategyMeta {
     }
 }
 
-fn eval(strategies: &[String], names: &[String], seeds: u64, out: &Path, jobs: Option<usize>, bounds: bool, common: &Common) -> Result<()> {
+#[allow(clippy::too_many_arguments)]
+fn eval(
+    strategies: &[String],
+    names: &[String],
+    seeds: u64,
+    out: &Path,
+    jobs: Option<usize>,
+    bounds: bool,
+    delegate: &[String],
+    common: &Common,
+) -> Result<()> {
     if seeds == 0 {
         bail!("--seeds must be at least 1");
     }
@@ -163,9 +180,18 @@ fn eval(strategies: &[String], names: &[String], seeds: u64, out: &Path, jobs: O
     };
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
+    let extractive: &SummarizerFactory<'_> = &|_| Box::new(Extractive::new(TokenCounter::new(encoding)));
     let mut runs = pool.install(|| {
-        run_matrix(&strategies, &scenarios, seeds, &counter, &|_| Box::new(Extractive::new(TokenCounter::new(encoding))), &tick)
+        run_matrix(&strategies, &scenarios, seeds, &counter, &extractive, RunOptions::default(), &tick)
     });
+    // Delegation rows for the chosen strategies, on the same sessions.
+    let delegating: Vec<Box<dyn Strategy>> =
+        strategies.iter().filter(|s| delegate.contains(&s.info().id)).map(|s| compactbench_registry::find(&s.info().id).expect("from the registry")).collect();
+    if !delegating.is_empty() {
+        bar.inc_length(delegating.len() as u64 * scenarios.len() as u64 * seeds);
+        let options = RunOptions { delegate: true };
+        runs.extend(pool.install(|| run_matrix(&delegating, &scenarios, seeds, &counter, &extractive, options, &tick)));
+    }
     if bounds {
         // Bounds only mean something for strategies that called the summarizer.
         let summarizing: Vec<Box<dyn Strategy>> = strategies
@@ -179,7 +205,7 @@ fn eval(strategies: &[String], names: &[String], seeds: u64, out: &Path, jobs: O
             Box::new(Oracle::new(session.facts.iter().map(|f| f.needle.clone()).collect(), TokenCounter::new(encoding)))
         };
         for factory in [null, oracle] {
-            runs.extend(pool.install(|| run_matrix(&summarizing, &scenarios, seeds, &counter, factory, &tick)));
+            runs.extend(pool.install(|| run_matrix(&summarizing, &scenarios, seeds, &counter, factory, RunOptions::default(), &tick)));
         }
     }
     bar.finish_and_clear();
@@ -187,7 +213,8 @@ fn eval(strategies: &[String], names: &[String], seeds: u64, out: &Path, jobs: O
     let position = |r: &RunResult| {
         (
             scenarios.iter().position(|s| s.name == r.scenario),
-            strategies.iter().position(|s| s.info().id == r.strategy),
+            strategies.iter().position(|s| r.strategy.strip_suffix("+delegate").unwrap_or(&r.strategy) == s.info().id),
+            r.strategy.ends_with("+delegate"),
             ["extractive", "null", "oracle"].iter().position(|n| *n == r.summarizer),
             r.seed,
         )
@@ -248,7 +275,10 @@ fn inspect(strategy: &str, scenario: &str, request: u32, seed: u64, common: &Com
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, common } => eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &common),
+        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, common } => {
+            let delegate = if no_delegation { Vec::new() } else { delegate };
+            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &common)
+        }
         Command::List { common } => list(&common),
         Command::Inspect { strategy, scenario, request, seed, common } => inspect(&strategy, &scenario, request, seed, &common),
     }

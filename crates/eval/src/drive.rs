@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use compactbench_core::request::{lower, validate};
 use compactbench_core::{
-    Cx, Decision, Entry, ErrorKind, Log, Message, Moment, Origin, Shape, Strategy, Summarizer, Usage, View, VirtualStore,
+    Cx, Decision, Entry, ErrorKind, Log, Message, Moment, Origin, Shape, Strategy, Summarizer, SummaryRequest, Usage, View,
+    VirtualStore,
 };
 use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
@@ -258,6 +259,137 @@ fn outcome(fact: &crate::facts::Fact, probes: &[Probe], compactions: &[Compactio
     }
 }
 
+/// How a run treats the session beyond the strategy itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Hand each exploration span of the session to an isolated subagent: the parent sees
+    /// one `task` call and a bounded report instead of the span's steps; the child's own
+    /// requests are counted as child cost. The run's strategy id gets a `+delegate` suffix.
+    pub delegate: bool,
+}
+
+/// Output cap of a subagent's final report, in tokens.
+pub const SUBAGENT_REPORT_TOKENS: u64 = 2_000;
+
+/// The part of a run that concerns requests, kept apart from the strategy's state so the
+/// same request path serves replayed and synthetic (delegation) assistant steps.
+struct Tally {
+    requests: Vec<RequestRecord>,
+    violations: BTreeMap<&'static str, BTreeMap<&'static str, u32>>,
+    prev_keys: Vec<Key>,
+    probes: Vec<Vec<Probe>>,
+    /// Compactions completed when each fact was planted.
+    planted_round: Vec<u32>,
+    output_tokens: u64,
+    child: ChildCost,
+}
+
+/// What subagents cost: their own requests, with their own prompt-cache prefixes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ChildCost {
+    /// Subagent requests.
+    pub requests: u32,
+    /// Their input tokens.
+    pub input_tokens: u64,
+    /// Of those, tokens in the prefix shared with the subagent's previous request.
+    pub cached_tokens: u64,
+    /// Their output tokens (tool calls and the final report).
+    pub output_tokens: u64,
+}
+
+impl Run<'_> {
+    /// Builds, measures, validates and probes the request answered by `answer` at `step`,
+    /// then appends `answer` with its usage.
+    fn request(&mut self, tally: &mut Tally, step: usize, answer: &Message, observe: &mut dyn FnMut(&Snapshot<'_>)) {
+        let window = self.scenario.model.window;
+        self.maybe_compact(Moment::BeforeRequest);
+        let mut view = self.strategy.project(&self.log);
+        let (mut keys, mut tokens, mut total) = self.measure(&view);
+        if total > window && self.maybe_compact(Moment::Overflow) {
+            view = self.strategy.project(&self.log);
+            (keys, tokens, total) = self.measure(&view);
+        }
+        let mut per_shape = [0u32; 4];
+        for (i, shape) in Shape::ALL.into_iter().enumerate() {
+            let found = validate(&lower(&view, shape));
+            per_shape[i] = found.len() as u32;
+            for v in found {
+                *tally.violations.entry(shape.as_str()).or_default().entry(v.rule.as_str()).or_default() += 1;
+            }
+        }
+        let shared = keys.iter().zip(&tally.prev_keys).take_while(|(a, b)| a == b).count();
+        let cached: u64 = tokens[..shared].iter().sum();
+        for (f, s) in self.probe(&view, &keys, step).into_iter().enumerate() {
+            if let Some(s) = s {
+                tally.probes[f].push((self.request, s, self.rounds - tally.planted_round[f]));
+            }
+        }
+        observe(&Snapshot { index: self.request, view: &view, tokens: &tokens, log: &self.log });
+        tally.requests.push(RequestRecord {
+            index: self.request,
+            step: step as u32,
+            tokens: total,
+            cached_tokens: cached,
+            messages: view.len() as u32,
+            overflow: total > window,
+            rounds: self.rounds,
+            violations: per_shape,
+        });
+        tally.prev_keys = keys;
+        let out = self.env.counter.count_message(answer);
+        tally.output_tokens += out;
+        let mut answer = answer.clone();
+        answer.usage = Some(Usage { input: total, output: out, cache_read: 0 });
+        self.log.push_message(answer);
+        self.request += 1;
+    }
+
+    /// Runs `steps` (an exploration span) in an isolated child context and returns the
+    /// parent's `task` call and the child's bounded report. The child starts from the
+    /// system prompt and a task message, makes one request per assistant step and one for
+    /// its report, and never compacts (spans are short).
+    fn delegate(&mut self, tally: &mut Tally, steps: &[Step], n: usize) -> (Message, Message) {
+        let counter = self.env.counter;
+        let description = format!("Explore the code this step depends on and report what you find (span {n}).");
+        let mut child: Vec<&Message> = vec![&self.session.system];
+        let task = Message::user(description.clone());
+        child.push(&task);
+        let mut previous = 0u64;
+        let mut charge = |context: &[&Message], output: u64| {
+            let tokens: u64 = context.iter().map(|m| counter.count_message(m)).sum::<u64>() + PER_REQUEST_OVERHEAD;
+            tally.child.requests += 1;
+            tally.child.input_tokens += tokens;
+            tally.child.cached_tokens += previous;
+            tally.child.output_tokens += output;
+            previous = tokens - PER_REQUEST_OVERHEAD;
+        };
+        let mut transcript = Vec::new();
+        for step in steps {
+            let m = step.message();
+            if let Step::Assistant(_) = step {
+                charge(&child, counter.count_message(m));
+            }
+            transcript.push(m.searchable_text());
+            child.push(m);
+        }
+        let request = SummaryRequest {
+            purpose: "subagent-report".into(),
+            system: "You are a subagent. Your final answer is the only thing the parent agent will see.".into(),
+            transcript: transcript.join("\n\n"),
+            instructions: "Report what the parent needs from this exploration: exact paths, names, errors, and what was searched for and not found.".into(),
+            max_output_tokens: SUBAGENT_REPORT_TOKENS,
+        };
+        let report = match self.env.summarizer.summarize(&request) {
+            Ok(summary) => summary.text,
+            Err(e) => format!("Subagent failed: {}", e.message),
+        };
+        let report = Message::tool_result(format!("task_{n}"), "task", report, false);
+        charge(&child, counter.count_message(&report));
+        let call = Message::tool_call(format!("task_{n}"), "task", serde_json::json!({ "description": description }));
+        (call, report)
+    }
+}
+
 /// Replays `session` through `strategy`, calling `observe` before each request is sent.
 pub fn run(
     strategy: &dyn Strategy,
@@ -265,6 +397,19 @@ pub fn run(
     session: &Session,
     seed: u64,
     env: &Env<'_>,
+    observe: impl FnMut(&Snapshot<'_>),
+) -> RunResult {
+    run_with(strategy, scenario, session, seed, env, RunOptions::default(), observe)
+}
+
+/// [`run`] with options.
+pub fn run_with(
+    strategy: &dyn Strategy,
+    scenario: &Scenario,
+    session: &Session,
+    seed: u64,
+    env: &Env<'_>,
+    options: RunOptions,
     mut observe: impl FnMut(&Snapshot<'_>),
 ) -> RunResult {
     let mut run = Run {
@@ -284,91 +429,69 @@ pub fn run(
         failures: 0,
     };
     run.log.push_message(session.system.clone());
-    let window = scenario.model.window;
     let facts = &session.facts;
-    let mut requests = Vec::new();
-    let mut violations: BTreeMap<&'static str, BTreeMap<&'static str, u32>> = BTreeMap::new();
-    let mut prev_keys: Vec<Key> = Vec::new();
-    let mut probes: Vec<Vec<Probe>> = vec![Vec::new(); facts.len()];
-    // Compactions completed when each fact was planted.
-    let mut planted_round = vec![0u32; facts.len()];
-    let mut output_tokens = 0;
+    let mut tally = Tally {
+        requests: Vec::new(),
+        violations: BTreeMap::new(),
+        prev_keys: Vec::new(),
+        probes: vec![Vec::new(); facts.len()],
+        planted_round: vec![0; facts.len()],
+        output_tokens: 0,
+        child: ChildCost::default(),
+    };
     let mut any_assistant = false;
-
-    for (step, event) in session.steps.iter().enumerate() {
-        match event {
-            Step::User(m) => {
-                if any_assistant {
-                    run.maybe_compact(Moment::TurnEnd);
-                }
-                run.log.push_message(m.clone());
+    let mut step = 0;
+    while step < session.steps.len() {
+        let span = options.delegate.then(|| session.spans.iter().position(|s| s.start == step)).flatten();
+        let last = match span {
+            Some(n) => {
+                let sp = session.spans[n];
+                let (call, report) = run.delegate(&mut tally, &session.steps[sp.start..=sp.end], n);
+                run.request(&mut tally, step, &call, &mut observe);
+                run.log.push_message(report);
+                sp.end
             }
-            Step::Tool(m) => {
-                run.log.push_message(m.clone());
-            }
-            Step::Assistant(m) => {
-                run.maybe_compact(Moment::BeforeRequest);
-                let mut view = strategy.project(&run.log);
-                let (mut keys, mut tokens, mut total) = run.measure(&view);
-                if total > window && run.maybe_compact(Moment::Overflow) {
-                    view = strategy.project(&run.log);
-                    (keys, tokens, total) = run.measure(&view);
-                }
-                let mut per_shape = [0u32; 4];
-                for (i, shape) in Shape::ALL.into_iter().enumerate() {
-                    let found = validate(&lower(&view, shape));
-                    per_shape[i] = found.len() as u32;
-                    for v in found {
-                        *violations.entry(shape.as_str()).or_default().entry(v.rule.as_str()).or_default() += 1;
+            None => {
+                match &session.steps[step] {
+                    Step::User(m) => {
+                        if any_assistant {
+                            run.maybe_compact(Moment::TurnEnd);
+                        }
+                        run.log.push_message(m.clone());
+                    }
+                    Step::Tool(m) => {
+                        run.log.push_message(m.clone());
+                    }
+                    Step::Assistant(m) => {
+                        run.request(&mut tally, step, m, &mut observe);
+                        any_assistant = true;
                     }
                 }
-                let shared = keys.iter().zip(&prev_keys).take_while(|(a, b)| a == b).count();
-                let cached: u64 = tokens[..shared].iter().sum();
-                for (f, s) in run.probe(&view, &keys, step).into_iter().enumerate() {
-                    if let Some(s) = s {
-                        probes[f].push((run.request, s, run.rounds - planted_round[f]));
-                    }
-                }
-                observe(&Snapshot { index: run.request, view: &view, tokens: &tokens, log: &run.log });
-                requests.push(RequestRecord {
-                    index: run.request,
-                    step: step as u32,
-                    tokens: total,
-                    cached_tokens: cached,
-                    messages: view.len() as u32,
-                    overflow: total > window,
-                    rounds: run.rounds,
-                    violations: per_shape,
-                });
-                prev_keys = keys;
-                let out = env.counter.count_message(m);
-                output_tokens += out;
-                let mut answer = m.clone();
-                answer.usage = Some(Usage { input: total, output: out, cache_read: 0 });
-                run.log.push_message(answer);
-                any_assistant = true;
-                run.request += 1;
+                step
             }
-        }
+        };
         for (f, fact) in facts.iter().enumerate() {
-            if fact.planted_step == step {
-                planted_round[f] = run.rounds;
+            if (step..=last).contains(&fact.planted_step) {
+                tally.planted_round[f] = run.rounds;
             }
         }
+        step = last + 1;
     }
 
+    let id = &strategy.info().id;
     RunResult {
-        strategy: strategy.info().id.clone(),
+        strategy: if options.delegate { format!("{id}+delegate") } else { id.clone() },
         scenario: scenario.name.clone(),
         seed,
         summarizer: env.summarizer.name().to_owned(),
-        window,
-        facts: facts.iter().zip(&probes).filter(|(_, p)| !p.is_empty()).map(|(f, p)| outcome(f, p, &run.compactions)).collect(),
-        requests,
+        window: scenario.model.window,
+        facts: facts.iter().zip(&tally.probes).filter(|(_, p)| !p.is_empty()).map(|(f, p)| outcome(f, p, &run.compactions)).collect(),
+        requests: tally.requests,
         compactions: run.compactions,
-        violations,
+        violations: tally.violations,
         log_entries: run.log.len(),
-        output_tokens,
+        output_tokens: tally.output_tokens,
+        child: tally.child,
         compact_micros: run.compact_micros,
     }
 }

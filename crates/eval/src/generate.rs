@@ -45,6 +45,18 @@ pub struct Session {
     pub steps: Vec<Step>,
     /// Planted facts.
     pub facts: Vec<Fact>,
+    /// Exploration spans a harness could delegate to a subagent, in order.
+    pub spans: Vec<Span>,
+}
+
+/// A run of exploration steps (searches and reads) inside one turn: from an assistant step to
+/// the last tool result it leads to, inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// First step (an assistant step).
+    pub start: usize,
+    /// Last step (a tool result).
+    pub end: usize,
 }
 
 impl Session {
@@ -351,6 +363,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
     let turns = scenario.session.turns;
     let mut planted: Vec<Planted> = Vec::new();
     let mut turn_last_step = Vec::new();
+    let mut spans = Vec::new();
     for turn in 0..turns {
         let here: Vec<&FactSpec> = scenario.facts.iter().filter(|f| f.turn == turn).collect();
         let until = |f: &FactSpec| f.until_turn.unwrap_or(turns - 1);
@@ -392,6 +405,36 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             if let Some((call, needle)) = entry {
                 forced.push((call, Some((f.kind, needle, until(f)))));
             }
+        }
+        // An exploration span (searches and reads a harness could hand to a subagent) opens
+        // the turn in some turns; search-shaped facts of the turn are found inside it.
+        let share = scenario.session.delegable_share;
+        if share > 0.0 && g.rng.gen_bool(share) {
+            let (inside, rest): (Vec<_>, Vec<_>) =
+                forced.into_iter().partition(|(c, _)| matches!(c, Call::Read { .. } | Call::Grep { .. }));
+            forced = rest;
+            let k = g.rng.gen_range(3..=8usize).max(inside.len());
+            let mut slots: Vec<Option<(Call, Option<(FactKind, String, u32)>)>> = inside.into_iter().map(Some).collect();
+            slots.resize_with(k, || None);
+            slots.shuffle(&mut g.rng);
+            let start = g.steps.len();
+            for slot in slots {
+                match slot {
+                    Some((call, fact)) => {
+                        g.tool_step(vec![call]);
+                        if let Some((kind, needle, until_turn)) = fact {
+                            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn });
+                        }
+                    }
+                    None => {
+                        let parallel = g.rng.gen_bool(scenario.session.parallel_share);
+                        let k = if parallel { g.rng.gen_range(2..=4) } else { 1 };
+                        let calls = (0..k).map(|_| g.ordinary_call(true)).collect();
+                        g.tool_step(calls);
+                    }
+                }
+            }
+            spans.push(Span { start, end: g.steps.len() - 1 });
         }
         let [lo, hi] = scenario.session.steps_per_turn;
         let n = (g.rng.gen_range(lo..=hi) as usize).max(forced.len());
@@ -458,5 +501,5 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             needed_until: turn_last_step[p.until_turn as usize],
         })
         .collect();
-    Session { system, steps: g.steps, facts }
+    Session { system, steps: g.steps, facts, spans }
 }

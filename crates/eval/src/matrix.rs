@@ -4,7 +4,7 @@ use compactbench_core::{Strategy, Summarizer};
 use compactbench_tokens::TokenCounter;
 use rayon::prelude::*;
 
-use crate::drive::{run, Env};
+use crate::drive::{run_with, Env, RunOptions};
 use crate::generate::{generate, Session};
 use crate::results::RunResult;
 use crate::scenario::Scenario;
@@ -22,6 +22,7 @@ pub fn run_matrix(
     seeds: u64,
     counter: &TokenCounter,
     summarizer: &SummarizerFactory<'_>,
+    options: RunOptions,
     tick: &(dyn Fn(&RunResult) + Sync),
 ) -> Vec<RunResult> {
     let sessions: Vec<(usize, u64, Session, Box<dyn Summarizer>)> = scenarios
@@ -41,7 +42,7 @@ pub fn run_matrix(
         .par_iter()
         .map(|((i, seed, session, summarizer), strategy)| {
             let env = Env { counter, summarizer: summarizer.as_ref() };
-            let r = run(strategy.as_ref(), &scenarios[*i], session, *seed, &env, |_| {});
+            let r = run_with(strategy.as_ref(), &scenarios[*i], session, *seed, &env, options, |_| {});
             tick(&r);
             r
         })
@@ -50,7 +51,7 @@ pub fn run_matrix(
     // scenario, strategy, seed.
     let order = |r: &RunResult| {
         let sc = scenarios.iter().position(|s| s.name == r.scenario);
-        let st = strategies.iter().position(|s| s.info().id == r.strategy);
+        let st = strategies.iter().position(|s| r.strategy.strip_suffix("+delegate").unwrap_or(&r.strategy) == s.info().id);
         (sc, st, r.seed)
     };
     results.sort_by_key(order);

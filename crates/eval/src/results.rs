@@ -142,6 +142,8 @@ pub struct RunResult {
     pub log_entries: usize,
     /// Output tokens of the session's assistant messages (priced as output).
     pub output_tokens: u64,
+    /// What subagents cost (all zero unless the run delegated exploration spans).
+    pub child: crate::drive::ChildCost,
     /// Wall time spent inside `compact` calls, in microseconds. Not deterministic, so it is
     /// kept out of `results.json` and reported in the timing table only.
     #[serde(skip)]

@@ -69,6 +69,10 @@ pub struct SessionSpec {
     /// Lines of the system prompt (about 12 tokens each).
     #[serde(default = "default_system_lines")]
     pub system_prompt_lines: u32,
+    /// Share of turns that open with an exploration span (3–8 search/read steps) that a
+    /// harness could delegate to a subagent (0.0–1.0, default 0).
+    #[serde(default)]
+    pub delegable_share: f64,
     /// Distinct files in the repository the session works on (1–100); fewer files means
     /// more repeated reads of the same file.
     #[serde(default = "default_files")]
@@ -157,6 +161,9 @@ impl Scenario {
         }
         if !(0.0..=1.0).contains(&s.parallel_share) {
             return fail("session.parallel_share", format!("expected 0.0..=1.0, got {}", s.parallel_share));
+        }
+        if !(0.0..=1.0).contains(&s.delegable_share) {
+            return fail("session.delegable_share", format!("expected 0.0..=1.0, got {}", s.delegable_share));
         }
         if !(s.output_scale > 0.0 && s.output_scale <= 100.0) {
             return fail("session.output_scale", format!("expected a number in (0, 100], got {}", s.output_scale));

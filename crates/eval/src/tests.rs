@@ -181,7 +181,7 @@ fn the_matrix_is_independent_of_thread_count() {
     let counter = TokenCounter::default();
     let go = |threads| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        let runs = pool.install(|| run_matrix(&strategies, &sc, 2, &counter, &|_| Box::new(Extractive::default()), &|_| {}));
+        let runs = pool.install(|| run_matrix(&strategies, &sc, 2, &counter, &|_| Box::new(Extractive::default()), Default::default(), &|_| {}));
         serde_json::to_string(&runs).unwrap()
     };
     assert_eq!(go(1), go(2));
@@ -298,7 +298,7 @@ fn shipped_scenarios_make_pi_compact_and_none_overflow() {
     let scenarios = crate::scenario::load_dir(&dir).unwrap();
     let strategies: Vec<_> = ["none", "pi", "truncate-oldest"].iter().map(|id| compactbench_registry::find(id).unwrap()).collect();
     let counter = TokenCounter::default();
-    let runs = run_matrix(&strategies, &scenarios, 1, &counter, &|_| Box::new(Extractive::default()), &|_| {});
+    let runs = run_matrix(&strategies, &scenarios, 1, &counter, &|_| Box::new(Extractive::default()), Default::default(), &|_| {});
     for r in &runs {
         let compactions = r.compactions.iter().filter(|c| c.error.is_none()).count();
         let peak = r.requests.iter().map(|q| q.tokens).max().unwrap();

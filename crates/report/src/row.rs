@@ -48,6 +48,8 @@ pub struct Row {
     pub summarizer_input_tokens: f64,
     pub summarizer_output_tokens: f64,
     pub injected_tokens: f64,
+    /// Subagent requests' input tokens per session (delegation rows), mean.
+    pub child_input_tokens: f64,
 }
 
 fn mean(xs: impl Iterator<Item = f64>, n: usize) -> f64 {
@@ -60,13 +62,16 @@ fn round3(x: f64) -> f64 {
 }
 
 /// Dollar cost of a run under `scenario`'s pricing: uncached input, cached input, output of
-/// the session's own replies, and the summarizer's input and output.
+/// the session's own replies, the summarizer's input and output, and any subagents' input
+/// (cached and not) and output.
 pub(crate) fn cost(run: &RunResult, scenario: &Scenario) -> f64 {
     let p = scenario.model.pricing;
     let per = |tokens: u64, price: f64| tokens as f64 * price / 1e6;
     let input: f64 = run.requests.iter().map(|r| per(r.tokens - r.cached_tokens, p.input) + per(r.cached_tokens, p.cached_input)).sum();
     let summarizer: f64 = run.compactions.iter().map(|c| per(c.summarizer_input, p.input) + per(c.summarizer_output, p.output)).sum();
-    input + summarizer + per(run.output_tokens, p.output)
+    let c = run.child;
+    let child = per(c.input_tokens - c.cached_tokens, p.input) + per(c.cached_tokens, p.cached_input) + per(c.output_tokens, p.output);
+    input + summarizer + child + per(run.output_tokens, p.output)
 }
 
 /// Rows for every (scenario, strategy, summarizer) present in `runs`, in run order (runs of
@@ -141,5 +146,6 @@ fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
         summarizer_input_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.summarizer_input).sum::<u64>() as f64), n),
         summarizer_output_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.summarizer_output).sum::<u64>() as f64), n),
         injected_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.injected_tokens).sum::<u64>() as f64), n),
+        child_input_tokens: mean(group.iter().map(|r| r.child.input_tokens as f64), n),
     }
 }

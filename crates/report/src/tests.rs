@@ -73,6 +73,7 @@ fn runs() -> Vec<RunResult> {
         violations: BTreeMap::new(),
         log_entries: 5,
         output_tokens: 50,
+        child: Default::default(),
         compact_micros: 0,
     };
     let mut none = base("none");
