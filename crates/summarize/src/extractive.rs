@@ -1,12 +1,14 @@
 //! The deterministic extractive summarizer.
 //!
 //! Rule (documented in README and ARCHITECTURE.md, and the only rule):
-//! 1. Split the transcript into paragraphs at blank lines, and paragraphs into lines.
-//! 2. Rank lines: first the lead line of every paragraph, newest paragraph first; then all
-//!    other lines, newest first. (Lead-plus-recency is the classic extractive baseline: the
-//!    opening of each message says what it is, and recent detail matters most to the next
-//!    step.) Each line is trimmed and cut to [`MAX_LINE_CHARS`] characters; repeated lines
-//!    are taken once.
+//! 1. Split the transcript into paragraphs at blank lines, and paragraphs into lines. A line
+//!    longer than [`MAX_LINE_CHARS`] is a record of its own (JSON-lines transcripts put a whole
+//!    message on one line, with its newlines escaped as `\n`): it is split at those escapes,
+//!    and its first piece counts as a lead like a paragraph's first line.
+//! 2. Rank lines: first the leads, newest first; then all other lines, newest first.
+//!    (Lead-plus-recency is the classic extractive baseline: the opening of each message says
+//!    what it is, and recent detail matters most to the next step.) Each line is trimmed and
+//!    cut to [`MAX_LINE_CHARS`] characters; repeated lines are taken once.
 //! 3. Take lines in rank order while the summary stays within the budget
 //!    `min(max_output_tokens, TARGET_TOKENS)`, counted exactly with the runner's tokenizer.
 //!    A line that does not fit is skipped and later, shorter lines are still tried.
@@ -22,7 +24,7 @@ use compactbench_core::{Error, StopReason, Summarizer, Summary, SummaryRequest};
 use compactbench_tokens::TokenCounter;
 
 /// Longest line kept, in characters.
-pub const MAX_LINE_CHARS: usize = 240;
+pub const MAX_LINE_CHARS: usize = 400;
 /// Length a model's compaction summary typically has, in tokens; the extractive summary
 /// stops there even when the caller allows more.
 pub const TARGET_TOKENS: u64 = 2_000;
@@ -65,14 +67,16 @@ impl Summarizer for Extractive {
         let mut rest = Vec::new();
         let mut position = 0usize;
         for paragraph in request.transcript.split("\n\n") {
-            let mut lines = paragraph.lines().map(str::trim).filter(|l| !l.is_empty());
-            if let Some(lead) = lines.next() {
-                leads.push((position, cut(lead)));
-                position += 1;
-            }
-            for line in lines {
-                rest.push((position, cut(line)));
-                position += 1;
+            let mut first = true;
+            for line in paragraph.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                let record = line.chars().count() > MAX_LINE_CHARS;
+                let pieces: Vec<&str> = if record { line.split("\\n").map(str::trim).filter(|p| !p.is_empty()).collect() } else { vec![line] };
+                for (i, piece) in pieces.into_iter().enumerate() {
+                    let lead = (first && i == 0) || (record && i == 0);
+                    if lead { &mut leads } else { &mut rest }.push((position, cut(piece)));
+                    position += 1;
+                }
+                first = false;
             }
         }
         let ranked = leads.iter().rev().chain(rest.iter().rev());
@@ -145,6 +149,17 @@ mod tests {
         .assert_eq(&s.text);
         assert!(s.output_tokens <= 16);
         assert_eq!(s.stop, StopReason::Length);
+    }
+
+    #[test]
+    fn long_json_lines_are_records_split_at_escaped_newlines() {
+        let body: String = (0..30).map(|i| format!("line {i} of the output\\n")).collect();
+        let transcript = format!("{{\"role\":\"user\",\"content\":\"fix it\"}}\n{{\"role\":\"tool\",\"content\":\"head\\n{body}tail\"}}");
+        let s = Extractive::default().summarize(&request(&transcript, 30)).unwrap();
+        // Both records' leads come first; then the newest pieces of the long one.
+        assert!(s.text.starts_with("{\"role\":\"user\",\"content\":\"fix it\"}\n{\"role\":\"tool\",\"content\":\"head"), "{}", s.text);
+        assert!(s.text.contains("tail"), "{}", s.text);
+        assert!(!s.text.contains("line 0 of"), "{}", s.text);
     }
 
     #[test]
