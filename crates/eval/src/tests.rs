@@ -177,7 +177,9 @@ fn conformance_kit_over_every_registered_strategy() {
 #[test]
 fn the_matrix_is_independent_of_thread_count() {
     let sc = vec![small()];
-    let strategies = compactbench_registry::all();
+    // Every strategy's own determinism is the conformance kit's job; this checks the matrix's
+    // ordering under parallelism, for which a few strategies of different cost suffice.
+    let strategies: Vec<_> = ["none", "observation-masking", "pi", "truncate-oldest"].iter().map(|id| compactbench_registry::find(id).unwrap()).collect();
     let counter = TokenCounter::default();
     let go = |threads| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();

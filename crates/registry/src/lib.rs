@@ -21,6 +21,7 @@ pub const CRATES: &[Crate] = &[
     Crate { dir: "cline", build: compactbench_strategy_cline::variants },
     Crate { dir: "codex", build: compactbench_strategy_codex::variants },
     Crate { dir: "deep-agents", build: || vec![compactbench_strategy_deep_agents::strategy()] },
+    Crate { dir: "gemini-cli", build: || vec![compactbench_strategy_gemini_cli::strategy()] },
     Crate { dir: "goose", build: || vec![compactbench_strategy_goose::strategy()] },
     Crate { dir: "kimi-cli", build: compactbench_strategy_kimi_cli::variants },
     Crate { dir: "none", build: || vec![compactbench_strategy_none::strategy()] },
