@@ -8,6 +8,7 @@ pub mod drive;
 pub mod facts;
 pub mod generate;
 pub mod matrix;
+pub mod replay;
 pub mod results;
 pub mod scenario;
 
