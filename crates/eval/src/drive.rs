@@ -61,6 +61,8 @@ struct Run<'a> {
     paths: Vec<String>,
     /// (path index, file length, fact) -> the file holds the needle.
     reads: HashMap<(usize, usize, usize), bool>,
+    /// (path index, file length) -> indices of the other paths the file names.
+    links: HashMap<(usize, usize), Vec<usize>>,
     rounds: u32,
     /// Rounds completed when each fact was planted (set when its step is appended).
     compactions: Vec<CompactionRecord>,
@@ -179,6 +181,32 @@ impl Run<'_> {
         compacted
     }
 
+    /// Marks the store files that the marked ones name, transitively up to
+    /// [`MAX_POINTER_HOPS`] reads deep: an agent that reads a file naming another (Amp's
+    /// parent thread naming its own parent) can read that one too.
+    fn follow_pointers(&mut self, mentioned: &mut [bool]) {
+        let mut frontier: Vec<usize> = (0..mentioned.len()).filter(|&p| mentioned[p]).collect();
+        for _ in 0..MAX_POINTER_HOPS {
+            let mut next = Vec::new();
+            for p in frontier {
+                let Some(content) = self.store.read(&self.paths[p]) else { continue };
+                let named = self.links.entry((p, content.len())).or_insert_with(|| {
+                    self.paths.iter().enumerate().filter(|(q, path)| *q != p && content.contains(path.as_str())).map(|(q, _)| q).collect()
+                });
+                for &q in named.iter() {
+                    if !mentioned[q] {
+                        mentioned[q] = true;
+                        next.push(q);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+    }
+
     /// The state of every fact in `view` (None where not needed at `step`).
     fn probe(&mut self, view: &View, keys: &[Key], step: usize) -> Vec<Option<Status>> {
         let facts = &self.session.facts;
@@ -212,6 +240,9 @@ impl Run<'_> {
                 // Status orders kept < injected < summary: keep the most direct place.
                 out[f] = Some(out[f].map_or(here, |s: Status| s.min(here)));
             }
+        }
+        if needed.iter().any(|&f| out[f].is_none()) {
+            self.follow_pointers(&mut mentioned);
         }
         for &f in &needed {
             if out[f].is_some() {
@@ -267,6 +298,9 @@ pub struct RunOptions {
     /// requests are counted as child cost. The run's strategy id gets a `+delegate` suffix.
     pub delegate: bool,
 }
+
+/// How many reads deep the probe follows pointers from one store file to another.
+pub const MAX_POINTER_HOPS: usize = 3;
 
 /// Output cap of a subagent's final report, in tokens.
 pub const SUBAGENT_REPORT_TOKENS: u64 = 2_000;
@@ -422,6 +456,7 @@ pub fn run_with(
         info: HashMap::new(),
         paths: Vec::new(),
         reads: HashMap::new(),
+        links: HashMap::new(),
         rounds: 0,
         compactions: Vec::new(),
         compact_micros: 0,

@@ -17,9 +17,12 @@ pub struct Crate {
 
 /// Every strategy crate, alphabetical by folder.
 pub const CRATES: &[Crate] = &[
+    Crate { dir: "amp", build: compactbench_strategy_amp::variants },
+    Crate { dir: "antigravity", build: || vec![compactbench_strategy_antigravity::strategy()] },
     Crate { dir: "claude-code", build: compactbench_strategy_claude_code::variants },
     Crate { dir: "cline", build: compactbench_strategy_cline::variants },
     Crate { dir: "codex", build: compactbench_strategy_codex::variants },
+    Crate { dir: "cursor", build: || vec![compactbench_strategy_cursor::strategy()] },
     Crate { dir: "deep-agents", build: || vec![compactbench_strategy_deep_agents::strategy()] },
     Crate { dir: "gemini-cli", build: || vec![compactbench_strategy_gemini_cli::strategy()] },
     Crate { dir: "goose", build: || vec![compactbench_strategy_goose::strategy()] },
