@@ -17,6 +17,7 @@ pub struct Crate {
 
 /// Every strategy crate, alphabetical by folder.
 pub const CRATES: &[Crate] = &[
+    Crate { dir: "aider", build: || vec![compactbench_strategy_aider::strategy()] },
     Crate { dir: "amp", build: compactbench_strategy_amp::variants },
     Crate { dir: "antigravity", build: || vec![compactbench_strategy_antigravity::strategy()] },
     Crate { dir: "claude-code", build: compactbench_strategy_claude_code::variants },
@@ -24,11 +25,13 @@ pub const CRATES: &[Crate] = &[
     Crate { dir: "codex", build: compactbench_strategy_codex::variants },
     Crate { dir: "cursor", build: || vec![compactbench_strategy_cursor::strategy()] },
     Crate { dir: "deep-agents", build: || vec![compactbench_strategy_deep_agents::strategy()] },
+    Crate { dir: "deepseek-harness", build: || vec![compactbench_strategy_deepseek_harness::strategy()] },
     Crate { dir: "gemini-cli", build: || vec![compactbench_strategy_gemini_cli::strategy()] },
     Crate { dir: "goose", build: || vec![compactbench_strategy_goose::strategy()] },
     Crate { dir: "kimi-cli", build: compactbench_strategy_kimi_cli::variants },
     Crate { dir: "none", build: || vec![compactbench_strategy_none::strategy()] },
     Crate { dir: "observation-masking", build: || vec![compactbench_strategy_observation_masking::strategy()] },
+    Crate { dir: "oh-my-pi", build: compactbench_strategy_oh_my_pi::variants },
     Crate { dir: "opencode-v1", build: compactbench_strategy_opencode_v1::variants },
     Crate { dir: "opencode-v2", build: || vec![compactbench_strategy_opencode_v2::strategy()] },
     Crate { dir: "openhands", build: compactbench_strategy_openhands::variants },

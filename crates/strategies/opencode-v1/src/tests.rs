@@ -426,7 +426,8 @@ fn case_07_working_view_order() {
         strings(&["system", "marker", "summary", "m6", "call:m7", "result:m7", "m8", "continue"])
     );
     // As model messages: system, user marker, assistant summary, the tail in structure, user continue.
-    let request = lower(&h.view(&s), Shape::OpenaiChat);
+    let view = h.view(&s);
+    let request = lower(&view, Shape::OpenaiChat);
     let roles: Vec<&str> = request.messages.iter().map(|m| m.role).collect();
     assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "tool", "assistant", "user"]);
     assert!(validate(&request).is_empty());

@@ -1,0 +1,520 @@
+//! Section (j) of `shared/specs/aider.md`, one test per case, plus the behaviour around them.
+//!
+//! Message sizes are Aider's per-message counts as this crate estimates them
+//! (`ceil(len(json.dumps(msg)) / 4)`); `msg` builds a message of an exact size. Every history
+//! needs a turn that applied an edit at its end, or nothing moves into `done_messages`: `edit`
+//! adds an assistant edit call (16 tokens) and its result (9 tokens).
+
+use std::sync::Mutex;
+
+use compactbench_core::{
+    CheckpointKind, Cx, Decision, Error, ErrorKind, Message, Moment, Origin, Part, Role, StopReason, Strategy,
+    Summarizer, Summary, SummaryRequest, View, Window,
+};
+use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
+
+use crate::{history, prompt, session, tokens, AiderConfig, AiderStrategy};
+
+/// A `role` message of exactly `tokens` whose text starts with `label:`.
+fn msg(role: Role, label: &str, tokens: u64) -> Message {
+    let overhead = if role == Role::Assistant { 36 } else { 31 };
+    let n = (4 * tokens - overhead) as usize;
+    let head = format!("{label}:");
+    assert!(head.len() <= n, "{label} too small");
+    Message::new(role, vec![Part::text(format!("{head}{}", "x".repeat(n - head.len())))])
+}
+
+fn u(label: &str, tokens: u64) -> Message {
+    msg(Role::User, label, tokens)
+}
+
+fn a(label: &str, tokens: u64) -> Message {
+    msg(Role::Assistant, label, tokens)
+}
+
+/// An applied edit: the assistant's edit call and its successful result (25 tokens together).
+fn edit(id: &str) -> [Message; 2] {
+    [
+        Message::tool_call(id, "edit", json!({"path": "src/a.rs"})),
+        Message::tool_result(id, "edit", "ok", false),
+    ]
+}
+
+/// Labels of a view: `S` for this strategy's summary, the text of injected messages (`Ok.`),
+/// `call` / `result` for tool messages, the label of sized messages, the text otherwise.
+fn labels(view: &View) -> Vec<String> {
+    view.messages
+        .iter()
+        .map(|vm| match vm.origin {
+            Origin::Summary(_) => "S".to_owned(),
+            Origin::Injected(_) => vm.message.text(),
+            _ if vm.message.has_tool_calls() => "call".to_owned(),
+            _ if vm.message.role == Role::Tool => "result".to_owned(),
+            _ => {
+                let text = vm.message.text();
+                text.split(':').next().unwrap_or_default().to_owned()
+            }
+        })
+        .collect()
+}
+
+fn with_max(max: u64) -> AiderStrategy {
+    AiderStrategy::new(AiderConfig { max_chat_history_tokens: Some(max), ..AiderConfig::default() })
+}
+
+/// The worked example's history (spec (i)), the edit in the last turn: 1,595 tokens.
+fn worked_example() -> Vec<Message> {
+    let mut m = vec![
+        Message::system("sys"),
+        u("m0", 300),
+        a("m1", 200),
+        u("m2", 150),
+        a("m3", 150),
+        u("m4", 100),
+        a("m5", 100),
+        u("m6", 100),
+        a("m7", 150),
+        u("m8", 120),
+    ];
+    m.extend(edit("e1"));
+    m.push(a("m9", 200));
+    m
+}
+
+fn ids(h: &Harness, wanted: &[&str]) -> Vec<compactbench_core::EntryId> {
+    h.log
+        .messages()
+        .filter(|(_, m)| wanted.iter().any(|w| m.text().starts_with(&format!("{w}:"))))
+        .map(|(id, _)| id)
+        .collect()
+}
+
+#[test]
+fn edit_pair_and_sizes_are_as_the_tests_assume() {
+    assert_eq!(tokens::message_tokens("assistant", r#"edit {"path":"src/a.rs"}"#), 16);
+    assert_eq!(tokens::message_tokens("user", "ok"), 9);
+    assert_eq!(tokens::message_tokens("user", &u("m0", 300).text()), 300);
+    assert_eq!(tokens::message_tokens("assistant", &a("m1", 200).text()), 200);
+}
+
+#[test]
+fn case_01_history_budget() {
+    // (window, flag, budget): the trigger fires one token above the budget, not at it.
+    let rows = [
+        (200_000, None, 8_192),
+        // The spec says 2,048; Aider computes 32000 / 16 = 2000.0.
+        (32_000, None, 2_000),
+        (32_768, None, 2_048),
+        (8_000, None, 1_024),
+        (0, None, 1_024), // unknown max_input_tokens
+        (200_000, Some(3_000), 3_000),
+    ];
+    for (window, flag, budget) in rows {
+        assert_eq!(history::max_tokens(flag, window), budget as f64, "window {window}");
+        let s = AiderStrategy::new(AiderConfig { max_chat_history_tokens: flag, ..AiderConfig::default() });
+        for (total, expect) in [(budget, false), (budget + 1, true)] {
+            let mut m = vec![Message::system("sys"), u("q", total - 125)];
+            m.extend(edit("e1"));
+            m.push(a("r", 100));
+            let mut h = Harness::new(m, model(window, 4_096));
+            let d = h.decide(&s, Moment::TurnEnd);
+            assert_eq!(matches!(d, Decision::Compact { .. }), expect, "window {window}, total {total}");
+        }
+    }
+}
+
+#[test]
+fn case_02_strict_trigger() {
+    let s = with_max(1_024);
+    for (user, expect) in [(899, Decision::Skip), (900, Decision::compact("max_chat_history_tokens"))] {
+        // user + 25 (edit) + 100 = 1,024 / 1,025.
+        let mut m = vec![Message::system("sys"), u("q", user)];
+        m.extend(edit("e1"));
+        m.push(a("r", 100));
+        let mut h = Harness::new(m, model(128_000, 4_096));
+        assert_eq!(h.decide(&s, Moment::TurnEnd), expect);
+    }
+}
+
+#[test]
+fn case_03_only_applied_edit_history() {
+    let s = with_max(1_024);
+    // done: one edit turn of 200; cur: a 5,000-token question and answer without edits.
+    let mut m = vec![Message::system("sys"), u("e", 100)];
+    m.extend(edit("e1"));
+    m.extend([a("done", 75), u("q", 2_500), a("ans", 2_500)]);
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    let before = labels(&h.view(&s));
+
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
+    // Even asked to compact, done (200) is under the limit: nothing happens.
+    assert!(h.compact(&s, Moment::TurnEnd).unwrap().is_empty());
+    assert!(h.summarizer.requests().is_empty());
+    assert_eq!(labels(&h.view(&s)), before, "cur is sent unchanged");
+
+    // A failed edit is not an applied edit: still nothing moves.
+    h.push(u("again", 50));
+    h.push(Message::tool_call("e2", "edit", json!({"path": "src/a.rs"})));
+    h.push(Message::tool_result("e2", "edit", "old_string not found", true));
+    h.push(a("sorry", 50));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
+
+    // A turn that applies an edit (another harness's write tool) moves everything, the
+    // question included, into done, which is now too big.
+    h.push(u("fix", 50));
+    h.push(Message::tool_call("w1", "write_to_file", json!({"path": "b.rs", "content": "x"})));
+    h.push(Message::tool_result("w1", "write_to_file", "written", false));
+    h.push(a("fixed", 50));
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+    assert_eq!(cps.len(), 1);
+    let sent = &h.summarizer.requests()[0].transcript;
+    assert!(sent.contains("# USER\nq:") && sent.contains("# ASSISTANT\nans:"), "the Q&A is summarized");
+}
+
+#[test]
+fn case_04_split_and_snap() {
+    let s = with_max(1_024);
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::compact("max_chat_history_tokens"));
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+    assert_eq!(cps.len(), 1);
+    let cp = &cps[0];
+
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "call", "result", "m9"]);
+    assert_eq!(cp.kind, CheckpointKind::Summary);
+    assert_eq!(cp.tokens_before, 1_595);
+    let tail: Vec<_> = (7..=12).map(compactbench_core::EntryId).collect();
+    assert_eq!(cp.window, Window::Kept(tail));
+    assert!(cp.injected.is_empty(), "the tail ends with an assistant message: no Ok.");
+
+    let summary = cp.summary.as_ref().unwrap();
+    assert_eq!(summary.role, Role::User);
+    assert_eq!(summary.text(), format!("{}SUMMARY 1 of chat-history", prompt::SUMMARY_PREFIX));
+
+    let reqs = h.summarizer.requests();
+    assert_eq!(reqs.len(), 1);
+    let r = &reqs[0];
+    assert_eq!(r.system, prompt::SUMMARIZE_SYSTEM);
+    assert_eq!(r.instructions, "");
+    assert_eq!(r.max_output_tokens, 4_096);
+    assert!(r.transcript.starts_with("# USER\nm0:"));
+    assert!(r.transcript.contains("\n# ASSISTANT\nm5:"));
+    assert!(r.transcript.ends_with("x\n"));
+    assert!(!r.transcript.contains("m6:"), "the tail is not summarized");
+    assert!(!r.transcript.contains("sys"), "system messages are not history");
+}
+
+#[test]
+fn repeated_compaction_summarizes_the_previous_summary() {
+    let s = with_max(1_024);
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    h.step(&s, Moment::TurnEnd).unwrap();
+    // A turn without an edit changes nothing.
+    h.push(u("m10", 100));
+    h.push(a("m11", 150));
+    assert!(h.step(&s, Moment::TurnEnd).unwrap().is_empty());
+    h.push(u("m12", 50));
+    h.extend_edit("e2");
+    h.push(a("m13", 100));
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+    assert_eq!(cps.len(), 1);
+
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m10", "m11", "m12", "call", "result", "m13"]);
+    let second = &h.summarizer.requests()[1];
+    assert!(second.transcript.starts_with(&format!("# USER\n{}SUMMARY 1", prompt::SUMMARY_PREFIX)));
+    assert!(second.transcript.contains("# ASSISTANT\nm9:"));
+    assert!(!second.transcript.contains("m10:"));
+}
+
+trait ExtendEdit {
+    fn extend_edit(&mut self, id: &str);
+}
+
+impl ExtendEdit for Harness {
+    fn extend_edit(&mut self, id: &str) {
+        for m in edit(id) {
+            self.push(m);
+        }
+    }
+}
+
+#[test]
+fn case_05_split_too_early_summarizes_all() {
+    let s = with_max(1_024);
+    let mut m = vec![Message::system("sys"), u("m0", 100), a("m1", 100), u("m2", 100), a("m3", 700), u("m4", 50)];
+    m.extend(edit("e1"));
+    m.push(a("m5", 50));
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+
+    // The tail walk stops at the 700 message: split 4 ≤ 4.
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
+    assert_eq!(cps[0].window, Window::Kept(vec![]));
+    assert_eq!(cps[0].injected, [Message::assistant("Ok.")]);
+    let sent = &h.summarizer.requests()[0].transcript;
+    assert!(sent.starts_with("# USER\nm0:") && sent.contains("# USER\nm4:") && sent.contains("# ASSISTANT\nm5:"));
+}
+
+#[test]
+fn case_06_few_messages() {
+    let s = with_max(1_024);
+    let mut m = vec![Message::system("sys"), u("m0", 600)];
+    m.extend(edit("e1"));
+    m.push(a("m1", 600));
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    h.step(&s, Moment::TurnEnd).unwrap();
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
+    let sent = &h.summarizer.requests()[0].transcript;
+    // Four history messages, all summarized; the tool result is a user block.
+    assert_eq!(sent.matches("# USER\n").count(), 2);
+    assert_eq!(sent.matches("# ASSISTANT\n").count(), 2);
+}
+
+#[test]
+fn case_07_head_budget_drops_messages() {
+    // Window 200,000 → max 8,192 (half 4,096); the weak model has 4,096 → head budget 3,584.
+    let s = AiderStrategy::new(AiderConfig { weak_model_max_input_tokens: Some(4_096), ..AiderConfig::default() });
+    let mut m = vec![Message::system("sys")];
+    for i in 0..9 {
+        let label = format!("m{i}");
+        m.push(if i % 2 == 0 { u(&label, 1_000) } else { a(&label, 1_000) });
+    }
+    m.extend(edit("e1"));
+    m.push(a("m9", 1_000));
+    let mut h = Harness::new(m, model(200_000, 4_096));
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "call", "result", "m9"]);
+    // The release walks the head oldest first (the spec's older source walked newest first and
+    // dropped m0–m2): m0–m2 are summarized, m3–m5 are lost without a summary.
+    let sent = &h.summarizer.requests()[0].transcript;
+    for kept in ["m0:", "m1:", "m2:"] {
+        assert!(sent.contains(kept), "{kept}");
+    }
+    for lost in ["m3:", "m4:", "m5:"] {
+        assert!(!sent.contains(lost), "{lost}");
+    }
+    let dropped: Vec<u64> = ids(&h, &["m3", "m4", "m5"]).iter().map(|id| u64::from(id.0)).collect();
+    assert_eq!(cps[0].details["dropped"], json!(dropped));
+    assert!(h.view(&s).messages.iter().all(|vm| !vm.message.text().starts_with("m4:")));
+}
+
+/// Case 8's history: head 6 × 200, tail 500 (`t0`–`t3` with the edit); max 1,024.
+fn recursion_case(summary_chars: usize) -> (Harness, AiderStrategy) {
+    let mut m = vec![Message::system("sys")];
+    for i in 0..6 {
+        let label = format!("h{i}");
+        m.push(if i % 2 == 0 { u(&label, 200) } else { a(&label, 200) });
+    }
+    m.extend([u("t0", 150), a("t1", 100), u("t2", 100)]);
+    m.extend(edit("e1"));
+    m.push(a("t3", 125));
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    h.summarizer = FakeSummarizer::new(FakeMode::Fixed("y".repeat(summary_chars)));
+    (h, with_max(1_024))
+}
+
+#[test]
+fn case_08_recursion_test_counts_the_tail() {
+    // S ≈ 298 tokens: 298 + 500 < 1,024 → summary + tail, one call.
+    let (mut h, s) = recursion_case(1_100);
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "t0", "t1", "t2", "call", "result", "t3"]);
+    assert_eq!(h.summarizer.requests().len(), 1);
+    assert_eq!(cps[0].details["depth"], json!(0));
+
+    // S ≈ 898 tokens: under 1,024 alone (the spec's older source stops here), but 898 + 500 is
+    // not, so the release recurses on [S, tail…]; the tail walk now reaches S, the split is 1,
+    // and everything is summarized again.
+    let (mut h, s) = recursion_case(3_500);
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+    assert_eq!(cps[0].details["depth"], json!(1));
+    let reqs = h.summarizer.requests();
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[1].transcript.starts_with(&format!("# USER\n{}yyy", prompt::SUMMARY_PREFIX)));
+    assert!(reqs[1].transcript.contains("# USER\nt0:") && reqs[1].transcript.contains("# ASSISTANT\nt3:"));
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
+    assert_eq!(cps[0].summarizer.calls, 2);
+}
+
+#[test]
+fn an_oversized_summary_is_summarized_again_whole() {
+    // A summary larger than the limit: the recursion summarizes it and the tail again, whole.
+    let (mut h, _) = recursion_case(20_000);
+    let s = with_max(1_024);
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+    assert_eq!(cps[0].details["depth"], json!(1));
+    assert_eq!(h.summarizer.requests().len(), 2);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
+}
+
+#[test]
+fn case_09_failure_wipes_history() {
+    let s = with_max(1_024);
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+
+    // Both models were tried ([weak_model, main_model]), then the worker's `[]` was applied.
+    assert_eq!(h.summarizer.requests().len(), 2);
+    assert_eq!(cps[0].kind, CheckpointKind::Truncate);
+    assert_eq!(cps[0].summary, None);
+    assert_eq!((cps[0].summarizer.calls, cps[0].summarizer.failures), (2, 2));
+    assert_eq!(labels(&h.view(&s)), ["sys"]);
+    h.push(u("next", 50));
+    assert_eq!(labels(&h.view(&s)), ["sys", "next"]);
+
+    // Flag off: the error comes back and the history is kept.
+    let keep = AiderStrategy::new(AiderConfig {
+        max_chat_history_tokens: Some(1_024),
+        wipe_history_on_failure: false,
+        ..AiderConfig::default()
+    });
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
+    let before = h.log.len();
+    let err = h.step(&keep, Moment::TurnEnd).unwrap_err();
+    assert_eq!(err.message, "summarizer unexpectedly failed for all models");
+    assert_eq!(err.kind, ErrorKind::Transport);
+    assert_eq!(h.log.len(), before);
+    assert_eq!(labels(&h.view(&keep)).len(), 13);
+}
+
+/// Fails its first call (the weak model), answers the second (the main model).
+struct FailFirst(Mutex<u32>);
+
+impl Summarizer for FailFirst {
+    fn name(&self) -> &str {
+        "fail-first"
+    }
+
+    fn summarize(&self, _request: &SummaryRequest) -> Result<Summary, Error> {
+        let mut calls = self.0.lock().unwrap();
+        *calls += 1;
+        if *calls == 1 {
+            return Err(Error::new(ErrorKind::Timeout, "weak model down"));
+        }
+        Ok(Summary { text: "from the main model".into(), input_tokens: 10, output_tokens: 3, stop: StopReason::Length })
+    }
+}
+
+#[test]
+fn a_failed_model_falls_back_to_the_next() {
+    let s = with_max(1_024);
+    let h = Harness::new(worked_example(), model(128_000, 4_096));
+    let summarizer = FailFirst(Mutex::new(0));
+    let mut store = h.store.clone();
+    let mut cx = Cx::new(&h.model, &summarizer, &mut store);
+    let view = s.project(&h.log);
+    let cps = s.compact(&h.log, &view, Moment::TurnEnd, &mut cx).unwrap();
+    // A reply cut off by the cap is accepted as it is.
+    assert_eq!(cps[0].summary.as_ref().unwrap().text(), format!("{}from the main model", prompt::SUMMARY_PREFIX));
+    assert_eq!((cps[0].summarizer.calls, cps[0].summarizer.failures), (2, 1));
+}
+
+#[test]
+fn case_10_race_discards_the_result() {
+    let s = AiderStrategy::new(AiderConfig {
+        max_chat_history_tokens: Some(1_024),
+        confirmation_race: true,
+        ..AiderConfig::default()
+    });
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    let before = labels(&h.view(&s));
+    let err = h.step(&s, Moment::TurnEnd).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Rejected);
+    assert_eq!(h.summarizer.requests().len(), 1, "the summary was made, then thrown away");
+    assert_eq!(h.log.checkpoints().count(), 0);
+    assert_eq!(labels(&h.view(&s)), before);
+
+    // With the race, a failure does not wipe either: the snapshot differs.
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
+    assert!(h.step(&s, Moment::TurnEnd).is_err());
+    assert_eq!(labels(&h.view(&s)), before);
+}
+
+#[test]
+fn case_11_chat_mode_switch() {
+    let config = AiderConfig { max_chat_history_tokens: Some(1_024), ..AiderConfig::default() };
+    let s = AiderStrategy::new(config.clone());
+    // done 300 (under the limit), then a question without edits (cur).
+    let mut m = vec![Message::system("sys"), u("m0", 100)];
+    m.extend(edit("e1"));
+    m.extend([a("m1", 175), u("q", 50), a("ans", 50)]);
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    let view = s.project(&h.log);
+    let cps = {
+        let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store);
+        session::switch_chat_mode(&config, &h.log, &view, &mut cx)
+    };
+    assert_eq!(cps.len(), 1);
+    for cp in cps {
+        h.log.push_checkpoint(cp);
+    }
+    // summarize_all is called directly: one summary, no Ok.; cur follows unchanged.
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "q", "ans"]);
+    let sent = &h.summarizer.requests()[0].transcript;
+    assert!(sent.contains("m0:") && sent.contains("m1:") && !sent.contains("q:"));
+
+    // The summary is done, q/ans stay cur: a large turn without edits does not trigger, the
+    // next edit turn moves everything behind the summary and does.
+    h.push(u("big", 1_000));
+    h.push(a("bigans", 100));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
+    h.push(u("m2", 50));
+    h.extend_edit("e2");
+    h.push(a("m3", 50));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::compact("max_chat_history_tokens"));
+    h.step(&s, Moment::TurnEnd).unwrap();
+    let sent = &h.summarizer.requests()[1].transcript;
+    assert!(sent.starts_with(&format!("# USER\n{}SUMMARY 1", prompt::SUMMARY_PREFIX)));
+    assert!(sent.contains("# USER\nq:") && sent.contains("# USER\nbig:"));
+
+    // On failure the full history is kept.
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
+    let view = s.project(&h.log);
+    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store);
+    assert!(session::switch_chat_mode(&config, &h.log, &view, &mut cx).is_empty());
+}
+
+#[test]
+fn case_12_request_order() {
+    let s = with_max(1_024);
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    h.step(&s, Moment::TurnEnd).unwrap();
+    h.push(u("cur", 40));
+    let view = h.view(&s);
+    assert_eq!(labels(&view), ["sys", "S", "m6", "m7", "m8", "call", "result", "m9", "cur"]);
+    // The summary and the first tail message are two user messages in a row.
+    assert!(matches!(view.messages[1].origin, Origin::Summary(_)));
+    assert_eq!((view.messages[1].message.role, view.messages[2].message.role), (Role::User, Role::User));
+    // Summarization happens only between turns: never before a request or on overflow.
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    assert_eq!(h.decide(&s, Moment::Overflow), Decision::Skip);
+}
+
+#[test]
+fn ok_follows_a_tail_that_ends_with_a_user_message() {
+    // The turn ends on the edit's result (a user message to Aider): `Ok.` goes after the tail.
+    let s = with_max(1_024);
+    let mut m = worked_example();
+    m.pop();
+    m.push(a("m9", 200));
+    m.extend(edit("e2"));
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    h.step(&s, Moment::TurnEnd).unwrap();
+    // The same turn end is not handled twice.
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
+    h.push(u("cur", 40));
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m8", "call", "result", "m9", "call", "result", "Ok.", "cur"]);
+}
+
+#[test]
+fn strategy_is_registered_as_aider() {
+    let s = crate::strategy();
+    assert_eq!(s.info().id, "aider");
+    assert!(s.info().source.contains("5dc9490bb35f9729ef2c95d00a19ccd30c26339c"));
+}

@@ -1,0 +1,475 @@
+//! The session branch as oh-my-pi sees it, rebuilt from our append-only log.
+//!
+//! oh-my-pi rewrites stored entries in place when it prunes or shakes (`rewriteEntries`) and
+//! appends a `compaction` entry when it summarizes. Our log only grows, so the in-place
+//! rewrites are whole-message replacements in checkpoints with [`Window::Inherit`], and the
+//! current content of an entry is the log message with the newest replacement applied.
+//! [`Work`] is that current branch plus what one maintenance pass has done so far: each step
+//! rewrites it in memory and records the checkpoint it will append, so later steps of the
+//! same pass (a fallback method, the dead-end rescue) see the rewritten history exactly as
+//! the original does.
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
+
+use compactbench_core::{Checkpoint, CheckpointKind, Entry, EntryId, Log, Message, Part, Replacement, Role, Window};
+use serde_json::{json, Value};
+
+use crate::tokens::{count_compaction_summary, count_message, is_usage_anchor, prompt_tokens, valid_usage};
+
+/// A `compaction` entry: one of our checkpoints that sets a window.
+pub(crate) struct Compaction {
+    /// `CompactionEntry.summary`: the raw summary text (file list included, wrapper excluded).
+    pub(crate) raw: String,
+    /// The summary as the model sees it (the lowered user-role message with its wrapper).
+    pub(crate) message: Option<Message>,
+    /// `firstKeptEntryId`.
+    pub(crate) first_kept: Option<EntryId>,
+    /// The checkpoint's private details (file lists, method).
+    pub(crate) details: Value,
+}
+
+impl Compaction {
+    fn from_checkpoint(cp: &Checkpoint) -> Compaction {
+        let raw = match cp.details.get("summary").and_then(Value::as_str) {
+            Some(s) => s.to_owned(),
+            None => cp.summary.as_ref().map(Message::text).unwrap_or_default(),
+        };
+        let first_kept = match &cp.window {
+            Window::From(id) => Some(*id),
+            Window::Kept(ids) => ids.first().copied(),
+            Window::Inherit => None,
+        };
+        Compaction { raw, message: cp.summary.clone(), first_kept, details: cp.details.clone() }
+    }
+
+    /// A list of strings stored in the details (`readFiles`, `modifiedFiles`).
+    pub(crate) fn strings(&self, key: &str) -> Vec<String> {
+        self.details
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// One branch entry.
+pub(crate) enum Item<'a> {
+    /// A `message` entry with its current content; `pruned` holds the indices of `ToolResult`
+    /// parts that carry oh-my-pi's `prunedAt` stamp.
+    Msg { id: EntryId, msg: Cow<'a, Message>, pruned: BTreeSet<usize> },
+    /// A `compaction` entry.
+    Compaction { id: EntryId, c: Compaction },
+}
+
+impl Item<'_> {
+    pub(crate) fn id(&self) -> EntryId {
+        match self {
+            Item::Msg { id, .. } | Item::Compaction { id, .. } => *id,
+        }
+    }
+
+    pub(crate) fn message(&self) -> Option<&Message> {
+        match self {
+            Item::Msg { msg, .. } => Some(msg),
+            Item::Compaction { .. } => None,
+        }
+    }
+}
+
+/// A message of the rebuilt model context (`buildSessionContext`): a branch message, or the
+/// summary of the latest compaction. Values are indices into [`Work::items`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ctx {
+    Msg(usize),
+    Summary(usize),
+}
+
+/// The tool result carried by one `ToolResult` part of a tool message, with the loose text
+/// and media parts that follow it (oh-my-pi stores one `toolResult` message per call; a tool
+/// message of ours with several results is read as several of them).
+pub(crate) struct ResultUnit {
+    /// Index of the `ToolResult` part.
+    pub(crate) part: usize,
+    /// Indices of its text-bearing parts (the result itself first).
+    pub(crate) texts: Vec<usize>,
+    /// Number of media parts.
+    pub(crate) images: u64,
+}
+
+/// The result units of a tool message.
+pub(crate) fn result_units(m: &Message) -> Vec<ResultUnit> {
+    let mut units: Vec<ResultUnit> = Vec::new();
+    for (i, part) in m.parts.iter().enumerate() {
+        match part {
+            Part::ToolResult { .. } => units.push(ResultUnit { part: i, texts: vec![i], images: 0 }),
+            Part::Text { .. } => {
+                if let Some(u) = units.last_mut() {
+                    u.texts.push(i);
+                }
+            }
+            Part::Media { .. } => {
+                if let Some(u) = units.last_mut() {
+                    u.images += 1;
+                }
+            }
+            Part::Reasoning { .. } | Part::ToolCall { .. } => {}
+        }
+    }
+    units
+}
+
+/// The text of a text-bearing part.
+pub(crate) fn part_text(part: &Part) -> &str {
+    match part {
+        Part::Text { text } | Part::ToolResult { text, .. } | Part::Reasoning { text } => text,
+        Part::ToolCall { .. } | Part::Media { .. } => "",
+    }
+}
+
+impl ResultUnit {
+    /// Non-empty text fragments of the result.
+    pub(crate) fn fragments<'m>(&self, m: &'m Message) -> Vec<&'m str> {
+        self.texts.iter().map(|&i| part_text(&m.parts[i])).filter(|t| !t.is_empty()).collect()
+    }
+
+    /// `countMessage` of the `toolResult` message this unit stands for.
+    pub(crate) fn tokens(&self, m: &Message) -> u64 {
+        crate::tokens::count_fragments(self.fragments(m)) + self.images * crate::tokens::IMAGE_TOKEN_ESTIMATE
+    }
+
+    /// Tool name and call id of the result.
+    pub(crate) fn call<'m>(&self, m: &'m Message) -> (&'m str, &'m str) {
+        match &m.parts[self.part] {
+            Part::ToolResult { call_id, name, .. } => (name, call_id),
+            _ => ("", ""),
+        }
+    }
+
+    /// The message with this result's content replaced by `text`: its own text becomes
+    /// `text`, its loose text parts go, and its media stay only if `keep_media`.
+    pub(crate) fn rewrite(&self, m: &Message, text: &str, keep_media: bool) -> Message {
+        let mut out = m.clone();
+        let end = self.end(m);
+        out.parts = m
+            .parts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                if i == self.part {
+                    let Part::ToolResult { call_id, name, is_error, .. } = p else { return Some(p.clone()) };
+                    return Some(Part::ToolResult {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        text: text.to_owned(),
+                        is_error: *is_error,
+                    });
+                }
+                if i > self.part && i < end {
+                    return match p {
+                        Part::Media { .. } if keep_media => Some(p.clone()),
+                        Part::Text { .. } | Part::Media { .. } => None,
+                        _ => Some(p.clone()),
+                    };
+                }
+                Some(p.clone())
+            })
+            .collect();
+        out
+    }
+
+    /// One past the last part belonging to this unit.
+    fn end(&self, m: &Message) -> usize {
+        m.parts
+            .iter()
+            .enumerate()
+            .skip(self.part + 1)
+            .find(|(_, p)| matches!(p, Part::ToolResult { .. }))
+            .map_or(m.parts.len(), |(i, _)| i)
+    }
+}
+
+/// Tool calls on the branch by id: `(tool name, arguments)` (`collectToolCallsById`).
+pub(crate) type ToolCalls<'w> = HashMap<&'w str, (&'w str, &'w Value)>;
+
+/// The branch being maintained, and the checkpoints one maintenance pass will append.
+pub(crate) struct Work<'a> {
+    /// The log's leading system messages: oh-my-pi's system prompt, outside the session.
+    pub(crate) system: Vec<&'a Message>,
+    /// Branch entries in order.
+    pub(crate) items: Vec<Item<'a>>,
+    /// `contextSnapshot.historyRewriteTokensRemoved` per usage-anchor assistant.
+    removed: HashMap<EntryId, u64>,
+    index: HashMap<EntryId, usize>,
+    next: u32,
+    /// Checkpoints this pass produced, in order.
+    pub(crate) out: Vec<Checkpoint>,
+}
+
+/// What one rewrite step changed.
+#[derive(Default)]
+pub(crate) struct Rewrite {
+    changed: BTreeSet<usize>,
+    pruned: Vec<(EntryId, usize)>,
+}
+
+impl Rewrite {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.changed.is_empty()
+    }
+
+    /// Log ids of the changed messages.
+    pub(crate) fn entries(&self, work: &Work<'_>) -> Vec<EntryId> {
+        self.changed.iter().map(|&i| work.items[i].id()).collect()
+    }
+}
+
+impl<'a> Work<'a> {
+    /// The branch of `log`.
+    pub(crate) fn new(log: &'a Log) -> Work<'a> {
+        let mut work = Work {
+            system: Vec::new(),
+            items: Vec::new(),
+            removed: HashMap::new(),
+            index: HashMap::new(),
+            next: log.next_id().0,
+            out: Vec::new(),
+        };
+        let mut leading = true;
+        for (id, entry) in log.entries() {
+            match entry {
+                Entry::Message(m) if leading && m.role == Role::System => work.system.push(m),
+                Entry::Message(m) => {
+                    leading = false;
+                    work.index.insert(id, work.items.len());
+                    work.items.push(Item::Msg { id, msg: Cow::Borrowed(m), pruned: BTreeSet::new() });
+                }
+                Entry::Checkpoint(cp) => {
+                    leading = false;
+                    for r in &cp.replacements {
+                        if let Some(&i) = work.index.get(&r.entry) {
+                            if let Item::Msg { msg, .. } = &mut work.items[i] {
+                                *msg = Cow::Borrowed(&r.message);
+                            }
+                        }
+                    }
+                    work.absorb_details(cp);
+                    if cp.window != Window::Inherit {
+                        work.items.push(Item::Compaction { id, c: Compaction::from_checkpoint(cp) });
+                    }
+                }
+            }
+        }
+        work
+    }
+
+    /// Reads back what a rewrite checkpoint recorded: `prunedAt` stamps and the tokens it
+    /// removed before the usage anchor.
+    fn absorb_details(&mut self, cp: &Checkpoint) {
+        if let Some(pruned) = cp.details.get("pruned").and_then(Value::as_array) {
+            for pair in pruned {
+                let (Some(entry), Some(part)) =
+                    (pair.get(0).and_then(Value::as_u64), pair.get(1).and_then(Value::as_u64))
+                else {
+                    continue;
+                };
+                if let Some(&i) = self.index.get(&EntryId(entry as u32)) {
+                    if let Item::Msg { pruned, .. } = &mut self.items[i] {
+                        pruned.insert(part as usize);
+                    }
+                }
+            }
+        }
+        let anchor = cp.details.get("anchor").and_then(Value::as_u64);
+        let removed = cp.details.get("anchoredTokensRemoved").and_then(Value::as_u64).unwrap_or(0);
+        if let Some(anchor) = anchor {
+            *self.removed.entry(EntryId(anchor as u32)).or_default() += removed;
+        }
+    }
+
+    /// The message of item `i` (panics on a compaction item).
+    pub(crate) fn msg(&self, i: usize) -> &Message {
+        self.items[i].message().expect("item is a message")
+    }
+
+    /// Whether part `part` of item `i` is stamped `prunedAt`.
+    pub(crate) fn is_pruned(&self, i: usize, part: usize) -> bool {
+        matches!(&self.items[i], Item::Msg { pruned, .. } if pruned.contains(&part))
+    }
+
+    /// Replaces the content of item `i` in this pass.
+    pub(crate) fn replace(&mut self, i: usize, message: Message, rw: &mut Rewrite) {
+        if let Item::Msg { msg, .. } = &mut self.items[i] {
+            *msg = Cow::Owned(message);
+            rw.changed.insert(i);
+        }
+    }
+
+    /// Stamps `prunedAt` on part `part` of item `i`.
+    pub(crate) fn mark_pruned(&mut self, i: usize, part: usize, rw: &mut Rewrite) {
+        if let Item::Msg { id, pruned, .. } = &mut self.items[i] {
+            pruned.insert(part);
+            rw.pruned.push((*id, part));
+        }
+    }
+
+    /// Index of the latest compaction entry.
+    pub(crate) fn latest_compaction(&self) -> Option<usize> {
+        self.items.iter().rposition(|it| matches!(it, Item::Compaction { .. }))
+    }
+
+    /// The latest compaction entry.
+    pub(crate) fn latest(&self) -> Option<&Compaction> {
+        self.latest_compaction().map(|i| match &self.items[i] {
+            Item::Compaction { c, .. } => c,
+            Item::Msg { .. } => unreachable!("latest_compaction returns a compaction"),
+        })
+    }
+
+    /// Id of the latest compaction entry (to tell stale usage from fresh).
+    pub(crate) fn latest_compaction_id(&self) -> Option<EntryId> {
+        self.latest_compaction().map(|i| self.items[i].id())
+    }
+
+    /// `keepBoundaryId`: the latest compaction's `firstKeptEntryId`, as an item index (0 when
+    /// absent or not found, as `resolveBoundaryIndex` does).
+    pub(crate) fn boundary_index(&self) -> usize {
+        let Some(first) = self.latest().and_then(|c| c.first_kept) else { return 0 };
+        self.items.iter().position(|it| it.id() == first).unwrap_or(0)
+    }
+
+    /// The newest usage anchor after the latest compaction entry, as an item index.
+    pub(crate) fn usage_anchor(&self) -> Option<usize> {
+        let from = self.latest_compaction().map_or(0, |c| c + 1);
+        (from..self.items.len()).rev().find(|&i| self.items[i].message().is_some_and(is_usage_anchor))
+    }
+
+    /// Adds tokens a rewrite removed before the usage anchor (`recordAnchoredHistoryRewrite`).
+    pub(crate) fn record_removed(&mut self, anchor: EntryId, tokens: u64) {
+        *self.removed.entry(anchor).or_default() += tokens;
+    }
+
+    /// `buildSessionContext` in model mode: the latest compaction's summary first, then the
+    /// messages from its `firstKeptEntryId` (searched before it), then everything after it.
+    pub(crate) fn context(&self) -> Vec<Ctx> {
+        let Some(ci) = self.latest_compaction() else {
+            return (0..self.items.len()).filter(|&i| self.items[i].message().is_some()).map(Ctx::Msg).collect();
+        };
+        let mut out = vec![Ctx::Summary(ci)];
+        let first = self.latest().and_then(|c| c.first_kept);
+        if let Some(start) = self.items[..ci].iter().position(|it| Some(it.id()) == first) {
+            out.extend((start..ci).filter(|&i| self.items[i].message().is_some()).map(Ctx::Msg));
+        }
+        out.extend((ci + 1..self.items.len()).filter(|&i| self.items[i].message().is_some()).map(Ctx::Msg));
+        out
+    }
+
+    /// `countMessage` of a context message.
+    pub(crate) fn count(&self, c: Ctx) -> u64 {
+        match c {
+            Ctx::Msg(i) => count_message(self.msg(i)),
+            Ctx::Summary(i) => match &self.items[i] {
+                Item::Compaction { c, .. } => count_compaction_summary(&c.raw, 0),
+                Item::Msg { .. } => 0,
+            },
+        }
+    }
+
+    /// `computeNonMessageTokens`: the system prompt (our log carries no tool schemas).
+    pub(crate) fn system_tokens(&self) -> u64 {
+        self.system.iter().map(|m| count_message(m)).sum()
+    }
+
+    /// `#estimateStoredContextTokens`: the local floor, system prompt plus every context
+    /// message.
+    pub(crate) fn stored_estimate(&self) -> u64 {
+        self.system_tokens() + self.context().into_iter().map(|c| self.count(c)).sum::<u64>()
+    }
+
+    /// `getContextUsage().tokens` (`getContextBreakdown`): anchored on the newest good reply
+    /// after the latest compaction — its prompt tokens minus what rewrites removed before it,
+    /// plus the local count of every later context message — or, without an anchor, the
+    /// system prompt plus every context message.
+    pub(crate) fn context_usage(&self) -> u64 {
+        let ctx = self.context();
+        if let Some(anchor) = self.usage_anchor() {
+            if let Some(pos) = ctx.iter().position(|&c| c == Ctx::Msg(anchor)) {
+                let usage = valid_usage(self.msg(anchor)).expect("anchor has usage");
+                let removed = self.removed.get(&self.items[anchor].id()).copied().unwrap_or(0);
+                return prompt_tokens(&usage).saturating_sub(removed)
+                    + ctx[pos + 1..].iter().map(|&c| self.count(c)).sum::<u64>();
+            }
+        }
+        self.system_tokens() + ctx.iter().map(|&c| self.count(c)).sum::<u64>()
+    }
+
+    /// `compactionContextTokens(getContextUsage(), storedEstimate)`: the residual the
+    /// post-maintenance checks compare.
+    pub(crate) fn residual(&self) -> u64 {
+        self.context_usage().max(self.stored_estimate())
+    }
+
+    /// `collectToolCallsById` over the branch.
+    pub(crate) fn tool_calls(&self) -> ToolCalls<'_> {
+        let mut calls = HashMap::new();
+        for it in &self.items {
+            let Some(m) = it.message() else { continue };
+            if m.role != Role::Assistant {
+                continue;
+            }
+            for p in &m.parts {
+                if let Part::ToolCall { id, name, args } = p {
+                    calls.insert(id.as_str(), (name.as_str(), args));
+                }
+            }
+        }
+        calls
+    }
+
+    /// For each item, the tokens of every message entry strictly after it
+    /// (`computeMessageSuffixTokens`; compaction entries count nothing).
+    pub(crate) fn message_suffix_tokens(&self) -> Vec<u64> {
+        let mut out = vec![0; self.items.len()];
+        let mut acc = 0;
+        for i in (0..self.items.len()).rev() {
+            out[i] = acc;
+            if let Some(m) = self.items[i].message() {
+                acc += count_message(m);
+            }
+        }
+        out
+    }
+
+    /// The id the next appended checkpoint gets.
+    pub(crate) fn next_id(&self) -> EntryId {
+        EntryId(self.next)
+    }
+
+    /// A rewrite checkpoint for `rw`: replacements for every changed message (whole-message
+    /// stand-ins keeping their call ids) and the `prunedAt` stamps in `details.pruned`.
+    pub(crate) fn rewrite_checkpoint(&self, kind: CheckpointKind, rw: &Rewrite, mut details: Value) -> Checkpoint {
+        let mut cp = Checkpoint::new(kind, Window::Inherit);
+        cp.replacements = rw
+            .changed
+            .iter()
+            .map(|&i| Replacement { entry: self.items[i].id(), message: self.msg(i).clone() })
+            .collect();
+        if let Value::Object(map) = &mut details {
+            map.insert("pruned".into(), json!(rw.pruned.iter().map(|(e, p)| json!([e.0, p])).collect::<Vec<_>>()));
+        }
+        cp.details = details;
+        cp
+    }
+
+    /// Appends `cp` to this pass's output; a window-setting one becomes the latest
+    /// compaction entry of the branch.
+    pub(crate) fn emit(&mut self, cp: Checkpoint) -> EntryId {
+        let id = self.next_id();
+        self.next += 1;
+        if cp.window != Window::Inherit {
+            self.items.push(Item::Compaction { id, c: Compaction::from_checkpoint(&cp) });
+        }
+        self.out.push(cp);
+        id
+    }
+}
