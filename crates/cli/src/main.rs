@@ -27,7 +27,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run strategies over scenarios and write reports/<run>/{results.csv,results.json,report.md}.
+    /// Run strategies over scenarios and write reports/<run>/{results.csv,results.json,report.md,report.html}.
     Eval {
         /// Strategy id to run (repeatable); default: every registered strategy.
         #[arg(long = "strategy", value_name = "ID")]
@@ -63,6 +63,30 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Compare two runs: per strategy and scenario, what changed (tokens, retention,
+    /// violations, compactions), as a Markdown table on stdout.
+    /// Import a recorded transcript: print what it holds, and optionally write a replay scenario.
+    Import {
+        /// The transcript file.
+        file: PathBuf,
+        /// Its format: auto, claude-code, codex, pi, openhands, swe-agent.
+        #[arg(long, default_value = "auto")]
+        format: String,
+        /// Skip malformed lines (and count them) instead of failing on the first.
+        #[arg(long)]
+        lenient: bool,
+        /// OpenHands only: the row of a multi-row output.jsonl.
+        #[arg(long, default_value_t = 0)]
+        row: usize,
+        /// Write a replay scenario (TOML) to this path, pointing at the transcript.
+        #[arg(long, value_name = "PATH")]
+        scenario: Option<PathBuf>,
+    },
+    Report {
+        /// The two runs to compare: run folders (holding results.json) or results.json files.
+        #[arg(long, num_args = 2, value_names = ["RUN_A", "RUN_B"], required = true)]
+        compare: Vec<PathBuf>,
+    },
     /// Show one request of one run: its messages with roles, origins and exact token sizes.
     Inspect {
         /// Strategy id.
@@ -87,6 +111,13 @@ struct Common {
     /// Folder of scenario TOML files.
     #[arg(long = "scenarios", default_value = "scenarios", value_name = "DIR")]
     scenarios_dir: PathBuf,
+    /// A named suite: the scenarios in that subfolder of --scenarios (e.g. `real`, the replays
+    /// of recorded transcripts).
+    #[arg(long, value_name = "NAME")]
+    suite: Option<String>,
+    /// Replay this transcript instead of the scenario files (format detected; repeatable).
+    #[arg(long = "transcript", value_name = "FILE")]
+    transcripts: Vec<PathBuf>,
     /// Tokenizer for exact counts: o200k_base or cl100k_base.
     #[arg(long, default_value = "o200k_base")]
     encoding: String,
@@ -101,7 +132,18 @@ impl Common {
     }
 
     fn scenarios(&self) -> Result<Vec<Scenario>> {
-        Ok(load_dir(&self.scenarios_dir)?)
+        if !self.transcripts.is_empty() {
+            let options = compactbench_import::Options::default();
+            return self.transcripts.iter().map(|t| Ok(Scenario::from_transcript(t, &options)?)).collect();
+        }
+        Ok(load_dir(&self.dir())?)
+    }
+
+    fn dir(&self) -> PathBuf {
+        match &self.suite {
+            Some(suite) => self.scenarios_dir.join(suite),
+            None => self.scenarios_dir.clone(),
+        }
     }
 }
 
@@ -168,7 +210,7 @@ fn eval(
         bail!("--seeds must be at least 1");
     }
     let strategies = select_strategies(strategies)?;
-    let scenarios = select_scenarios(common.scenarios()?, names, &common.scenarios_dir)?;
+    let scenarios = select_scenarios(common.scenarios()?, names, &common.dir())?;
     let counter = common.counter()?;
     let encoding = counter.encoding();
     let bar = ProgressBar::new(strategies.len() as u64 * scenarios.len() as u64 * seeds).with_style(
@@ -241,7 +283,7 @@ fn list(common: &Common) -> Result<()> {
         let i = s.info();
         println!("  {:<28} {:<9} {}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
     }
-    println!("scenarios ({}):", common.scenarios_dir.display());
+    println!("scenarios ({}):", common.dir().display());
     for s in common.scenarios()? {
         println!("  {:<28} window {:>7}  {}", s.name, s.model.window, s.description);
     }
@@ -250,7 +292,7 @@ fn list(common: &Common) -> Result<()> {
 
 fn inspect(strategy: &str, scenario: &str, request: u32, seed: u64, common: &Common) -> Result<()> {
     let strategy = select_strategies(&[strategy.to_owned()])?.remove(0);
-    let scenario = select_scenarios(common.scenarios()?, &[scenario.to_owned()], &common.scenarios_dir)?.remove(0);
+    let scenario = select_scenarios(common.scenarios()?, &[scenario.to_owned()], &common.dir())?.remove(0);
     let counter = common.counter()?;
     let summarizer = Extractive::new(TokenCounter::new(counter.encoding()));
     let session = generate(&scenario, seed);
@@ -273,6 +315,59 @@ fn inspect(strategy: &str, scenario: &str, request: u32, seed: u64, common: &Com
     Ok(())
 }
 
+fn import(file: &Path, format: &str, lenient: bool, row: usize, scenario: Option<&Path>) -> Result<()> {
+    let format = match format {
+        "auto" => None,
+        name => Some(name.parse().map_err(|e: String| anyhow::anyhow!("--format: {e}"))?),
+    };
+    let options = compactbench_import::Options { format, lenient, row };
+    let imported = compactbench_import::import(file, &options)?;
+    let s = &imported.stats;
+    println!("{}: {} transcript", file.display(), imported.format.name());
+    println!("  lines {}  messages {}  tool calls {}  paired {}  unpaired calls {}  unpaired results {}", s.lines, s.messages, s.tool_calls, s.tool_pairs, s.unpaired_calls, s.unpaired_results);
+    println!("  sidechain lines {}  skipped lines {}  reasoning parts {}  opaque reasoning bytes {}  media {}", s.sidechain_lines, s.skipped_lines, s.reasoning_parts, s.opaque_reasoning_bytes, s.media_parts);
+    println!("  recorded compactions {}", imported.recorded.len());
+    for r in &imported.recorded {
+        println!(
+            "    at message {}: trigger {}, tokens before {}, first kept message {}",
+            r.message_index,
+            r.trigger.as_deref().unwrap_or("-"),
+            r.tokens_before.map_or("-".to_owned(), |t| t.to_string()),
+            r.first_kept_message.map_or("-".to_owned(), |m| m.to_string())
+        );
+    }
+    if let Some(out) = scenario {
+        let built = Scenario::from_transcript(file, &options)?;
+        let dir = out.parent().unwrap_or(Path::new("."));
+        let transcript = relative(file, dir);
+        let m = &built.model;
+        let text = format!(
+            "# {}\nname = \"{}\"\ndescription = \"{}\"\n\n[model]\nname = \"{}\"\nwindow = {}\nmax_output = {}\nprovider = \"{}\"\npricing = {{ input = {}, cached_input = {}, output = {} }}\n\n[replay]\ntranscript = \"{}\"\nformat = \"{}\"\nrow = {}\n",
+            built.description, built.name, built.description, m.name, m.window, m.max_output, m.provider.as_str(), m.pricing.input, m.pricing.cached_input, m.pricing.output,
+            transcript.display(), imported.format.name(), row
+        );
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+/// `path` relative to `dir` when both are relative to the same place (`../` steps up as
+/// needed); otherwise `path` made absolute.
+fn relative(path: &Path, dir: &Path) -> PathBuf {
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let (path, dir) = (abs(path), abs(dir));
+    let common = path.components().zip(dir.components()).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in dir.components().skip(common) {
+        out.push("..");
+    }
+    for c in path.components().skip(common) {
+        out.push(c);
+    }
+    out
+}
+
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, common } => {
@@ -280,6 +375,11 @@ fn main() -> Result<()> {
             eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &common)
         }
         Command::List { common } => list(&common),
+        Command::Import { file, format, lenient, row, scenario } => import(&file, &format, lenient, row, scenario.as_deref()),
+        Command::Report { compare } => {
+            print!("{}", compactbench_report::compare(&compare[0], &compare[1])?);
+            Ok(())
+        }
         Command::Inspect { strategy, scenario, request, seed, common } => inspect(&strategy, &scenario, request, seed, &common),
     }
 }

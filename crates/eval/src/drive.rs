@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use compactbench_core::request::{lower, validate};
 use compactbench_core::{
-    Cx, Decision, Entry, ErrorKind, Log, Message, Moment, Origin, Shape, Strategy, Summarizer, SummaryRequest, Usage, View,
-    VirtualStore,
+    Cx, Decision, Entry, EntryId, ErrorKind, Log, Message, Moment, Origin, Shape, Strategy, Summarizer, SummaryRequest, Usage, View,
+    VirtualStore, Window,
 };
 use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
@@ -70,6 +70,10 @@ struct Run<'a> {
     request: u32,
     /// Consecutive failed compactions (handed to strategies as `Cx::failures`).
     failures: u32,
+    /// The session step being replayed.
+    step: usize,
+    /// Log entry -> the session step whose message it holds.
+    entry_step: HashMap<EntryId, usize>,
 }
 
 fn keys(view: &View) -> Vec<Key> {
@@ -134,6 +138,8 @@ impl Run<'_> {
         self.compact_micros += started.elapsed().as_micros() as u64;
         let mut record = CompactionRecord {
             request: self.request,
+            step: self.step as u32,
+            first_kept_step: None,
             moment: match at {
                 Moment::TurnEnd => "turn_end",
                 Moment::BeforeRequest => "before_request",
@@ -154,6 +160,14 @@ impl Run<'_> {
             Ok(checkpoints) if checkpoints.is_empty() => return false,
             Ok(checkpoints) => {
                 for cp in checkpoints {
+                    let first_kept = match &cp.window {
+                        Window::From(id) => self.entry_step.get(id).copied(),
+                        Window::Kept(ids) => ids.iter().filter_map(|id| self.entry_step.get(id)).min().copied(),
+                        Window::Inherit => None,
+                    };
+                    if cp.window != Window::Inherit {
+                        record.first_kept_step = first_kept.map(|s| s as u32);
+                    }
                     record.kinds.push(cp.kind.as_str());
                     record.estimated_before = record.estimated_before.max(cp.tokens_before);
                     record.injected_tokens += cp.injected.iter().map(|m| self.env.counter.count_message(m)).sum::<u64>();
@@ -462,6 +476,8 @@ pub fn run_with(
         compact_micros: 0,
         request: 0,
         failures: 0,
+        step: 0,
+        entry_step: HashMap::new(),
     };
     run.log.push_message(session.system.clone());
     let facts = &session.facts;
@@ -477,6 +493,7 @@ pub fn run_with(
     let mut any_assistant = false;
     let mut step = 0;
     while step < session.steps.len() {
+        run.step = step;
         let span = options.delegate.then(|| session.spans.iter().position(|s| s.start == step)).flatten();
         let last = match span {
             Some(n) => {
@@ -492,13 +509,17 @@ pub fn run_with(
                         if any_assistant {
                             run.maybe_compact(Moment::TurnEnd);
                         }
-                        run.log.push_message(m.clone());
+                        let id = run.log.push_message(m.clone());
+                        run.entry_step.insert(id, step);
                     }
                     Step::Tool(m) => {
-                        run.log.push_message(m.clone());
+                        let id = run.log.push_message(m.clone());
+                        run.entry_step.insert(id, step);
                     }
                     Step::Assistant(m) => {
+                        let id = run.log.next_id();
                         run.request(&mut tally, step, m, &mut observe);
+                        run.entry_step.insert(id, step);
                         any_assistant = true;
                     }
                 }

@@ -342,8 +342,13 @@ fn system_prompt(g: &mut Gen<'_>) -> Message {
     Message::system(lines.join("\n"))
 }
 
-/// Generates the session of `scenario` for `seed`.
+/// Generates the session of `scenario` for `seed` (a replay scenario's session is its
+/// transcript, the same for every seed).
 pub fn generate(scenario: &Scenario, seed: u64) -> Session {
+    if let Some(replay) = &scenario.replay {
+        let replay = replay.imported.as_ref().expect("replay scenarios are built by Scenario::load or from_transcript");
+        return crate::replay::session(&replay.messages);
+    }
     let rng = ChaCha8Rng::seed_from_u64(stable_hash(&scenario.name) ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut g = Gen {
         rng,

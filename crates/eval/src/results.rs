@@ -68,6 +68,11 @@ pub struct RequestRecord {
 pub struct CompactionRecord {
     /// The request it preceded.
     pub request: u32,
+    /// The session step it preceded.
+    pub step: u32,
+    /// The first session step its window keeps verbatim (`None` if it keeps none or
+    /// inherits the previous window).
+    pub first_kept_step: Option<u32>,
     /// `turn_end`, `before_request` or `overflow`.
     pub moment: &'static str,
     /// The strategy's reason.

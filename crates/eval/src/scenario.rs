@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use compactbench_core::{ModelProfile, Shape};
 use serde::Deserialize;
@@ -18,9 +19,13 @@ pub struct Scenario {
     pub description: String,
     /// The model the session runs against.
     pub model: ModelProfile,
-    /// How the session is generated.
+    /// How the session is generated (absent for a replay scenario).
+    #[serde(default)]
     pub session: SessionSpec,
-    /// Facts to plant.
+    /// A recorded transcript to replay instead of a generated session.
+    #[serde(default)]
+    pub replay: Option<ReplaySpec>,
+    /// Facts to plant (generated sessions only; replays mine theirs).
     #[serde(default, rename = "facts")]
     pub facts: Vec<FactSpec>,
 }
@@ -52,8 +57,90 @@ impl Default for ToolWeights {
     }
 }
 
+/// A real transcript replayed as the session.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaySpec {
+    /// The transcript, relative to the scenario file's folder.
+    pub transcript: PathBuf,
+    /// Its format (`claude-code`, `codex`, `pi`, `openhands`, `swe-agent`); detected if absent.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// OpenHands only: the row of a multi-row file.
+    #[serde(default)]
+    pub row: usize,
+    /// The imported transcript, filled by [`Scenario::load`].
+    #[serde(skip)]
+    pub imported: Option<Arc<Replay>>,
+}
+
+impl PartialEq for ReplaySpec {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.transcript, &self.format, self.row) == (&other.transcript, &other.format, other.row)
+    }
+}
+
+/// A transcript ready to replay: its messages without the harness's own compaction summaries,
+/// and those compactions, placed at session steps (ground truth for the matching strategy).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    /// The format it was read as.
+    pub format: compactbench_import::Format,
+    /// Messages to replay.
+    pub messages: Vec<compactbench_core::Message>,
+    /// The harness's own compactions.
+    pub recorded: Vec<Recorded>,
+    /// What the importer counted.
+    pub stats: compactbench_import::Stats,
+}
+
+/// A compaction the original harness recorded, in session steps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// The session step before which it happened.
+    pub step: usize,
+    /// What the harness says triggered it.
+    pub trigger: Option<String>,
+    /// The harness's own count of context tokens before it.
+    pub tokens_before: Option<u64>,
+    /// The first step it kept verbatim, where the format says.
+    pub first_kept_step: Option<usize>,
+    /// Length of its summary in characters, where recorded.
+    pub summary_chars: Option<usize>,
+}
+
+impl Replay {
+    /// Prepares an import for replay. Claude Code stores its compaction summary as a user
+    /// message; it is the harness's output, not session input, so it is left out (and the
+    /// step numbers of later messages shift accordingly).
+    pub fn new(imported: compactbench_import::Imported) -> Replay {
+        let summary_at: Vec<usize> = imported
+            .recorded
+            .iter()
+            .filter(|r| imported.format == compactbench_import::Format::ClaudeCode && r.summary.is_some())
+            .map(|r| r.message_index)
+            .collect();
+        let leading_system = imported.messages.first().is_some_and(|m| m.role == compactbench_core::Role::System);
+        // Message index -> session step: minus the system prompt, minus dropped summaries before it.
+        let step = |index: usize| index.saturating_sub(usize::from(leading_system)) - summary_at.iter().filter(|&&d| d < index).count();
+        let recorded = imported
+            .recorded
+            .iter()
+            .map(|r| Recorded {
+                step: step(r.message_index),
+                trigger: r.trigger.clone(),
+                tokens_before: r.tokens_before,
+                first_kept_step: r.first_kept_message.map(step),
+                summary_chars: r.summary.as_ref().map(|s| s.chars().count()),
+            })
+            .collect();
+        let messages = imported.messages.into_iter().enumerate().filter(|(i, _)| !summary_at.contains(i)).map(|(_, m)| m).collect();
+        Replay { format: imported.format, messages, recorded, stats: imported.stats }
+    }
+}
+
 /// How the session is generated.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSpec {
     /// Number of user turns.
@@ -133,11 +220,45 @@ impl Scenario {
         Ok(scenario)
     }
 
-    /// Reads, parses and validates a scenario file.
+    /// Reads, parses and validates a scenario file; a replay scenario's transcript is
+    /// imported too (relative to the file's folder).
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError { path: path.to_owned(), message: format!("cannot read: {e}") })?;
-        Scenario::parse(path, &text)
+        let mut scenario = Scenario::parse(path, &text)?;
+        if let Some(replay) = &mut scenario.replay {
+            let file = path.parent().unwrap_or(Path::new(".")).join(&replay.transcript);
+            let format = match &replay.format {
+                Some(f) => Some(f.parse().map_err(|e: String| ScenarioError { path: path.to_owned(), message: format!("field `replay.format`: {e}") })?),
+                None => None,
+            };
+            let options = compactbench_import::Options { format, lenient: false, row: replay.row };
+            let imported = compactbench_import::import(&file, &options)
+                .map_err(|e| ScenarioError { path: path.to_owned(), message: format!("field `replay.transcript`: {e}") })?;
+            replay.imported = Some(Arc::new(Replay::new(imported)));
+        }
+        Ok(scenario)
+    }
+
+    /// A replay scenario for a transcript file, with a model profile suited to its format.
+    pub fn from_transcript(path: &Path, options: &compactbench_import::Options) -> Result<Scenario, ScenarioError> {
+        let imported = compactbench_import::import(path, options).map_err(|e| ScenarioError { path: path.to_owned(), message: e.to_string() })?;
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
+        let name: String = stem.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        let format = imported.format;
+        Ok(Scenario {
+            name,
+            description: format!("Replay of {} ({} transcript).", path.display(), format.name()),
+            model: default_model(format),
+            session: SessionSpec::default(),
+            replay: Some(ReplaySpec {
+                transcript: path.to_owned(),
+                format: Some(format.name().to_owned()),
+                row: options.row,
+                imported: Some(Arc::new(Replay::new(imported))),
+            }),
+            facts: Vec::new(),
+        })
     }
 
     fn validate(&self) -> Result<(), (String, String)> {
@@ -150,6 +271,15 @@ impl Scenario {
         }
         if self.model.max_output == 0 || self.model.max_output >= self.model.window {
             return fail("model.max_output", format!("expected 1..{} (below the window), got {}", self.model.window, self.model.max_output));
+        }
+        if self.replay.is_some() {
+            if self.session != SessionSpec::default() || !self.facts.is_empty() {
+                return fail("replay", "expected no [session] and no [[facts]] in a replay scenario (its probes are mined from the transcript)".into());
+            }
+            return Ok(());
+        }
+        if self.session == SessionSpec::default() {
+            return fail("session", "expected a [session] table (or a [replay] table)".into());
         }
         let s = &self.session;
         if s.turns == 0 {
@@ -192,6 +322,20 @@ impl Scenario {
     pub fn provider(&self) -> Shape {
         self.model.provider
     }
+}
+
+/// A model profile for replaying a transcript of `format`: the model family the recorded
+/// sessions used, with its window, output cap, wire shape and list prices (USD per million).
+pub fn default_model(format: compactbench_import::Format) -> ModelProfile {
+    use compactbench_core::Pricing;
+    use compactbench_import::Format;
+    let (name, window, max_output, provider, pricing) = match format {
+        Format::ClaudeCode | Format::Pi => ("claude-sonnet-4", 200_000, 32_000, Shape::Anthropic, Pricing { input: 3.0, cached_input: 0.3, output: 15.0 }),
+        Format::Codex => ("gpt-5-codex", 272_000, 128_000, Shape::OpenaiResponses, Pricing { input: 1.25, cached_input: 0.125, output: 10.0 }),
+        Format::OpenHands => ("llama-4-maverick", 128_000, 8_192, Shape::OpenaiChat, Pricing { input: 0.2, cached_input: 0.2, output: 0.6 }),
+        Format::SweAgent => ("gpt-4", 32_000, 4_096, Shape::OpenaiChat, Pricing { input: 30.0, cached_input: 30.0, output: 60.0 }),
+    };
+    ModelProfile { name: name.into(), window, max_output, provider, pricing }
 }
 
 /// Loads every `*.toml` in `dir`, sorted by file name.

@@ -12,8 +12,8 @@ fn num(x: f64) -> String {
     if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.1}") }
 }
 
-/// Rounds shown in the drift table.
-const DRIFT_ROUNDS: usize = 8;
+/// Rounds shown in the drift table (and the drift chart of report.html).
+pub(crate) const DRIFT_ROUNDS: usize = 8;
 
 fn retained(s: Status) -> bool {
     s != Status::Lost
@@ -101,6 +101,50 @@ fn discrimination(out: &mut String, runs: &[&RunResult]) {
     }
 }
 
+/// Column heads of the per-scenario table (report.md and report.html show the same table).
+pub(crate) const MAIN_HEADER: [&str; 17] = [
+    "strategy",
+    "requests",
+    "compactions",
+    "events",
+    "failed",
+    "peak tokens",
+    "mean tokens",
+    "total input",
+    "cached",
+    "over window",
+    "cost $",
+    "violations chat/resp/anth/gem",
+    "facts",
+    "verbatim %",
+    "recoverable %",
+    "lost %",
+    "summarizer in/out",
+];
+
+/// One row of the per-scenario table, formatted, in [`MAIN_HEADER`] order.
+pub(crate) fn main_cells(r: &Row) -> [String; 17] {
+    [
+        r.strategy.clone(),
+        num(r.requests),
+        num(r.compactions),
+        if r.events.is_empty() { "–".to_owned() } else { r.events.clone() },
+        num(r.failed_compactions),
+        r.peak_tokens.to_string(),
+        num(r.mean_tokens.round()),
+        num(r.total_input_tokens.round()),
+        format!("{:.0}%", 100.0 * r.cached_share),
+        num(r.over_window_requests),
+        format!("{:.2}", r.cost_usd),
+        format!("{}/{}/{}/{}", r.violations_openai_chat, r.violations_openai_responses, r.violations_anthropic, r.violations_gemini),
+        r.facts.to_string(),
+        format!("{:.0}", r.verbatim_pct),
+        format!("{:.0}", r.recoverable_pct),
+        format!("{:.0}", r.lost_pct),
+        format!("{}/{}", num(r.summarizer_input_tokens.round()), num(r.summarizer_output_tokens.round())),
+    ]
+}
+
 /// The Markdown report: strategies, then per scenario the main table, retention by fact
 /// kind and by round, and whether the scenario tells strategies apart.
 ///
@@ -131,34 +175,10 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
             sc.model.max_output,
             sc.model.provider.as_str()
         );
-        let _ = writeln!(out, "| strategy | requests | compactions | events | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | summarizer in/out |");
+        let _ = writeln!(out, "| {} |", MAIN_HEADER.join(" | "));
         let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|");
         for r in &here {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {:.0}% | {} | {:.2} | {}/{}/{}/{} | {} | {:.0} | {:.0} | {:.0} | {}/{} |",
-                r.strategy,
-                num(r.requests),
-                num(r.compactions),
-                if r.events.is_empty() { "–" } else { &r.events },
-                num(r.failed_compactions),
-                r.peak_tokens,
-                num(r.mean_tokens.round()),
-                num(r.total_input_tokens.round()),
-                100.0 * r.cached_share,
-                num(r.over_window_requests),
-                r.cost_usd,
-                r.violations_openai_chat,
-                r.violations_openai_responses,
-                r.violations_anthropic,
-                r.violations_gemini,
-                r.facts,
-                r.verbatim_pct,
-                r.recoverable_pct,
-                r.lost_pct,
-                num(r.summarizer_input_tokens.round()),
-                num(r.summarizer_output_tokens.round()),
-            );
+            let _ = writeln!(out, "| {} |", main_cells(r).join(" | "));
         }
         let scenario_runs: Vec<&RunResult> = runs.iter().filter(|r| r.scenario == sc.name && r.summarizer == summarizer).collect();
         let strategies: Vec<&str> = here.iter().map(|r| r.strategy.as_str()).collect();

@@ -10,7 +10,7 @@ use expect_test::expect;
 
 use crate::{markdown, rows, StrategyMeta};
 
-fn scenario() -> Scenario {
+pub(crate) fn scenario() -> Scenario {
     let text = r#"
 name = "tiny"
 description = "A hand-built scenario."
@@ -46,9 +46,11 @@ fn fact(id: &str, kind: FactKind, last: Status, after_round: Vec<Status>) -> Fac
     }
 }
 
-fn runs() -> Vec<RunResult> {
+pub(crate) fn runs() -> Vec<RunResult> {
     let compaction = CompactionRecord {
         request: 1,
+        step: 3,
+        first_kept_step: Some(2),
         moment: "turn_end",
         reason: "threshold".into(),
         kinds: vec!["summary"],
@@ -159,10 +161,10 @@ fn csv_rows_snapshot() {
         w.serialize(r).unwrap();
     }
     expect![[r#"
-        scenario,strategy,summarizer,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens
-        tiny,none,extractive,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0
-        tiny,sum,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0
-        tiny,sum,oracle,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,100.0,0.0,0.0,1800.0,200.0,0.0
-        tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0
+        scenario,strategy,summarizer,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens,child_input_tokens
+        tiny,none,extractive,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0,0.0
+        tiny,sum,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0,0.0
+        tiny,sum,oracle,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,100.0,0.0,0.0,1800.0,200.0,0.0,0.0
+        tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0,0.0
     "#]].assert_eq(&String::from_utf8(w.into_inner().unwrap()).unwrap());
 }
