@@ -245,10 +245,12 @@ impl Scenario {
         let imported = compactbench_import::import(path, options).map_err(|e| ScenarioError { path: path.to_owned(), message: e.to_string() })?;
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
         let name: String = stem.to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        let name = name.split('-').filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-");
         let format = imported.format;
+        let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
         Ok(Scenario {
             name,
-            description: format!("Replay of {} ({} transcript).", path.display(), format.name()),
+            description: format!("Replay of the recorded {} session {file}.", format.name()),
             model: default_model(format),
             session: SessionSpec::default(),
             replay: Some(ReplaySpec {

@@ -267,7 +267,8 @@ fn boundary_tag_len(s: &str) -> Option<usize> {
     spaces(&mut i);
     let name = ["conversation", "previous-summary"]
         .into_iter()
-        .find(|n| b.len() >= i + n.len() && s[i..i + n.len()].eq_ignore_ascii_case(n))?;
+        // Compare bytes: `s[i..]` could split a multi-byte character of real transcripts.
+        .find(|n| b.len() >= i + n.len() && b[i..i + n.len()].eq_ignore_ascii_case(n.as_bytes()))?;
     i += name.len();
     spaces(&mut i);
     (b.get(i) == Some(&b'>')).then_some(i + 1)
