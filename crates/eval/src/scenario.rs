@@ -105,8 +105,8 @@ pub struct Recorded {
     pub tokens_before: Option<u64>,
     /// The first step it kept verbatim, where the format says.
     pub first_kept_step: Option<usize>,
-    /// Length of its summary in characters, where recorded.
-    pub summary_chars: Option<usize>,
+    /// Its summary text, where recorded.
+    pub summary: Option<String>,
 }
 
 impl Replay {
@@ -131,7 +131,7 @@ impl Replay {
                 trigger: r.trigger.clone(),
                 tokens_before: r.tokens_before,
                 first_kept_step: r.first_kept_message.map(step),
-                summary_chars: r.summary.as_ref().map(|s| s.chars().count()),
+                summary: r.summary.clone(),
             })
             .collect();
         let messages = imported.messages.into_iter().enumerate().filter(|(i, _)| !summary_at.contains(i)).map(|(_, m)| m).collect();
