@@ -8,7 +8,9 @@
 
 mod charts;
 mod compare;
+mod ground_truth;
 mod html;
+mod isolation;
 mod markdown;
 mod row;
 

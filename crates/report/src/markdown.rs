@@ -185,6 +185,8 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
         retention_tables(&mut out, &scenario_runs, &strategies);
         discrimination(&mut out, &scenario_runs);
         bounds_table(&mut out, rows, &sc.name, summarizer);
+        crate::isolation::isolation_table(&mut out, &here);
+        crate::ground_truth::ground_truth(&mut out, sc, &scenario_runs);
     }
     out
 }

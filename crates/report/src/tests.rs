@@ -98,7 +98,10 @@ pub(crate) fn runs() -> Vec<RunResult> {
     let mut oracle = s.clone();
     oracle.summarizer = "oracle".into();
     oracle.facts[1].last = Status::VerbatimSummary;
-    vec![none, s, oracle, t]
+    let mut delegated = s.clone();
+    delegated.strategy = "sum+delegate".into();
+    delegated.child = compactbench_eval::drive::ChildCost { requests: 2, input_tokens: 900, cached_tokens: 400, output_tokens: 120 };
+    vec![none, s, oracle, delegated, t]
 }
 
 #[test]
@@ -125,6 +128,7 @@ fn markdown_report_snapshot() {
         |---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|
         | none | 2 | 0 | – | 0 | 2500 | 2000 | 4000 | 38% | 1 | 0.01 | 0/0/2/0 | 2 | 100 | 0 | 0 | 0/0 |
         | sum | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 2 | 50 | 0 | 50 | 1800/200 |
+        | sum+delegate | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 2 | 50 | 0 | 50 | 1800/200 |
         | trunc | 2 | 1 | truncate 1 | 0 | 1500 | 1200 | 2400 | 0% | 0 | 0.01 | 0/0/2/0 | 2 | 0 | 50 | 50 | 0/0 |
 
         Retained (verbatim or recoverable) at the last request that needed it, by fact kind:
@@ -133,6 +137,7 @@ fn markdown_report_snapshot() {
         |---|---:|---:|
         | none | 1/1 | 1/1 |
         | sum | 1/1 | 0/1 |
+        | sum+delegate | 1/1 | 0/1 |
         | trunc | 0/1 | 1/1 |
 
         Retained after the fact's 1st, 2nd, … compaction (facts that went through that many):
@@ -141,15 +146,23 @@ fn markdown_report_snapshot() {
         |---|---:|---:|---:|---:|---:|---:|---:|---:|
         | none | – | – | – | – | – | – | – | – |
         | sum | 1/2 | – | – | – | – | – | – | – |
+        | sum+delegate | 1/2 | – | – | – | – | – | – | – |
         | trunc | 1/2 | – | – | – | – | – | – | – |
 
-        Discriminates: **yes** — facts kept by some strategies are lost by sum, trunc; kept by sum, trunc.
+        Discriminates: **yes** — facts kept by some strategies are lost by sum, sum+delegate, trunc; kept by sum, sum+delegate, trunc.
 
         Summary bounds — retained % (verbatim + recoverable) with the extractive summarizer, a null summary and an oracle summary:
 
         | strategy | extractive | null | oracle |
         |---|---:|---:|---:|
         | sum | 50 | – | 100 |
+
+        Thread isolation vs in-place compaction (per session; cost includes subagents and prompt caching):
+
+        | strategy | parent input tokens | subagent input tokens | cached | cost $ | retained % | compactions | handoffs |
+        |---|---:|---:|---:|---:|---:|---:|---:|
+        | sum | 2200 | 0 | 0% | 0.02 | 50 | 1.0 | 0 |
+        | sum+delegate | 2200 | 900 | 0% | 0.02 | 50 | 1.0 | 0 |
     "#]].assert_eq(&md);
 }
 
@@ -165,6 +178,7 @@ fn csv_rows_snapshot() {
         tiny,none,extractive,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0,0.0
         tiny,sum,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0,0.0
         tiny,sum,oracle,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,100.0,0.0,0.0,1800.0,200.0,0.0,0.0
+        tiny,sum+delegate,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.019,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0,900.0
         tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0,0.0
     "#]].assert_eq(&String::from_utf8(w.into_inner().unwrap()).unwrap());
 }
