@@ -1,5 +1,7 @@
 //! The `compactbench` command.
 
+mod summarizer;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -55,6 +57,8 @@ enum Command {
         /// Run no delegation rows.
         #[arg(long)]
         no_delegation: bool,
+        #[command(flatten)]
+        summarizer: summarizer::SummarizerArgs,
         #[command(flatten)]
         common: Common,
     },
@@ -204,6 +208,7 @@ fn eval(
     jobs: Option<usize>,
     bounds: bool,
     delegate: &[String],
+    summarizer: &summarizer::SummarizerArgs,
     common: &Common,
 ) -> Result<()> {
     if seeds == 0 {
@@ -222,7 +227,8 @@ fn eval(
     };
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
-    let extractive: &SummarizerFactory<'_> = &|_| Box::new(Extractive::new(TokenCounter::new(encoding)));
+    let primary = summarizer::Primary::new(summarizer, encoding)?;
+    let extractive: &SummarizerFactory<'_> = &|session| primary.for_session(session);
     let mut runs = pool.install(|| {
         run_matrix(&strategies, &scenarios, seeds, &counter, &extractive, RunOptions::default(), &tick)
     });
@@ -257,14 +263,17 @@ fn eval(
             scenarios.iter().position(|s| s.name == r.scenario),
             strategies.iter().position(|s| r.strategy.strip_suffix("+delegate").unwrap_or(&r.strategy) == s.info().id),
             r.strategy.ends_with("+delegate"),
-            ["extractive", "null", "oracle"].iter().position(|n| *n == r.summarizer),
+            [primary.name(), "null", "oracle"].iter().position(|n| *n == r.summarizer),
             r.seed,
         )
     };
     runs.sort_by_key(position);
     let meta: Vec<StrategyMeta> = strategies.iter().map(|s| meta(s.as_ref())).collect();
-    compactbench_report::write(out, &scenarios, &meta, &runs, "extractive")
+    compactbench_report::write(out, &scenarios, &meta, &runs, primary.name())
         .with_context(|| format!("writing reports to {}", out.display()))?;
+    if let Some(c) = primary.cache_stats() {
+        eprintln!("summary cache: {} calls served from cache, {} sent to the model", c.hits, c.misses);
+    }
     let (misses, hits) = counter.stats();
     eprintln!(
         "{} runs in {:.1}s ({} unique messages tokenized, {} cache hits); wrote {}",
@@ -370,9 +379,9 @@ fn relative(path: &Path, dir: &Path) -> PathBuf {
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, common } => {
+        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, summarizer, common } => {
             let delegate = if no_delegation { Vec::new() } else { delegate };
-            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &common)
+            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &summarizer, &common)
         }
         Command::List { common } => list(&common),
         Command::Import { file, format, lenient, row, scenario } => import(&file, &format, lenient, row, scenario.as_deref()),

@@ -1,0 +1,122 @@
+//! Which summarizer strategies get: the offline extractive one, or a real model behind an
+//! OpenAI-compatible server, with a replay cache and optional fault injection.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+use compactbench_core::{Error, Summarizer, Summary, SummaryRequest};
+use compactbench_eval::generate::Session;
+use compactbench_summarize::{CacheMode, CacheStats, Extractive, FaultKind, Faulty, ReplayCache, Trigger};
+use compactbench_summarize_http::{OpenAi, OpenAiConfig};
+use compactbench_tokens::{Encoding, TokenCounter};
+
+#[derive(clap::Args)]
+pub(crate) struct SummarizerArgs {
+    /// The summarizer strategies call: `extractive` (offline, deterministic) or `openai` (any
+    /// OpenAI-compatible chat-completions server: vLLM, llama.cpp server, Ollama).
+    #[arg(long, default_value = "extractive", value_parser = ["extractive", "openai"])]
+    summarizer: String,
+    /// Server base URL (or COMPACTBENCH_OPENAI_BASE_URL), e.g. http://127.0.0.1:8080/v1.
+    #[arg(long)]
+    openai_base_url: Option<String>,
+    /// Model name (or COMPACTBENCH_OPENAI_MODEL).
+    #[arg(long)]
+    openai_model: Option<String>,
+    /// API key (or COMPACTBENCH_OPENAI_API_KEY); many local servers need none.
+    #[arg(long)]
+    openai_api_key: Option<String>,
+    /// Replay cache folder for model summaries (one JSON file per request).
+    #[arg(long, default_value = compactbench_summarize::DEFAULT_ROOT)]
+    cache_dir: PathBuf,
+    /// Serve model summaries only from the cache; a miss is an error (re-report a run without
+    /// the model).
+    #[arg(long)]
+    replay_only: bool,
+    /// Inject a summarizer fault: KIND[@TRIGGER], KIND one of timeout, http500, empty,
+    /// over-cap, garbage; TRIGGER always (default), nth:N or every:N.
+    #[arg(long, value_name = "KIND[@TRIGGER]")]
+    fault: Option<String>,
+}
+
+/// A summarizer shared by every session of a run (one HTTP client, one cache).
+struct Shared(Arc<dyn Summarizer>);
+
+impl Summarizer for Shared {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        self.0.summarize(request)
+    }
+}
+
+/// The primary summarizer of a run, built from the flags.
+pub(crate) struct Primary {
+    model: Option<Arc<ReplayCache>>,
+    fault: Option<(FaultKind, Trigger)>,
+    encoding: Encoding,
+    name: String,
+}
+
+impl Primary {
+    pub(crate) fn new(args: &SummarizerArgs, encoding: Encoding) -> Result<Primary> {
+        let fault = match &args.fault {
+            None => None,
+            Some(spec) => {
+                let (kind, trigger) = spec.split_once('@').unwrap_or((spec, "always"));
+                let kind: FaultKind = kind.parse().map_err(|e| anyhow::anyhow!("--fault {spec:?}: {e}"))?;
+                let trigger: Trigger = trigger.parse().map_err(|e| anyhow::anyhow!("--fault {spec:?}: {e}"))?;
+                Some((kind, trigger))
+            }
+        };
+        let model = match args.summarizer.as_str() {
+            "extractive" => {
+                if args.replay_only {
+                    bail!("--replay-only needs --summarizer openai (the extractive summarizer needs no cache)");
+                }
+                None
+            }
+            _ => {
+                let config = OpenAiConfig::resolve(args.openai_base_url.clone(), args.openai_model.clone(), args.openai_api_key.clone())
+                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                let client = OpenAi::new(config).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                let mode = if args.replay_only { CacheMode::ReplayOnly } else { CacheMode::ReadWrite };
+                Some(Arc::new(ReplayCache::with_root(Box::new(client), &args.cache_dir).mode(mode)))
+            }
+        };
+        let base = match &model {
+            Some(m) => m.name().to_owned(),
+            None => "extractive".to_owned(),
+        };
+        let name = match fault {
+            Some((kind, trigger)) => format!("{base}+{kind}@{trigger}"),
+            None => base,
+        };
+        Ok(Primary { model, fault, encoding, name })
+    }
+
+    /// The report name of the summarizer each session gets.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The summarizer for one session (fault counters are per session, so call numbering is
+    /// deterministic under parallelism).
+    pub(crate) fn for_session(&self, _: &Session) -> Box<dyn Summarizer> {
+        let inner: Box<dyn Summarizer> = match &self.model {
+            Some(m) => Box::new(Shared(m.clone())),
+            None => Box::new(Extractive::new(TokenCounter::new(self.encoding))),
+        };
+        match self.fault {
+            Some((kind, trigger)) => Box::new(Faulty::new(inner, kind, trigger)),
+            None => inner,
+        }
+    }
+
+    /// Cache hits and misses, when a model is used.
+    pub(crate) fn cache_stats(&self) -> Option<CacheStats> {
+        self.model.as_ref().map(|m| m.stats())
+    }
+}
