@@ -5,6 +5,8 @@
 //! language: JavaScript harnesses count UTF-16 code units, Python ones code points, Go and
 //! Rust ones bytes.
 
+use crate::{Log, Message, Part, Role, View, Window};
+
 /// JavaScript `string.length`: UTF-16 code units.
 pub fn utf16_len(s: &str) -> u64 {
     s.encode_utf16().count() as u64
@@ -30,6 +32,40 @@ pub fn bytes_div4_ceil(s: &str) -> u64 {
     (s.len() as u64).div_ceil(4)
 }
 
+/// `ceil(chars / 4)` per part of `message`, summed: texts and reasoning, a tool call's name and
+/// JSON arguments, results; media by their declared size. The estimate of harnesses whose own
+/// is unknown (closed ones), and of several that count this way.
+pub fn message_chars_div4_ceil(message: &Message) -> u64 {
+    message
+        .parts
+        .iter()
+        .map(|part| match part {
+            Part::Text { text } | Part::Reasoning { text } => chars_div4_ceil(text),
+            Part::ToolCall { name, args, .. } => chars_div4_ceil(name) + chars_div4_ceil(&args.to_string()),
+            Part::ToolResult { text, .. } => chars_div4_ceil(text),
+            Part::Media { tokens, .. } => u64::from(*tokens),
+        })
+        .sum()
+}
+
+/// The context size before a request, as most harnesses estimate it: the provider usage of the
+/// newest reply received after the newest window-setting checkpoint (its prompt plus its own
+/// output), plus [`message_chars_div4_ceil`] of every later view message; without such a
+/// reply, the estimate of the whole view. A kept reply from before the checkpoint measured the
+/// longer history and is not used.
+pub fn fresh_usage_plus_chars_div4(log: &Log, view: &View) -> u64 {
+    let anchor = log.checkpoints().rev().find(|(_, cp)| cp.window != Window::Inherit).map(|(id, _)| id);
+    let fresh = view.messages.iter().enumerate().rev().find_map(|(i, m)| {
+        let id = m.origin.entry()?;
+        let usage = m.message.usage.filter(|_| m.message.role == Role::Assistant)?;
+        anchor.is_none_or(|a| id > a).then_some((i, usage))
+    });
+    match fresh {
+        Some((i, usage)) => usage.total() + view.messages[i + 1..].iter().map(|m| message_chars_div4_ceil(&m.message)).sum::<u64>(),
+        None => view.iter().map(message_chars_div4_ceil).sum(),
+    }
+}
+
 /// `n / 4` rounded half up.
 pub fn round_div4(n: u64) -> u64 {
     (n + 2) / 4
@@ -49,5 +85,19 @@ mod tests {
         assert_eq!(utf16_len("é😀"), 3);
         assert_eq!(code_points("é😀"), 2);
         assert_eq!(bytes_div4_ceil("é😀"), 2);
+    }
+
+    #[test]
+    fn fresh_usage_counts_only_replies_after_the_newest_window() {
+        use crate::{default_projection, Checkpoint, CheckpointKind, EntryId, Usage};
+        let mut reply = Message::assistant("abcd");
+        reply.usage = Some(Usage { input: 100, output: 1, cache_read: 0 });
+        let mut log = Log::from_messages([Message::user("12345678"), reply]);
+        log.push_message(Message::user("abcdefgh"));
+        // 101 from the reply's usage + 2 for the 8-char message after it.
+        assert_eq!(fresh_usage_plus_chars_div4(&log, &default_projection(&log)), 103);
+        // After a checkpoint that keeps the reply, its usage measured the longer history.
+        log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(1))));
+        assert_eq!(fresh_usage_plus_chars_div4(&log, &default_projection(&log)), 1 + 2);
     }
 }

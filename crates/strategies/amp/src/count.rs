@@ -2,23 +2,9 @@
 //! `ceil(chars / 4)` of what came after it.
 
 use compactbench_core::estimate::chars_div4_ceil;
-use compactbench_core::{Message, Part, View};
+use compactbench_core::View;
 
-/// Estimated tokens of one part: its text, a tool call's name and JSON arguments, a media
-/// part's own size.
-fn part_tokens(part: &Part) -> u64 {
-    match part {
-        Part::Text { text } | Part::Reasoning { text } => chars_div4_ceil(text),
-        Part::ToolCall { name, args, .. } => chars_div4_ceil(name) + chars_div4_ceil(&args.to_string()),
-        Part::ToolResult { text, .. } => chars_div4_ceil(text),
-        Part::Media { tokens, .. } => u64::from(*tokens),
-    }
-}
-
-/// Estimated tokens of one message.
-pub(crate) fn message_tokens(message: &Message) -> u64 {
-    message.parts.iter().map(part_tokens).sum()
-}
+pub(crate) use compactbench_core::estimate::message_chars_div4_ceil as message_tokens;
 
 /// Estimated tokens of a text.
 pub(crate) fn text_tokens(text: &str) -> u64 {
