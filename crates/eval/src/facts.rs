@@ -20,11 +20,15 @@ pub enum FactKind {
     Decision,
     /// A function or flag name defined in code the assistant read.
     Identifier,
+    /// A hypothesis the assistant ruled out in its reasoning (thinking), never in its visible
+    /// text: what a strategy that drops thinking loses (the seed article's "reasoning
+    /// eviction").
+    RejectedHypothesis,
 }
 
 impl FactKind {
     /// Every kind, in report order.
-    pub const ALL: [FactKind; 7] = [
+    pub const ALL: [FactKind; 8] = [
         FactKind::ErrorMessage,
         FactKind::UserConstraint,
         FactKind::UnresolvedStep,
@@ -32,6 +36,7 @@ impl FactKind {
         FactKind::FilePath,
         FactKind::Decision,
         FactKind::Identifier,
+        FactKind::RejectedHypothesis,
     ];
 
     /// Snake-case name as in scenario files and reports.
@@ -44,6 +49,7 @@ impl FactKind {
             FactKind::FilePath => "file_path",
             FactKind::Decision => "decision",
             FactKind::Identifier => "identifier",
+            FactKind::RejectedHypothesis => "rejected_hypothesis",
         }
     }
 }

@@ -405,7 +405,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                     let name = format!("{}_{tag}", g.ident());
                     Some((Call::Read { path: g.path(), defines: Some(name.clone()) }, name))
                 }
-                FactKind::UserConstraint | FactKind::UnresolvedStep | FactKind::Decision => None,
+                FactKind::UserConstraint | FactKind::UnresolvedStep | FactKind::Decision | FactKind::RejectedHypothesis => None,
             };
             if let Some((call, needle)) = entry {
                 forced.push((call, Some((f.kind, needle, until(f)))));
@@ -487,7 +487,23 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             text.push_str(&sentence);
             closing.push((f.kind, needle, until(f)));
         }
-        g.steps.push(Step::Assistant(Message::assistant(text)));
+        // A ruled-out hypothesis lives only in the closing answer's reasoning, ahead of its text.
+        let mut parts = Vec::new();
+        for f in here.iter().filter(|f| f.kind == FactKind::RejectedHypothesis) {
+            let (name, module, tag) = (g.ident(), g.pick(MODULES), g.tag());
+            let needle = format!("the {module} failure is not caused by {name}_{tag}");
+            parts.push(Part::Reasoning {
+                text: format!("I suspected {name}_{tag} first, but its callers never reach the failing branch, so {needle}; do not revisit it."),
+            });
+            closing.push((f.kind, needle, until(f)));
+        }
+        let message = if parts.is_empty() {
+            Message::assistant(text)
+        } else {
+            parts.push(Part::text(text));
+            Message::new(Role::Assistant, parts)
+        };
+        g.steps.push(Step::Assistant(message));
         for (kind, needle, until_turn) in closing {
             planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn });
         }

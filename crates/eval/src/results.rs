@@ -93,6 +93,9 @@ pub struct CompactionRecord {
     pub summarizer_input: u64,
     /// Summarizer output tokens.
     pub summarizer_output: u64,
+    /// Summaries that stopped at their output cap (`stop == Length`), whether or not the
+    /// strategy then used them: the seed article's "truncation loop".
+    pub summaries_cut_off: u32,
     /// The error, if the compaction failed (nothing was appended).
     pub error: Option<String>,
 }

@@ -347,124 +347,129 @@ fn summarizer_faults_follow_each_strategys_fallback() {
             let ok = r.compactions.iter().filter(|c| c.error.is_none()).count();
             let failed = r.compactions.len() - ok;
             let over = r.requests.iter().filter(|q| q.overflow).count();
-            table.push_str(&format!("{id} {kind}: ok {ok}, failed {failed}, calls {}, over-window requests {over}\n", faulty.calls()));
+            // Summaries cut off at the cap, and compactions that used one anyway (the
+            // truncation loop of the report's failure-mode table).
+            let cut: u32 = r.compactions.iter().map(|c| c.summaries_cut_off).sum();
+            let used = r.compactions.iter().filter(|c| c.summaries_cut_off > 0 && c.error.is_none()).count();
+            let cut = if cut > 0 { format!(", cut off {cut} (used {used})") } else { String::new() };
+            table.push_str(&format!("{id} {kind}: ok {ok}, failed {failed}, calls {}, over-window requests {over}{cut}\n", faulty.calls()));
         }
     }
     expect![[r#"
         aider timeout: ok 2, failed 0, calls 4, over-window requests 0
         aider http500: ok 2, failed 0, calls 4, over-window requests 0
         aider empty: ok 2, failed 0, calls 2, over-window requests 0
-        aider over-cap: ok 2, failed 0, calls 4, over-window requests 2
+        aider over-cap: ok 2, failed 0, calls 4, over-window requests 2, cut off 4 (used 2)
         aider garbage: ok 2, failed 0, calls 2, over-window requests 0
         amp timeout: ok 0, failed 39, calls 39, over-window requests 17
         amp http500: ok 0, failed 39, calls 39, over-window requests 17
         amp empty: ok 0, failed 39, calls 39, over-window requests 17
-        amp over-cap: ok 2, failed 0, calls 2, over-window requests 0
+        amp over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         amp garbage: ok 1, failed 0, calls 1, over-window requests 0
         amp/compaction timeout: ok 0, failed 39, calls 39, over-window requests 17
         amp/compaction http500: ok 0, failed 39, calls 39, over-window requests 17
         amp/compaction empty: ok 0, failed 39, calls 39, over-window requests 17
-        amp/compaction over-cap: ok 2, failed 0, calls 2, over-window requests 0
+        amp/compaction over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         amp/compaction garbage: ok 1, failed 0, calls 1, over-window requests 0
         antigravity timeout: ok 0, failed 37, calls 37, over-window requests 17
         antigravity http500: ok 0, failed 37, calls 37, over-window requests 17
         antigravity empty: ok 0, failed 37, calls 37, over-window requests 17
-        antigravity over-cap: ok 3, failed 0, calls 3, over-window requests 0
+        antigravity over-cap: ok 3, failed 0, calls 3, over-window requests 0, cut off 3 (used 3)
         antigravity garbage: ok 1, failed 0, calls 1, over-window requests 0
         claude-code timeout: ok 0, failed 3, calls 3, over-window requests 17
         claude-code http500: ok 0, failed 3, calls 3, over-window requests 17
         claude-code empty: ok 0, failed 3, calls 3, over-window requests 17
-        claude-code over-cap: ok 19, failed 0, calls 19, over-window requests 0
+        claude-code over-cap: ok 19, failed 0, calls 19, over-window requests 0, cut off 19 (used 19)
         claude-code garbage: ok 6, failed 0, calls 6, over-window requests 0
         codex timeout: ok 0, failed 21, calls 126, over-window requests 17
         codex http500: ok 0, failed 21, calls 126, over-window requests 17
         codex empty: ok 1, failed 0, calls 1, over-window requests 0
-        codex over-cap: ok 1, failed 0, calls 1, over-window requests 0
+        codex over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         codex garbage: ok 1, failed 0, calls 1, over-window requests 0
         codex/remote timeout: ok 0, failed 21, calls 21, over-window requests 17
         codex/remote http500: ok 0, failed 21, calls 21, over-window requests 17
         codex/remote empty: ok 1, failed 0, calls 1, over-window requests 0
-        codex/remote over-cap: ok 1, failed 0, calls 1, over-window requests 0
+        codex/remote over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         codex/remote garbage: ok 1, failed 0, calls 1, over-window requests 0
         cursor timeout: ok 3, failed 16, calls 16, over-window requests 3
         cursor http500: ok 3, failed 16, calls 16, over-window requests 3
         cursor empty: ok 3, failed 16, calls 16, over-window requests 3
-        cursor over-cap: ok 4, failed 0, calls 1, over-window requests 0
+        cursor over-cap: ok 4, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         cursor garbage: ok 4, failed 0, calls 1, over-window requests 0
         deep-agents timeout: ok 0, failed 39, calls 117, over-window requests 17
         deep-agents http500: ok 0, failed 39, calls 117, over-window requests 17
         deep-agents empty: ok 2, failed 0, calls 2, over-window requests 0
-        deep-agents over-cap: ok 3, failed 0, calls 3, over-window requests 0
+        deep-agents over-cap: ok 3, failed 0, calls 3, over-window requests 0, cut off 3 (used 3)
         deep-agents garbage: ok 2, failed 0, calls 2, over-window requests 0
         deepseek-harness timeout: ok 2, failed 35, calls 36, over-window requests 15
         deepseek-harness http500: ok 2, failed 35, calls 36, over-window requests 15
         deepseek-harness empty: ok 2, failed 35, calls 36, over-window requests 15
-        deepseek-harness over-cap: ok 2, failed 35, calls 36, over-window requests 15
+        deepseek-harness over-cap: ok 2, failed 35, calls 36, over-window requests 15, cut off 36 (used 1)
         deepseek-harness garbage: ok 2, failed 0, calls 1, over-window requests 0
         gemini-cli timeout: ok 0, failed 28, calls 28, over-window requests 17
         gemini-cli http500: ok 0, failed 28, calls 28, over-window requests 17
         gemini-cli empty: ok 0, failed 28, calls 56, over-window requests 17
-        gemini-cli over-cap: ok 8, failed 0, calls 16, over-window requests 0
+        gemini-cli over-cap: ok 8, failed 0, calls 16, over-window requests 0, cut off 16 (used 8)
         gemini-cli garbage: ok 3, failed 0, calls 6, over-window requests 0
         goose timeout: ok 0, failed 38, calls 38, over-window requests 17
         goose http500: ok 0, failed 38, calls 38, over-window requests 17
         goose empty: ok 1, failed 0, calls 1, over-window requests 0
-        goose over-cap: ok 1, failed 0, calls 1, over-window requests 0
+        goose over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         goose garbage: ok 1, failed 0, calls 1, over-window requests 0
         kimi-cli timeout: ok 0, failed 41, calls 123, over-window requests 17
         kimi-cli http500: ok 0, failed 41, calls 123, over-window requests 17
         kimi-cli empty: ok 0, failed 41, calls 123, over-window requests 17
-        kimi-cli over-cap: ok 41, failed 0, calls 41, over-window requests 21
+        kimi-cli over-cap: ok 41, failed 0, calls 41, over-window requests 21, cut off 41 (used 41)
         kimi-cli garbage: ok 41, failed 0, calls 41, over-window requests 0
         kimi-cli/k1 timeout: ok 0, failed 41, calls 123, over-window requests 17
         kimi-cli/k1 http500: ok 0, failed 41, calls 123, over-window requests 17
         kimi-cli/k1 empty: ok 0, failed 41, calls 123, over-window requests 17
-        kimi-cli/k1 over-cap: ok 41, failed 0, calls 41, over-window requests 0
+        kimi-cli/k1 over-cap: ok 41, failed 0, calls 41, over-window requests 0, cut off 41 (used 41)
         kimi-cli/k1 garbage: ok 41, failed 0, calls 41, over-window requests 0
         opencode-v1 timeout: ok 0, failed 42, calls 42, over-window requests 17
         opencode-v1 http500: ok 0, failed 42, calls 42, over-window requests 17
         opencode-v1 empty: ok 1, failed 0, calls 1, over-window requests 0
-        opencode-v1 over-cap: ok 2, failed 0, calls 2, over-window requests 0
+        opencode-v1 over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         opencode-v1 garbage: ok 1, failed 0, calls 1, over-window requests 0
         opencode-v1/prune timeout: ok 0, failed 42, calls 42, over-window requests 17
         opencode-v1/prune http500: ok 0, failed 42, calls 42, over-window requests 17
         opencode-v1/prune empty: ok 1, failed 0, calls 1, over-window requests 0
-        opencode-v1/prune over-cap: ok 2, failed 0, calls 2, over-window requests 0
+        opencode-v1/prune over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         opencode-v1/prune garbage: ok 1, failed 0, calls 1, over-window requests 0
         opencode-v2 timeout: ok 0, failed 41, calls 41, over-window requests 17
         opencode-v2 http500: ok 0, failed 41, calls 41, over-window requests 17
         opencode-v2 empty: ok 0, failed 41, calls 41, over-window requests 17
-        opencode-v2 over-cap: ok 21, failed 0, calls 21, over-window requests 0
+        opencode-v2 over-cap: ok 21, failed 0, calls 21, over-window requests 0, cut off 21 (used 21)
         opencode-v2 garbage: ok 4, failed 0, calls 4, over-window requests 0
         openhands timeout: ok 0, failed 34, calls 204, over-window requests 17
         openhands http500: ok 0, failed 34, calls 204, over-window requests 17
         openhands empty: ok 1, failed 0, calls 1, over-window requests 0
-        openhands over-cap: ok 2, failed 0, calls 2, over-window requests 0
+        openhands over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         openhands garbage: ok 1, failed 0, calls 1, over-window requests 0
         openhands/llm-summarizing timeout: ok 0, failed 34, calls 204, over-window requests 17
         openhands/llm-summarizing http500: ok 0, failed 34, calls 204, over-window requests 17
         openhands/llm-summarizing empty: ok 1, failed 0, calls 1, over-window requests 0
-        openhands/llm-summarizing over-cap: ok 2, failed 0, calls 2, over-window requests 0
+        openhands/llm-summarizing over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         openhands/llm-summarizing garbage: ok 1, failed 0, calls 1, over-window requests 0
         openhands/llm-summarizing-v0 timeout: ok 0, failed 19, calls 19, over-window requests 17
         openhands/llm-summarizing-v0 http500: ok 0, failed 19, calls 19, over-window requests 17
         openhands/llm-summarizing-v0 empty: ok 2, failed 0, calls 2, over-window requests 0
-        openhands/llm-summarizing-v0 over-cap: ok 10, failed 0, calls 10, over-window requests 7
+        openhands/llm-summarizing-v0 over-cap: ok 10, failed 0, calls 10, over-window requests 7, cut off 10 (used 10)
         openhands/llm-summarizing-v0 garbage: ok 2, failed 0, calls 2, over-window requests 0
         openhands/structured-summary timeout: ok 0, failed 19, calls 19, over-window requests 17
         openhands/structured-summary http500: ok 0, failed 19, calls 19, over-window requests 17
         openhands/structured-summary empty: ok 2, failed 0, calls 2, over-window requests 0
-        openhands/structured-summary over-cap: ok 2, failed 0, calls 2, over-window requests 0
+        openhands/structured-summary over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         openhands/structured-summary garbage: ok 2, failed 0, calls 2, over-window requests 0
         pi timeout: ok 0, failed 23, calls 23, over-window requests 17
         pi http500: ok 0, failed 23, calls 23, over-window requests 17
         pi empty: ok 6, failed 0, calls 8, over-window requests 0
-        pi over-cap: ok 36, failed 0, calls 39, over-window requests 30
+        pi over-cap: ok 36, failed 0, calls 39, over-window requests 30, cut off 39 (used 36)
         pi garbage: ok 6, failed 0, calls 8, over-window requests 0
         pi/v0.58 timeout: ok 0, failed 23, calls 23, over-window requests 17
         pi/v0.58 http500: ok 0, failed 23, calls 23, over-window requests 17
         pi/v0.58 empty: ok 4, failed 0, calls 4, over-window requests 0
-        pi/v0.58 over-cap: ok 14, failed 0, calls 14, over-window requests 2
+        pi/v0.58 over-cap: ok 14, failed 0, calls 14, over-window requests 2, cut off 14 (used 14)
         pi/v0.58 garbage: ok 4, failed 0, calls 4, over-window requests 0
     "#]].assert_eq(&table);
 }

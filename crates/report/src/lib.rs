@@ -8,6 +8,7 @@
 
 mod charts;
 mod compare;
+mod failure_modes;
 mod ground_truth;
 mod html;
 mod isolation;

@@ -160,6 +160,14 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
     for m in meta {
         let _ = writeln!(out, "| {} | {} | {} | {} |", m.id, m.fidelity, m.source, m.summary);
     }
+    let primary: Vec<&RunResult> = runs.iter().filter(|r| r.summarizer == summarizer).collect();
+    let mut strategies: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| r.summarizer == summarizer) {
+        if !strategies.contains(&r.strategy.as_str()) {
+            strategies.push(&r.strategy);
+        }
+    }
+    crate::failure_modes::failure_modes(&mut out, &primary, &strategies);
     for sc in scenarios {
         let here: Vec<&Row> = rows.iter().filter(|r| r.scenario == sc.name && r.summarizer == summarizer).collect();
         if here.is_empty() {

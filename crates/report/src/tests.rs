@@ -61,6 +61,8 @@ pub(crate) fn runs() -> Vec<RunResult> {
         summarizer_calls: 1,
         summarizer_input: 1800,
         summarizer_output: 200,
+        // Used although cut off: the failure-mode table must say so.
+        summaries_cut_off: 1,
         error: None,
     };
     let base = |strategy: &str| RunResult {
@@ -90,7 +92,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
     ];
     let mut t = base("trunc");
     t.requests = vec![request(0, 1500, 0, 0), request(1, 900, 0, 1)];
-    t.compactions = vec![CompactionRecord { kinds: vec!["truncate"], summarizer_calls: 0, summarizer_input: 0, summarizer_output: 0, ..s.compactions[0].clone() }];
+    t.compactions = vec![CompactionRecord { kinds: vec!["truncate"], summarizer_calls: 0, summarizer_input: 0, summarizer_output: 0, summaries_cut_off: 0, ..s.compactions[0].clone() }];
     t.facts = vec![
         fact("f0", FactKind::ErrorMessage, Status::Lost, vec![Status::Lost]),
         fact("f1", FactKind::Decision, Status::Recoverable, vec![Status::Recoverable]),
@@ -119,6 +121,17 @@ fn markdown_report_snapshot() {
         | strategy | fidelity | source | what it does |
         |---|---|---|---|
         | sum | source | owner/repo@abc1234 | summarizes |
+
+        ## Seed failure modes
+
+        Over every scenario and seed. Truncation loop: summaries cut off at their output cap (compactions that used one anyway). The others: facts lost at the last request that needed them, of those planted — reasoning eviction `rejected_hypothesis` (only in thinking), negative search loss `negative_result`, diagnostic washout `error_message`.
+
+        | strategy | truncation loop | reasoning eviction | negative search loss | diagnostic washout |
+        |---|---:|---:|---:|---:|
+        | none | 0 | – | – | 0/1 |
+        | sum | 1 (1 used) | – | – | 0/1 |
+        | sum+delegate | 1 (1 used) | – | – | 0/1 |
+        | trunc | 0 | – | – | 1/1 |
 
         ## tiny
 

@@ -90,7 +90,7 @@ impl OpenAi {
     /// Use one of the two per client: pooled connections belong to the runtime that opened
     /// them.
     pub async fn summarize_async(&self, request: &SummaryRequest) -> Result<Summary, Error> {
-        let body = serde_json::to_vec(&ChatRequest::new(&self.config.model, request))
+        let body = serde_json::to_vec(&ChatRequest::new(&self.config.model, request, self.config.fold_system))
             .map_err(|e| Error::new(ErrorKind::Other, format!("cannot encode the request: {e}")))?;
         let mut retry = 0u32;
         loop {

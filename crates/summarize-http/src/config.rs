@@ -33,6 +33,10 @@ pub struct OpenAiConfig {
     pub max_backoff: Duration,
     /// Requests in flight at once through this client, across all threads (at least 1).
     pub max_concurrency: usize,
+    /// Send the summary request's system prompt at the start of the user message instead of
+    /// as a system message, for models without a system role (Gemma: its own chat template
+    /// does the same, and llama-cpp-python's `gemma` chat format drops system messages).
+    pub fold_system: bool,
 }
 
 impl OpenAiConfig {
@@ -62,6 +66,7 @@ impl OpenAiConfig {
             initial_backoff: Self::DEFAULT_INITIAL_BACKOFF,
             max_backoff: Self::DEFAULT_MAX_BACKOFF,
             max_concurrency: Self::DEFAULT_MAX_CONCURRENCY,
+            fold_system: false,
         }
     }
 
@@ -134,6 +139,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("initial_backoff", &self.initial_backoff)
             .field("max_backoff", &self.max_backoff)
             .field("max_concurrency", &self.max_concurrency)
+            .field("fold_system", &self.fold_system)
             .finish()
     }
 }

@@ -7,7 +7,9 @@
 //!
 //! - `model`: [`OpenAiConfig::model`];
 //! - `messages`: the request's `system` as a system message (left out when empty), then
-//!   `user_message()` (transcript, blank line, instructions) as the one user message;
+//!   `user_message()` (transcript, blank line, instructions) as the one user message; with
+//!   [`OpenAiConfig::fold_system`], the system prompt opens the user message instead, for
+//!   models without a system role;
 //! - `max_tokens`: the request's `max_output_tokens`; `temperature`: 0;
 //! - `Authorization: Bearer <key>` when an API key is configured (local servers need none).
 //!

@@ -23,14 +23,21 @@ pub(crate) struct ChatMessage {
 }
 
 impl<'a> ChatRequest<'a> {
-    pub(crate) fn new(model: &'a str, request: &SummaryRequest) -> ChatRequest<'a> {
+    /// The request for `request`; with `fold_system`, its system prompt opens the user message
+    /// (separated by a blank line) instead of being a system message.
+    pub(crate) fn new(model: &'a str, request: &SummaryRequest, fold_system: bool) -> ChatRequest<'a> {
         let mut messages = Vec::with_capacity(2);
+        let mut user = request.user_message();
         // An empty system message is not nothing to every chat template (some render an empty
         // system turn), so a request without a system prompt sends none.
         if !request.system.is_empty() {
-            messages.push(ChatMessage { role: "system", content: request.system.clone() });
+            if fold_system {
+                user = format!("{}\n\n{user}", request.system);
+            } else {
+                messages.push(ChatMessage { role: "system", content: request.system.clone() });
+            }
         }
-        messages.push(ChatMessage { role: "user", content: request.user_message() });
+        messages.push(ChatMessage { role: "user", content: user });
         // Temperature 0: the closest a server gets to a deterministic summary.
         ChatRequest { model, messages, max_tokens: request.max_output_tokens, temperature: 0.0 }
     }
@@ -81,6 +88,29 @@ impl ErrorBody {
                 _ => self.error.to_string(),
             },
             other => other.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(system: &str) -> SummaryRequest {
+        SummaryRequest { purpose: "history".into(), system: system.into(), transcript: "T".into(), instructions: "I".into(), max_output_tokens: 10 }
+    }
+
+    fn roles_and_contents(r: &ChatRequest<'_>) -> Vec<(&'static str, String)> {
+        r.messages.iter().map(|m| (m.role, m.content.clone())).collect()
+    }
+
+    #[test]
+    fn system_prompt_is_a_message_or_folded_into_the_user_turn() {
+        let user = request("S").user_message();
+        assert_eq!(roles_and_contents(&ChatRequest::new("m", &request("S"), false)), [("system", "S".to_owned()), ("user", user.clone())]);
+        assert_eq!(roles_and_contents(&ChatRequest::new("m", &request("S"), true)), [("user", format!("S\n\n{user}"))]);
+        for fold in [false, true] {
+            assert_eq!(roles_and_contents(&ChatRequest::new("m", &request(""), fold)), [("user", user.clone())]);
         }
     }
 }
