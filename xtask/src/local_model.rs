@@ -27,6 +27,8 @@ const MODEL_ALIAS: &str = "gemma-3-270m";
 /// Gemma 3 270M's context; the reduced scenarios keep summary requests inside it.
 const CONTEXT_TOKENS: &str = "32768";
 const DEFAULT_PORT: u16 = 8089;
+/// Output cap sent with every summary request (see `--openai-max-tokens`).
+const MAX_OUTPUT_TOKENS: &str = "1024";
 /// Loading a 250 MB model takes seconds; a server not up in this time has failed.
 const STARTUP_LIMIT: Duration = Duration::from_secs(180);
 /// The strategies of the reduced eval, one per summarizing design: cut point with a kept
@@ -175,6 +177,10 @@ fn eval(model: &Path, args: &[String]) -> Result<ExitCode, String> {
         "900".to_owned(),
         // Gemma has no system role; the `gemma` chat format drops system messages.
         "--openai-fold-system".to_owned(),
+        // At temperature 0 the model repeats itself until the cap it is given, and Pi asks
+        // for 13,107 tokens: ten minutes a call. 1,024 is plenty for a real summary.
+        "--openai-max-tokens".to_owned(),
+        MAX_OUTPUT_TOKENS.to_owned(),
     ];
     if compactbench(&model_out, &model_flags, args) != ExitCode::SUCCESS {
         return Ok(ExitCode::FAILURE);

@@ -38,6 +38,10 @@ pub(crate) struct SummarizerArgs {
     /// system role (Gemma).
     #[arg(long)]
     openai_fold_system: bool,
+    /// Send at most N as the output cap, whatever a strategy asks for (for small models that
+    /// write until the cap; a cut-off summary still reaches the strategy as cut off).
+    #[arg(long, value_name = "N")]
+    openai_max_tokens: Option<u64>,
     /// Replay cache folder for model summaries (one JSON file per request).
     #[arg(long, default_value = compactbench_summarize::DEFAULT_ROOT)]
     cache_dir: PathBuf,
@@ -99,6 +103,7 @@ impl Primary {
                 config.max_concurrency = args.openai_concurrency;
                 config.timeout = std::time::Duration::from_secs(args.openai_timeout);
                 config.fold_system = args.openai_fold_system;
+                config.max_output_tokens = args.openai_max_tokens;
                 let client = OpenAi::new(config).map_err(|e| anyhow::anyhow!("{}", e.message))?;
                 let mode = if args.replay_only { CacheMode::ReplayOnly } else { CacheMode::ReadWrite };
                 Some(Arc::new(ReplayCache::with_root(Box::new(client), &args.cache_dir).mode(mode)))

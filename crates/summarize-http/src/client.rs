@@ -73,7 +73,16 @@ impl OpenAi {
             builder.build().map_err(|e| Error::new(ErrorKind::Other, format!("cannot build the HTTP client: {e}")))?
         };
         let limit = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
-        Ok(OpenAi { name: format!("openai:{}", config.model.trim()), endpoint, http, limit, runtime: Some(runtime), config })
+        // What changes the answer beyond the request is part of the name, so the replay cache
+        // (keyed by name and request) never serves an answer sent under other settings.
+        let mut name = format!("openai:{}", config.model.trim());
+        if let Some(cap) = config.max_output_tokens {
+            name.push_str(&format!("+max{cap}"));
+        }
+        if config.fold_system {
+            name.push_str("+fold-system");
+        }
+        Ok(OpenAi { name, endpoint, http, limit, runtime: Some(runtime), config })
     }
 
     /// Its settings.
@@ -90,7 +99,7 @@ impl OpenAi {
     /// Use one of the two per client: pooled connections belong to the runtime that opened
     /// them.
     pub async fn summarize_async(&self, request: &SummaryRequest) -> Result<Summary, Error> {
-        let body = serde_json::to_vec(&ChatRequest::new(&self.config.model, request, self.config.fold_system))
+        let body = serde_json::to_vec(&ChatRequest::new(&self.config, request))
             .map_err(|e| Error::new(ErrorKind::Other, format!("cannot encode the request: {e}")))?;
         let mut retry = 0u32;
         loop {
@@ -272,6 +281,14 @@ mod tests {
         for (u, want) in [("http://localhost:1/", true), ("http://127.0.0.2/", true), ("http://[::1]:8/", true), ("https://api.example.com/", false)] {
             assert_eq!(is_loopback(&reqwest::Url::parse(u).unwrap()), want, "{u}");
         }
+    }
+
+    #[test]
+    fn settings_that_change_the_answer_are_in_the_name() {
+        let config = OpenAiConfig::new("http://127.0.0.1:1", "m");
+        assert_eq!(OpenAi::new(config.clone()).unwrap().name(), "openai:m");
+        let tuned = OpenAiConfig { max_output_tokens: Some(1024), fold_system: true, ..config };
+        assert_eq!(OpenAi::new(tuned).unwrap().name(), "openai:m+max1024+fold-system");
     }
 
     #[test]

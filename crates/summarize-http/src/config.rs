@@ -37,6 +37,11 @@ pub struct OpenAiConfig {
     /// as a system message, for models without a system role (Gemma: its own chat template
     /// does the same, and llama-cpp-python's `gemma` chat format drops system messages).
     pub fold_system: bool,
+    /// Lowest output cap sent: `max_tokens` is `min(request's cap, this)`. For a server whose
+    /// model writes until the cap it is given (small models at temperature 0 repeat
+    /// themselves), so a strategy asking for 13k output tokens does not cost ten minutes a
+    /// call on a CPU. `None` sends the strategy's own cap.
+    pub max_output_tokens: Option<u64>,
 }
 
 impl OpenAiConfig {
@@ -67,6 +72,7 @@ impl OpenAiConfig {
             max_backoff: Self::DEFAULT_MAX_BACKOFF,
             max_concurrency: Self::DEFAULT_MAX_CONCURRENCY,
             fold_system: false,
+            max_output_tokens: None,
         }
     }
 
@@ -140,6 +146,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("max_backoff", &self.max_backoff)
             .field("max_concurrency", &self.max_concurrency)
             .field("fold_system", &self.fold_system)
+            .field("max_output_tokens", &self.max_output_tokens)
             .finish()
     }
 }

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use compactbench_core::SummaryRequest;
 
+use crate::OpenAiConfig;
+
 #[derive(Serialize)]
 pub(crate) struct ChatRequest<'a> {
     pub(crate) model: &'a str,
@@ -23,15 +25,16 @@ pub(crate) struct ChatMessage {
 }
 
 impl<'a> ChatRequest<'a> {
-    /// The request for `request`; with `fold_system`, its system prompt opens the user message
-    /// (separated by a blank line) instead of being a system message.
-    pub(crate) fn new(model: &'a str, request: &SummaryRequest, fold_system: bool) -> ChatRequest<'a> {
+    /// The request for `request` as `config` says: with `fold_system`, its system prompt opens
+    /// the user message (separated by a blank line) instead of being a system message; the
+    /// output cap is the request's, lowered to `max_output_tokens` when that is set.
+    pub(crate) fn new(config: &'a OpenAiConfig, request: &SummaryRequest) -> ChatRequest<'a> {
         let mut messages = Vec::with_capacity(2);
         let mut user = request.user_message();
         // An empty system message is not nothing to every chat template (some render an empty
         // system turn), so a request without a system prompt sends none.
         if !request.system.is_empty() {
-            if fold_system {
+            if config.fold_system {
                 user = format!("{}\n\n{user}", request.system);
             } else {
                 messages.push(ChatMessage { role: "system", content: request.system.clone() });
@@ -39,7 +42,8 @@ impl<'a> ChatRequest<'a> {
         }
         messages.push(ChatMessage { role: "user", content: user });
         // Temperature 0: the closest a server gets to a deterministic summary.
-        ChatRequest { model, messages, max_tokens: request.max_output_tokens, temperature: 0.0 }
+        let max_tokens = config.max_output_tokens.map_or(request.max_output_tokens, |cap| cap.min(request.max_output_tokens));
+        ChatRequest { model: &config.model, messages, max_tokens, temperature: 0.0 }
     }
 }
 
@@ -107,10 +111,22 @@ mod tests {
     #[test]
     fn system_prompt_is_a_message_or_folded_into_the_user_turn() {
         let user = request("S").user_message();
-        assert_eq!(roles_and_contents(&ChatRequest::new("m", &request("S"), false)), [("system", "S".to_owned()), ("user", user.clone())]);
-        assert_eq!(roles_and_contents(&ChatRequest::new("m", &request("S"), true)), [("user", format!("S\n\n{user}"))]);
-        for fold in [false, true] {
-            assert_eq!(roles_and_contents(&ChatRequest::new("m", &request(""), fold)), [("user", user.clone())]);
+        let plain = OpenAiConfig::new("http://x", "m");
+        let folding = OpenAiConfig { fold_system: true, ..plain.clone() };
+        assert_eq!(roles_and_contents(&ChatRequest::new(&plain, &request("S"))), [("system", "S".to_owned()), ("user", user.clone())]);
+        assert_eq!(roles_and_contents(&ChatRequest::new(&folding, &request("S"))), [("user", format!("S\n\n{user}"))]);
+        for config in [&plain, &folding] {
+            assert_eq!(roles_and_contents(&ChatRequest::new(config, &request(""))), [("user", user.clone())]);
         }
+    }
+
+    #[test]
+    fn output_cap_is_the_lower_of_the_request_and_the_config() {
+        let config = OpenAiConfig::new("http://x", "m");
+        assert_eq!(ChatRequest::new(&config, &request("")).max_tokens, 10);
+        let capped = OpenAiConfig { max_output_tokens: Some(4), ..config.clone() };
+        assert_eq!(ChatRequest::new(&capped, &request("")).max_tokens, 4);
+        let loose = OpenAiConfig { max_output_tokens: Some(400), ..config };
+        assert_eq!(ChatRequest::new(&loose, &request("")).max_tokens, 10);
     }
 }
