@@ -28,6 +28,7 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once per process; boxing would only obscure the clap fields")]
 enum Command {
     /// Run strategies over scenarios and write reports/<run>/{results.csv,results.json,report.md,report.html}.
     Eval {

@@ -28,8 +28,9 @@ impl std::fmt::Display for EntryId {
 pub enum Entry {
     /// A message of the session as it happened.
     Message(Message),
-    /// A compaction, as data.
-    Checkpoint(Checkpoint),
+    /// A compaction, as data. Boxed: a checkpoint is several times the size of a message,
+    /// and most entries are messages.
+    Checkpoint(Box<Checkpoint>),
 }
 
 /// The append-only session history.
@@ -69,7 +70,7 @@ impl Log {
 
     /// Appends a checkpoint and returns its id.
     pub fn push_checkpoint(&mut self, checkpoint: Checkpoint) -> EntryId {
-        self.push(Entry::Checkpoint(checkpoint))
+        self.push(Entry::Checkpoint(Box::new(checkpoint)))
     }
 
     /// Number of entries.
@@ -111,7 +112,7 @@ impl Log {
     /// All checkpoint entries with their ids, oldest first.
     pub fn checkpoints(&self) -> impl DoubleEndedIterator<Item = (EntryId, &Checkpoint)> {
         self.entries().filter_map(|(id, e)| match e {
-            Entry::Checkpoint(c) => Some((id, c)),
+            Entry::Checkpoint(c) => Some((id, &**c)),
             Entry::Message(_) => None,
         })
     }

@@ -16,6 +16,10 @@ use serde_json::json;
 use crate::facts::{Fact, FactKind};
 use crate::scenario::{FactSpec, Scenario};
 
+/// A tool call a planted fact forces into a turn, with the fact it carries, if any
+/// (kind, needle, the turn the fact must be remembered until).
+type ForcedStep = (Call, Option<(FactKind, String, u32)>);
+
 /// One event of a session as it happened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
@@ -384,7 +388,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
         g.steps.push(Step::User(Message::user(text)));
 
         // Steps forced by facts, placed at random positions among the turn's steps.
-        let mut forced: Vec<(Call, Option<(FactKind, String, u32)>)> = Vec::new();
+        let mut forced: Vec<ForcedStep> = Vec::new();
         for f in &here {
             let tag = g.tag();
             let entry = match f.kind {
@@ -419,7 +423,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                 forced.into_iter().partition(|(c, _)| matches!(c, Call::Read { .. } | Call::Grep { .. }));
             forced = rest;
             let k = g.rng.gen_range(3..=8usize).max(inside.len());
-            let mut slots: Vec<Option<(Call, Option<(FactKind, String, u32)>)>> = inside.into_iter().map(Some).collect();
+            let mut slots: Vec<Option<ForcedStep>> = inside.into_iter().map(Some).collect();
             slots.resize_with(k, || None);
             slots.shuffle(&mut g.rng);
             let start = g.steps.len();
@@ -449,7 +453,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
         for (i, slot) in slots.into_iter().take(forced.len()).enumerate() {
             at[slot] = Some(i);
         }
-        let mut forced: Vec<Option<(Call, Option<(FactKind, String, u32)>)>> = forced.into_iter().map(Some).collect();
+        let mut forced: Vec<Option<ForcedStep>> = forced.into_iter().map(Some).collect();
         for slot in at {
             match slot {
                 Some(i) => {

@@ -9,6 +9,9 @@ use crate::generate::{generate, Session};
 use crate::results::RunResult;
 use crate::scenario::Scenario;
 
+/// A generated session to replay: scenario index, seed, the session and its summarizer.
+type SessionJob = (usize, u64, Session, Box<dyn Summarizer>);
+
 /// Builds the summarizer for one session (the oracle bound needs the session's needles).
 pub type SummarizerFactory<'a> = dyn Fn(&Session) -> Box<dyn Summarizer> + Sync + 'a;
 
@@ -25,7 +28,7 @@ pub fn run_matrix(
     options: RunOptions,
     tick: &(dyn Fn(&RunResult) + Sync),
 ) -> Vec<RunResult> {
-    let sessions: Vec<(usize, u64, Session, Box<dyn Summarizer>)> = scenarios
+    let sessions: Vec<SessionJob> = scenarios
         .par_iter()
         .enumerate()
         .flat_map(|(i, sc)| {
@@ -36,7 +39,7 @@ pub fn run_matrix(
             })
         })
         .collect();
-    let jobs: Vec<(&(usize, u64, Session, Box<dyn Summarizer>), &Box<dyn Strategy>)> =
+    let jobs: Vec<(&SessionJob, &Box<dyn Strategy>)> =
         sessions.iter().flat_map(|s| strategies.iter().map(move |st| (s, st))).collect();
     let mut results: Vec<RunResult> = jobs
         .par_iter()

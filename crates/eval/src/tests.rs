@@ -235,7 +235,7 @@ impl compactbench_core::Strategy for Probe {
 
     fn compact(&self, log: &compactbench_core::Log, _: &compactbench_core::View, _: compactbench_core::Moment, cx: &mut compactbench_core::Cx<'_>) -> Result<Vec<compactbench_core::Checkpoint>, compactbench_core::Error> {
         use compactbench_core::{Checkpoint, CheckpointKind, Offload, Role, Window};
-        let last_user = log.messages().filter(|(_, m)| m.role == Role::User).map(|(id, _)| id).last().unwrap();
+        let last_user = log.messages().filter(|(_, m)| m.role == Role::User).map(|(id, _)| id).next_back().unwrap();
         let dropped: Vec<_> = log.messages().filter(|(id, m)| *id < last_user && m.role != Role::System).collect();
         let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::From(last_user));
         if self.mode == ProbeMode::Offload {

@@ -54,13 +54,31 @@ fn primary() -> String {
 
 #[derive(Deserialize)]
 struct Results {
+    /// The run's own summarizer (the other rows are its bounds); older runs lack it.
+    #[serde(default = "primary")]
+    summarizer: String,
     rows: Vec<CmpRow>,
 }
 
-impl CmpRow {
-    fn key(&self) -> (&str, &str, &str) {
-        (&self.scenario, &self.strategy, &self.summarizer)
+/// One run's rows and the summarizer the run was made with.
+struct Run {
+    path: PathBuf,
+    summarizer: String,
+    rows: Vec<CmpRow>,
+}
+
+impl Run {
+    /// Rows pair by scenario, strategy and summarizer, except that the rows of each run's own
+    /// summarizer pair with each other: comparing a run through a model with the same matrix
+    /// through the extractive summarizer is the point of `cargo xtask local-model`, and the
+    /// bound rows (`null`, `oracle`) still pair by name.
+    fn key<'r>(&self, r: &'r CmpRow) -> (&'r str, &'r str, Option<&'r str>) {
+        let slot = (r.summarizer != self.summarizer).then_some(r.summarizer.as_str());
+        (&r.scenario, &r.strategy, slot)
     }
+}
+
+impl CmpRow {
 
     fn violations(&self) -> [u64; 4] {
         [self.violations_openai_chat, self.violations_openai_responses, self.violations_anthropic, self.violations_gemini]
@@ -84,6 +102,10 @@ impl CmpRow {
     }
 }
 
+fn changed_cell(x: &str, y: &str) -> String {
+    if x == y { x.to_owned() } else { format!("{x} → {y}") }
+}
+
 fn num(x: f64) -> String {
     if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.1}") }
 }
@@ -92,7 +114,7 @@ const HEADER: [&str; 9] =
     ["compactions", "failed", "peak tokens", "mean tokens", "total input", "cost $", "retained %", "lost %", "violations chat/resp/anth/gem"];
 
 /// Reads a run's `results.json`; `run` is the run folder or the file itself.
-fn load(run: &Path) -> Result<(PathBuf, Vec<CmpRow>), CompareError> {
+fn load(run: &Path) -> Result<Run, CompareError> {
     // Anything but a `.json` file is taken as a run folder, so a mistyped folder is reported
     // as the results.json that is missing rather than as a folder that cannot be read.
     let is_file = !run.is_dir() && run.extension().is_some_and(|e| e == "json");
@@ -100,49 +122,50 @@ fn load(run: &Path) -> Result<(PathBuf, Vec<CmpRow>), CompareError> {
     let err = |message: String| CompareError { path: path.clone(), message };
     let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read: {e}")))?;
     let results: Results = serde_json::from_str(&text).map_err(|e| err(format!("not a compactbench results.json: {e}")))?;
-    Ok((path, results.rows))
+    Ok(Run { path, summarizer: results.summarizer, rows: results.rows })
 }
 
 /// Compares two runs (folders holding `results.json`, or the files) row by row, keyed by
-/// scenario, strategy and summarizer, and returns a Markdown table of the rows whose numbers
+/// scenario, strategy and summarizer (the runs' own summarizers pair with each other), and returns a Markdown table of the rows whose numbers
 /// differ (`a → b`) and the rows present in one run only.
 pub fn compare(a: &Path, b: &Path) -> Result<String, CompareError> {
-    let (path_a, rows_a) = load(a)?;
-    let (path_b, rows_b) = load(b)?;
-    Ok(compare_rows(&path_a, &rows_a, &path_b, &rows_b))
+    Ok(compare_runs(&load(a)?, &load(b)?))
 }
 
-fn compare_rows(path_a: &Path, a: &[CmpRow], path_b: &Path, b: &[CmpRow]) -> String {
+fn compare_runs(a: &Run, b: &Run) -> String {
     let mut lines: Vec<String> = Vec::new();
     let (mut changed, mut only_a, mut only_b) = (0, 0, 0);
-    let line = |r: &CmpRow, status: &str, cells: &[String]| {
-        format!("| {} | {} | {} | {status} | {} |", r.scenario, r.strategy, r.summarizer, cells.join(" | "))
+    let line = |r: &CmpRow, summarizer: &str, status: &str, cells: &[String]| {
+        format!("| {} | {} | {summarizer} | {status} | {} |", r.scenario, r.strategy, cells.join(" | "))
     };
     // A's order first (changed rows and rows it alone has), then the rows B adds, in B's order.
-    for ra in a {
-        match b.iter().find(|rb| rb.key() == ra.key()) {
+    for ra in &a.rows {
+        match b.rows.iter().find(|rb| b.key(rb) == a.key(ra)) {
             Some(rb) => {
                 let (ca, cb) = (ra.cells(), rb.cells());
                 if ca == cb {
                     continue;
                 }
                 changed += 1;
-                let cells: Vec<String> = ca.iter().zip(&cb).map(|(x, y)| if x == y { x.clone() } else { format!("{x} → {y}") }).collect();
-                lines.push(line(ra, "changed", &cells));
+                let cells: Vec<String> = ca.iter().zip(&cb).map(|(x, y)| changed_cell(x, y)).collect();
+                lines.push(line(ra, &changed_cell(&ra.summarizer, &rb.summarizer), "changed", &cells));
             }
             None => {
                 only_a += 1;
-                lines.push(line(ra, "only in A", &ra.cells()));
+                lines.push(line(ra, &ra.summarizer, "only in A", &ra.cells()));
             }
         }
     }
-    for rb in b.iter().filter(|rb| !a.iter().any(|ra| ra.key() == rb.key())) {
+    for rb in b.rows.iter().filter(|rb| !a.rows.iter().any(|ra| a.key(ra) == b.key(rb))) {
         only_b += 1;
-        lines.push(line(rb, "only in B", &rb.cells()));
+        lines.push(line(rb, &rb.summarizer, "only in B", &rb.cells()));
     }
     let mut out = String::new();
-    let _ = writeln!(out, "A: {}\nB: {}\n", path_a.display(), path_b.display());
-    let same = a.len() - changed - only_a;
+    let _ = writeln!(out, "A: {}\nB: {}\n", a.path.display(), b.path.display());
+    if a.summarizer != b.summarizer {
+        let _ = writeln!(out, "Summarizer: {} → {} (their rows are paired; bound rows pair by name).\n", a.summarizer, b.summarizer);
+    }
+    let same = a.rows.len() - changed - only_a;
     if lines.is_empty() {
         let _ = writeln!(out, "No differences: {same} rows, all equal.");
         return out;
@@ -163,10 +186,14 @@ mod tests {
     use super::*;
 
     fn row(strategy: &str, peak: u64, lost: f64) -> CmpRow {
+        row_by("extractive", strategy, peak, lost)
+    }
+
+    fn row_by(summarizer: &str, strategy: &str, peak: u64, lost: f64) -> CmpRow {
         CmpRow {
             scenario: "tiny".into(),
             strategy: strategy.into(),
-            summarizer: "extractive".into(),
+            summarizer: summarizer.into(),
             compactions: 1.0,
             failed_compactions: 0.0,
             peak_tokens: peak,
@@ -183,11 +210,15 @@ mod tests {
         }
     }
 
+    fn run(path: &str, summarizer: &str, rows: Vec<CmpRow>) -> Run {
+        Run { path: path.into(), summarizer: summarizer.into(), rows }
+    }
+
     #[test]
     fn lists_changed_and_one_sided_rows_only() {
         let a = vec![row("none", 2500, 0.0), row("sum", 1500, 50.0), row("gone", 900, 0.0)];
         let b = vec![row("none", 2500, 0.0), row("sum", 1400, 25.0), row("new", 800, 0.0)];
-        let out = compare_rows(Path::new("a/results.json"), &a, Path::new("b/results.json"), &b);
+        let out = compare_runs(&run("a/results.json", "extractive", a), &run("b/results.json", "extractive", b));
         expect![[r#"
             A: a/results.json
             B: b/results.json
@@ -206,8 +237,29 @@ mod tests {
     #[test]
     fn equal_runs_say_so() {
         let a = vec![row("none", 2500, 0.0)];
-        let out = compare_rows(Path::new("a"), &a, Path::new("b"), &[row("none", 2500, 0.0)]);
+        let out = compare_runs(&run("a", "extractive", a), &run("b", "extractive", vec![row("none", 2500, 0.0)]));
         assert!(out.ends_with("No differences: 1 rows, all equal.\n"), "{out}");
+    }
+
+    #[test]
+    fn the_runs_own_summarizers_pair_and_bounds_pair_by_name() {
+        let a = vec![row("sum", 1500, 50.0), row_by("null", "sum", 1000, 100.0), row_by("oracle", "sum", 1600, 0.0)];
+        let b = vec![row_by("openai:m", "sum", 1500, 75.0), row_by("null", "sum", 1000, 100.0), row_by("oracle", "sum", 1600, 10.0)];
+        let out = compare_runs(&run("a", "extractive", a), &run("b", "openai:m", b));
+        expect![[r#"
+            A: a
+            B: b
+
+            Summarizer: extractive → openai:m (their rows are paired; bound rows pair by name).
+
+            2 rows changed, 0 only in A, 0 only in B, 1 equal (not shown).
+
+            | scenario | strategy | summarizer | status | compactions | failed | peak tokens | mean tokens | total input | cost $ | retained % | lost % | violations chat/resp/anth/gem |
+            |---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|
+            | tiny | sum | extractive → openai:m | changed | 1 | 0 | 1500 | 1100 | 2200 | 0.016 | 50.0 → 25.0 | 50.0 → 75.0 | 0/0/2/0 |
+            | tiny | sum | oracle | changed | 1 | 0 | 1600 | 1100 | 2200 | 0.016 | 100.0 → 90.0 | 0.0 → 10.0 | 0/0/2/0 |
+        "#]]
+        .assert_eq(&out);
     }
 
     #[test]

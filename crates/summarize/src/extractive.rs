@@ -72,7 +72,7 @@ impl Summarizer for Extractive {
                 let record = line.chars().count() > MAX_LINE_CHARS;
                 let pieces: Vec<&str> = if record { line.split("\\n").map(str::trim).filter(|p| !p.is_empty()).collect() } else { vec![line] };
                 for (i, piece) in pieces.into_iter().enumerate() {
-                    let lead = (first && i == 0) || (record && i == 0);
+                    let lead = i == 0 && (first || record);
                     if lead { &mut leads } else { &mut rest }.push((position, cut(piece)));
                     position += 1;
                 }

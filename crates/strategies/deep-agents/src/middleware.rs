@@ -96,7 +96,7 @@ fn summary_rounds(log: &Log) -> u64 {
 /// Checkpoints appended after the newest message: what has been done for the pending request.
 fn pending_checkpoints(log: &Log) -> impl Iterator<Item = &Checkpoint> {
     log.entries().rev().map_while(|(_, e)| match e {
-        compactbench_core::Entry::Checkpoint(cp) => Some(cp),
+        compactbench_core::Entry::Checkpoint(cp) => Some(&**cp),
         compactbench_core::Entry::Message(_) => None,
     })
 }
