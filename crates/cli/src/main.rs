@@ -231,14 +231,14 @@ fn eval(
     let primary = summarizer::Primary::new(summarizer, encoding)?;
     let extractive: &SummarizerFactory<'_> = &|session| primary.for_session(session);
     let mut runs = pool.install(|| {
-        run_matrix(&strategies, &scenarios, seeds, &counter, &extractive, RunOptions::default(), &tick)
+        run_matrix(&strategies, &scenarios, seeds, &counter, &extractive, RunOptions { judge: primary.judge(), ..Default::default() }, &tick)
     });
     // Delegation rows for the chosen strategies, on the same sessions.
     let delegating: Vec<Box<dyn Strategy>> =
         strategies.iter().filter(|s| delegate.contains(&s.info().id)).map(|s| compactbench_registry::find(&s.info().id).expect("from the registry")).collect();
     if !delegating.is_empty() {
         bar.inc_length(delegating.len() as u64 * scenarios.len() as u64 * seeds);
-        let options = RunOptions { delegate: true };
+        let options = RunOptions { delegate: true, judge: primary.judge() };
         runs.extend(pool.install(|| run_matrix(&delegating, &scenarios, seeds, &counter, &extractive, options, &tick)));
     }
     if bounds {

@@ -49,6 +49,11 @@ pub(crate) struct SummarizerArgs {
     /// the model).
     #[arg(long)]
     replay_only: bool,
+    /// Model-judged probes: ask the model of the --openai-* flags about each planted fact at
+    /// the last request that needs it, and score its answer by needle match (one call per
+    /// fact kind due at a request, cached like summaries). Works with either summarizer.
+    #[arg(long)]
+    judge: bool,
     /// Inject a summarizer fault: KIND[@TRIGGER], KIND one of timeout, http500, empty,
     /// over-cap, garbage; TRIGGER always (default), nth:N or every:N.
     #[arg(long, value_name = "KIND[@TRIGGER]")]
@@ -71,6 +76,8 @@ impl Summarizer for Shared {
 /// The primary summarizer of a run, built from the flags.
 pub(crate) struct Primary {
     model: Option<Arc<ReplayCache>>,
+    /// The model client when `--judge` asks for model-judged probes.
+    judge: Option<Arc<ReplayCache>>,
     fault: Option<(FaultKind, Trigger)>,
     encoding: Encoding,
     name: String,
@@ -87,28 +94,14 @@ impl Primary {
                 Some((kind, trigger))
             }
         };
-        let model = match args.summarizer.as_str() {
-            "extractive" => {
-                if args.replay_only {
-                    bail!("--replay-only needs --summarizer openai (the extractive summarizer needs no cache)");
-                }
-                None
-            }
-            _ => {
-                let mut config = OpenAiConfig::resolve(args.openai_base_url.clone(), args.openai_model.clone(), args.openai_api_key.clone())
-                    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-                if args.openai_concurrency == 0 {
-                    bail!("--openai-concurrency must be at least 1");
-                }
-                config.max_concurrency = args.openai_concurrency;
-                config.timeout = std::time::Duration::from_secs(args.openai_timeout);
-                config.fold_system = args.openai_fold_system;
-                config.max_output_tokens = args.openai_max_tokens;
-                let client = OpenAi::new(config).map_err(|e| anyhow::anyhow!("{}", e.message))?;
-                let mode = if args.replay_only { CacheMode::ReplayOnly } else { CacheMode::ReadWrite };
-                Some(Arc::new(ReplayCache::with_root(Box::new(client), &args.cache_dir).mode(mode)))
-            }
-        };
+        let summarizes = args.summarizer == "openai";
+        if args.replay_only && !summarizes && !args.judge {
+            bail!("--replay-only needs --summarizer openai or --judge (the extractive summarizer needs no cache)");
+        }
+        // One client (and one cache) for summaries and judging alike.
+        let client = if summarizes || args.judge { Some(model_client(args)?) } else { None };
+        let model = client.clone().filter(|_| summarizes);
+        let judge = client.filter(|_| args.judge);
         let base = match &model {
             Some(m) => m.name().to_owned(),
             None => "extractive".to_owned(),
@@ -117,7 +110,12 @@ impl Primary {
             Some((kind, trigger)) => format!("{base}+{kind}@{trigger}"),
             None => base,
         };
-        Ok(Primary { model, fault, encoding, name })
+        Ok(Primary { model, judge, fault, encoding, name })
+    }
+
+    /// The model that judges, with `--judge`.
+    pub(crate) fn judge(&self) -> Option<&dyn Summarizer> {
+        self.judge.as_deref().map(|j| j as &dyn Summarizer)
     }
 
     /// The report name of the summarizer each session gets.
@@ -140,6 +138,22 @@ impl Primary {
 
     /// Cache hits and misses, when a model is used.
     pub(crate) fn cache_stats(&self) -> Option<CacheStats> {
-        self.model.as_ref().map(|m| m.stats())
+        self.model.as_ref().or(self.judge.as_ref()).map(|m| m.stats())
     }
+}
+
+/// The OpenAI-compatible client of the flags, behind the replay cache.
+fn model_client(args: &SummarizerArgs) -> Result<Arc<ReplayCache>> {
+    let mut config = OpenAiConfig::resolve(args.openai_base_url.clone(), args.openai_model.clone(), args.openai_api_key.clone())
+        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    if args.openai_concurrency == 0 {
+        bail!("--openai-concurrency must be at least 1");
+    }
+    config.max_concurrency = args.openai_concurrency;
+    config.timeout = std::time::Duration::from_secs(args.openai_timeout);
+    config.fold_system = args.openai_fold_system;
+    config.max_output_tokens = args.openai_max_tokens;
+    let client = OpenAi::new(config).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let mode = if args.replay_only { CacheMode::ReplayOnly } else { CacheMode::ReadWrite };
+    Ok(Arc::new(ReplayCache::with_root(Box::new(client), &args.cache_dir).mode(mode)))
 }

@@ -12,6 +12,7 @@ use compactbench_core::{
 use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
 use crate::generate::{Session, Step};
+use crate::judge::Judged;
 use crate::results::{CompactionRecord, FactOutcome, RequestRecord, RunResult, Status};
 use crate::scenario::Scenario;
 
@@ -75,6 +76,7 @@ struct Run<'a> {
     step: usize,
     /// Log entry -> the session step whose message it holds.
     entry_step: HashMap<EntryId, usize>,
+    judge: Option<&'a dyn Summarizer>,
 }
 
 fn keys(view: &View) -> Vec<Key> {
@@ -304,16 +306,21 @@ fn outcome(fact: &crate::facts::Fact, probes: &[Probe], compactions: &[Compactio
         // The newest successful compaction before the first request that lost it.
         lost_by: first_lost.and_then(|p| compactions.iter().rposition(|c| c.error.is_none() && c.request <= p.0)).map(|i| i as u32),
         after_round,
+        judged: None,
     }
 }
 
 /// How a run treats the session beyond the strategy itself.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RunOptions {
+#[derive(Clone, Copy, Default)]
+pub struct RunOptions<'a> {
     /// Hand each exploration span of the session to an isolated subagent: the parent sees
     /// one `task` call and a bounded report instead of the span's steps; the child's own
     /// requests are counted as child cost. The run's strategy id gets a `+delegate` suffix.
     pub delegate: bool,
+    /// Ask this model about each fact at the last request that needs it
+    /// ([`crate::judge`]). A fact whose last needed request falls inside a delegated span
+    /// is not judged (the parent makes no request there).
+    pub judge: Option<&'a dyn Summarizer>,
 }
 
 /// How many reads deep the probe follows pointers from one store file to another.
@@ -329,6 +336,8 @@ struct Tally {
     violations: BTreeMap<&'static str, BTreeMap<&'static str, u32>>,
     prev_keys: Vec<Key>,
     probes: Vec<Vec<Probe>>,
+    /// The judge's verdict per fact, when a judge is set.
+    judged: Vec<Option<Judged>>,
     /// Compactions completed when each fact was planted.
     planted_round: Vec<u32>,
     output_tokens: u64,
@@ -373,6 +382,15 @@ impl Run<'_> {
         for (f, s) in self.probe(&view, &keys, step).into_iter().enumerate() {
             if let Some(s) = s {
                 tally.probes[f].push((self.request, s, self.rounds - tally.planted_round[f]));
+            }
+        }
+        if let Some(judge) = self.judge {
+            let facts = &self.session.facts;
+            let due: Vec<usize> = (0..facts.len()).filter(|&f| facts[f].needed_until == step).collect();
+            if !due.is_empty() {
+                for (f, answer) in crate::judge::ask(judge, &view, facts, &due) {
+                    tally.judged[f] = Some(Judged { request: self.request, answer });
+                }
             }
         }
         observe(&Snapshot { index: self.request, view: &view, tokens: &tokens, log: &self.log });
@@ -482,7 +500,7 @@ pub fn run_with(
     session: &Session,
     seed: u64,
     env: &Env<'_>,
-    options: RunOptions,
+    options: RunOptions<'_>,
     mut observe: impl FnMut(&Snapshot<'_>),
 ) -> RunResult {
     let mut run = Run {
@@ -503,6 +521,7 @@ pub fn run_with(
         failures: 0,
         step: 0,
         entry_step: HashMap::new(),
+        judge: options.judge,
     };
     run.log.push_message(session.system.clone());
     let facts = &session.facts;
@@ -511,6 +530,7 @@ pub fn run_with(
         violations: BTreeMap::new(),
         prev_keys: Vec::new(),
         probes: vec![Vec::new(); facts.len()],
+        judged: vec![None; facts.len()],
         planted_round: vec![0; facts.len()],
         output_tokens: 0,
         child: ChildCost::default(),
@@ -566,7 +586,13 @@ pub fn run_with(
         seed,
         summarizer: env.summarizer.name().to_owned(),
         window: scenario.model.window,
-        facts: facts.iter().zip(&tally.probes).filter(|(_, p)| !p.is_empty()).map(|(f, p)| outcome(f, p, &run.compactions)).collect(),
+        facts: facts
+            .iter()
+            .zip(&tally.probes)
+            .zip(tally.judged)
+            .filter(|((_, p), _)| !p.is_empty())
+            .map(|((f, p), judged)| FactOutcome { judged, ..outcome(f, p, &run.compactions) })
+            .collect(),
         requests: tally.requests,
         compactions: run.compactions,
         violations: tally.violations,

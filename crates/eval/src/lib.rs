@@ -7,6 +7,7 @@
 pub mod drive;
 pub mod facts;
 pub mod generate;
+pub mod judge;
 pub mod matrix;
 pub mod replay;
 pub mod results;

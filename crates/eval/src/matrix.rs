@@ -25,7 +25,7 @@ pub fn run_matrix(
     seeds: u64,
     counter: &TokenCounter,
     summarizer: &SummarizerFactory<'_>,
-    options: RunOptions,
+    options: RunOptions<'_>,
     tick: &(dyn Fn(&RunResult) + Sync),
 ) -> Vec<RunResult> {
     let sessions: Vec<SessionJob> = scenarios

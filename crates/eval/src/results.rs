@@ -123,6 +123,10 @@ pub struct FactOutcome {
     /// State at the first request after each compaction it went through: `[0]` after the
     /// first, `[1]` after the second, … (the drift curve).
     pub after_round: Vec<Status>,
+    /// The model-judged probe, when the run had a judge (absent from `results.json`
+    /// otherwise, so judge-less runs are unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<crate::judge::Judged>,
 }
 
 /// One run: one strategy, one scenario, one seed.

@@ -250,37 +250,45 @@ impl compactbench_core::Strategy for Probe {
     }
 }
 
+/// Three short turns with every fact kind planted in turn 0 and needed to the end.
+fn every_kind_scenario() -> Scenario {
+    use crate::facts::FactKind;
+    let text = SMALL.replace("turns = 20", "turns = 3").replace("steps_per_turn = [2, 7]", "steps_per_turn = [1, 2]");
+    let facts: String = FactKind::ALL.iter().map(|k| format!("[[facts]]\nkind = \"{}\"\nturn = 0\n", k.as_str())).collect();
+    let text = format!("{}\n{facts}", &text[..text.find("[[facts]]").unwrap()]);
+    Scenario::parse(Path::new("probe.toml"), &text).unwrap()
+}
+
+fn probe_strategy(mode: ProbeMode) -> Probe {
+    Probe {
+        info: compactbench_core::StrategyInfo {
+            id: "probe".into(),
+            harness: "test".into(),
+            source: "test".into(),
+            summary: "test".into(),
+            fidelity: compactbench_core::Fidelity::Baseline,
+        },
+        mode,
+    }
+}
+
 #[test]
 fn every_fact_kind_is_probed_verbatim_recoverable_and_lost() {
     use crate::facts::FactKind;
     use crate::results::Status;
-    let mut text = SMALL.to_owned();
-    text = text.replace("turns = 20", "turns = 3").replace("steps_per_turn = [2, 7]", "steps_per_turn = [1, 2]");
-    // Every kind planted in turn 0 and needed to the end.
-    let facts: String = FactKind::ALL.iter().map(|k| format!("[[facts]]\nkind = \"{}\"\nturn = 0\n", k.as_str())).collect();
-    let text = format!("{}\n{facts}", &text[..text.find("[[facts]]").unwrap()]);
-    let sc = Scenario::parse(Path::new("probe.toml"), &text).unwrap();
+    let sc = every_kind_scenario();
     let session = generate(&sc, 3);
     assert_eq!(session.facts.len(), FactKind::ALL.len());
     let (counter, summarizer) = env_parts();
     let env = Env { counter: &counter, summarizer: &summarizer };
     for (mode, want) in [(ProbeMode::Keep, Status::VerbatimKept), (ProbeMode::Offload, Status::Recoverable), (ProbeMode::Drop, Status::Lost)] {
-        let strategy = Probe {
-            info: compactbench_core::StrategyInfo {
-                id: "probe".into(),
-                harness: "test".into(),
-                source: "test".into(),
-                summary: "test".into(),
-                fidelity: compactbench_core::Fidelity::Baseline,
-            },
-            mode,
-        };
-        let r = run(&strategy, &sc, &session, 3, &env, |_| {});
+        let r = run(&probe_strategy(mode), &sc, &session, 3, &env, |_| {});
         let mut kinds: Vec<FactKind> = r.facts.iter().map(|f| f.kind).collect();
         kinds.sort();
         assert_eq!(kinds, FactKind::ALL.to_vec());
         for f in &r.facts {
             assert_eq!(f.last, want, "{:?} with {:?}", f.kind, want);
+            assert_eq!(f.judged, None, "no judge, no judged probe");
             if want == Status::Lost {
                 assert_eq!(f.lost_after_rounds, Some(1), "{:?}", f.kind);
                 assert!(f.lost_at.is_some());
@@ -288,6 +296,71 @@ fn every_fact_kind_is_probed_verbatim_recoverable_and_lost() {
                 assert_eq!(f.lost_at, None);
             }
         }
+    }
+}
+
+/// A judge that answers with the whole conversation it was shown (or fails every call),
+/// counting its calls.
+struct EchoJudge {
+    fail: bool,
+    calls: std::sync::atomic::AtomicU32,
+}
+
+impl compactbench_core::Summarizer for EchoJudge {
+    fn name(&self) -> &str {
+        "echo"
+    }
+
+    fn summarize(&self, request: &compactbench_core::SummaryRequest) -> Result<compactbench_core::Summary, compactbench_core::Error> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert!(request.purpose.starts_with("judge-") && request.transcript.starts_with("<conversation>"), "{}", request.purpose);
+        if self.fail {
+            return Err(compactbench_core::Error::new(compactbench_core::ErrorKind::Transport, "judge down"));
+        }
+        Ok(compactbench_core::Summary { text: request.transcript.clone(), input_tokens: 0, output_tokens: 0, stop: compactbench_core::StopReason::Complete })
+    }
+}
+
+#[test]
+fn the_judge_answers_from_the_request_it_would_see() {
+    use crate::drive::{run_with, RunOptions};
+    use crate::facts::FactKind;
+    use crate::judge::Answer;
+    let sc = every_kind_scenario();
+    let session = generate(&sc, 3);
+    let (counter, summarizer) = env_parts();
+    let env = Env { counter: &counter, summarizer: &summarizer };
+    for (mode, fail, want) in [(ProbeMode::Keep, false, Answer::Quoted), (ProbeMode::Drop, false, Answer::Missed), (ProbeMode::Keep, true, Answer::Failed)] {
+        let judge = EchoJudge { fail, calls: Default::default() };
+        let options = RunOptions { judge: Some(&judge), ..Default::default() };
+        let r = run_with(&probe_strategy(mode), &sc, &session, 3, &env, options, |_| {});
+        let last_request = r.requests.last().unwrap().index;
+        for f in &r.facts {
+            let judged = f.judged.as_ref().unwrap_or_else(|| panic!("{:?} not judged", f.kind));
+            assert_eq!((judged.answer, judged.request), (want, last_request), "{:?}", f.kind);
+        }
+        // Every fact is due at the last request: one question per kind.
+        assert_eq!(judge.calls.into_inner() as usize, FactKind::ALL.len());
+    }
+}
+
+#[test]
+fn judged_answers_score_by_needle_then_tagged_key() {
+    use crate::judge::{key, score, Answer};
+    let session = generate(&every_kind_scenario(), 4);
+    let keys: std::collections::HashSet<&str> = session.facts.iter().map(|f| key(&f.needle)).collect();
+    assert_eq!(keys.len(), session.facts.len(), "one key per fact");
+    for f in &session.facts {
+        let k = key(&f.needle);
+        assert!(k.len() > 5 && f.needle.contains(k) && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{:?}: {k}", f.kind);
+        // Nothing before the fact (at most the tool call whose result plants it) holds its
+        // key, so the key identifies the fact on its own.
+        let first = session.steps.iter().position(|s| s.message().searchable_text().contains(k)).unwrap();
+        assert!(first + 1 >= f.planted_step && first <= f.planted_step, "{:?}: {k} first at {first}, planted at {}", f.kind, f.planted_step);
+        assert_eq!(score(f, &format!("It said: {}.", f.needle)), Answer::Quoted);
+        let named = if k == f.needle { Answer::Quoted } else { Answer::Named };
+        assert_eq!(score(f, &format!("Something about {k}, I think.")), named, "{:?}", f.kind);
+        assert_eq!(score(f, "not stated"), Answer::Missed);
     }
 }
 

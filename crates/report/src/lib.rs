@@ -9,6 +9,7 @@
 mod charts;
 mod compare;
 mod failure_modes;
+mod judged;
 mod ground_truth;
 mod html;
 mod isolation;

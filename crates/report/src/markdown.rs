@@ -168,6 +168,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
         }
     }
     crate::failure_modes::failure_modes(&mut out, &primary, &strategies);
+    crate::judged::judged(&mut out, &primary, &strategies);
     for sc in scenarios {
         let here: Vec<&Row> = rows.iter().filter(|r| r.scenario == sc.name && r.summarizer == summarizer).collect();
         if here.is_empty() {

@@ -43,6 +43,7 @@ fn fact(id: &str, kind: FactKind, last: Status, after_round: Vec<Status>) -> Fac
         lost_after_rounds: lost.then_some(1),
         lost_by: lost.then_some(0),
         after_round,
+        judged: None,
     }
 }
 
@@ -177,6 +178,38 @@ fn markdown_report_snapshot() {
         | sum | 2200 | 0 | 0% | 0.02 | 50 | 1.0 | 0 |
         | sum+delegate | 2200 | 900 | 0% | 0.02 | 50 | 1.0 | 0 |
     "#]].assert_eq(&md);
+}
+
+#[test]
+fn judged_probes_sit_beside_the_needle_probes() {
+    use compactbench_eval::judge::{Answer, Judged};
+    let mut runs = runs();
+    let md = |runs: &[RunResult]| markdown(&[scenario()], &[], &rows(&[scenario()], runs), runs, "extractive");
+    assert!(!md(&runs).contains("Model-judged"), "no judge, no section");
+    let judged = |answer| Some(Judged { request: 1, answer });
+    // `sum`: the kept error quoted; the lost decision named all the same (rephrased).
+    runs[1].facts[0].judged = judged(Answer::Quoted);
+    runs[1].facts[1].judged = judged(Answer::Named);
+    // `trunc`: the lost error missed; the recoverable decision's call failed.
+    runs[4].facts[0].judged = judged(Answer::Missed);
+    runs[4].facts[1].judged = judged(Answer::Failed);
+    // `none`: a needle in the request that the model missed anyway.
+    runs[0].facts[0].judged = judged(Answer::Missed);
+    let out = md(&runs);
+    let section = &out[out.find("## Model-judged probes").unwrap()..];
+    let section = &section[..section.find("\n## tiny").unwrap()];
+    expect![[r#"
+        ## Model-judged probes
+
+        The judge model answered one question per fact kind at the last request that needed each fact; its answer quoted the needle, named the fact's tagged key, missed, or the call failed. The last two columns compare with the needle probe of the same request.
+
+        | strategy | judged | quoted | named | missed | failed | in request, missed | not in request, named |
+        |---|---:|---:|---:|---:|---:|---:|---:|
+        | none | 1 | 0% | 0% | 100% | 0 | 1 | 0 |
+        | sum | 2 | 50% | 50% | 0% | 0 | 0 | 1 |
+        | trunc | 2 | 0% | 0% | 50% | 1 | 0 | 0 |
+    "#]]
+    .assert_eq(section);
 }
 
 #[test]
