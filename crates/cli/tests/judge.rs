@@ -2,16 +2,15 @@
 //! OpenAI-compatible server (127.0.0.1 only) whose "model" answers with the conversation it
 //! was shown, then replayed from the cache with the server gone.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{compactbench, scratch, tiny_scenarios};
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
-
-fn compactbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_compactbench")).args(args).output().expect("the binary runs")
-}
 
 /// Answers every chat request with its own user message: a judge that quotes everything the
 /// request holds.
@@ -28,18 +27,7 @@ impl Respond for Echo {
     }
 }
 
-const SCENARIO: &str = r#"
-name = "tiny"
-description = "Small enough for a test."
-[model]
-name = "m"
-window = 6000
-max_output = 500
-provider = "anthropic"
-pricing = { input = 3.0, cached_input = 0.3, output = 15.0 }
-[session]
-turns = 6
-steps_per_turn = [2, 4]
+const FACTS: &str = r#"
 [[facts]]
 kind = "error_message"
 turn = 0
@@ -52,9 +40,7 @@ turn = 4
 "#;
 
 fn eval(dir: &Path, base_url: &str, out: &str, extra: &[&str]) -> (Output, PathBuf) {
-    let scenarios = dir.join("scenarios");
-    std::fs::create_dir_all(&scenarios).unwrap();
-    std::fs::write(scenarios.join("tiny.toml"), SCENARIO).unwrap();
+    let scenarios = tiny_scenarios(dir, FACTS);
     let run = dir.join(out);
     let cache = dir.join("cache");
     let mut args = vec![
@@ -68,8 +54,7 @@ fn eval(dir: &Path, base_url: &str, out: &str, extra: &[&str]) -> (Output, PathB
 
 #[test]
 fn judged_probes_are_reported_and_replay_without_the_model() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("judge");
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = scratch("judge");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let server = rt.block_on(MockServer::start());
     rt.block_on(Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(Echo).mount(&server));

@@ -1,40 +1,14 @@
 //! `compactbench report --compare`: end to end through the binary, on results.json files that
 //! a real `compactbench eval` wrote.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn compactbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_compactbench")).args(args).output().expect("the binary runs")
-}
-
-/// A folder of its own under Cargo's scratch space for integration tests.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-compare-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// A tiny scenario (small window, few turns), so a real eval of three strategies takes a moment.
-const SCENARIO: &str = r#"
-name = "tiny"
-description = "Small enough for a test."
-[model]
-name = "m"
-window = 6000
-max_output = 500
-provider = "anthropic"
-pricing = { input = 3.0, cached_input = 0.3, output = 15.0 }
-[session]
-turns = 6
-steps_per_turn = [2, 4]
-"#;
+use common::{compactbench, scratch, tiny_scenarios};
 
 fn eval_into(dir: &Path) -> PathBuf {
-    let scenarios = dir.join("scenarios");
-    std::fs::create_dir_all(&scenarios).unwrap();
-    std::fs::write(scenarios.join("tiny.toml"), SCENARIO).unwrap();
+    let scenarios = tiny_scenarios(dir, "");
     let run = dir.join("a");
     let out = compactbench(&[
         "eval",
@@ -58,7 +32,7 @@ fn eval_into(dir: &Path) -> PathBuf {
 
 #[test]
 fn compare_lists_exactly_the_changed_strategys_rows() {
-    let dir = scratch("changed");
+    let dir = scratch("report-compare-changed");
     let a = eval_into(&dir);
     // B: the same run with truncate-oldest's numbers changed.
     let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(a.join("results.json")).unwrap()).unwrap();
@@ -92,7 +66,7 @@ fn compare_lists_exactly_the_changed_strategys_rows() {
 
 #[test]
 fn bad_inputs_name_the_file() {
-    let dir = scratch("bad");
+    let dir = scratch("report-compare-bad");
     let missing = dir.join("nowhere");
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"rows\": 5}").unwrap();
