@@ -556,11 +556,16 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         openhands/structured-summary empty: ok 2, failed 0, calls 2, over-window requests 0
         openhands/structured-summary over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         openhands/structured-summary garbage: ok 2, failed 0, calls 2, over-window requests 0
-        pi timeout: ok 0, failed 23, calls 23, over-window requests 17
-        pi http500: ok 0, failed 23, calls 23, over-window requests 17
-        pi empty: ok 6, failed 0, calls 8, over-window requests 0
-        pi over-cap: ok 36, failed 0, calls 39, over-window requests 30, cut off 39 (used 36)
-        pi garbage: ok 6, failed 0, calls 8, over-window requests 0
+        pi timeout: ok 0, failed 39, calls 156, over-window requests 17
+        pi http500: ok 0, failed 39, calls 156, over-window requests 17
+        pi empty: ok 9, failed 0, calls 12, over-window requests 0
+        pi over-cap: ok 0, failed 39, calls 39, over-window requests 17, cut off 39 (used 0)
+        pi garbage: ok 9, failed 0, calls 12, over-window requests 0
+        pi/v0.73 timeout: ok 0, failed 23, calls 23, over-window requests 17
+        pi/v0.73 http500: ok 0, failed 23, calls 23, over-window requests 17
+        pi/v0.73 empty: ok 6, failed 0, calls 8, over-window requests 0
+        pi/v0.73 over-cap: ok 36, failed 0, calls 39, over-window requests 30, cut off 39 (used 36)
+        pi/v0.73 garbage: ok 6, failed 0, calls 8, over-window requests 0
         pi/v0.58 timeout: ok 0, failed 23, calls 23, over-window requests 17
         pi/v0.58 http500: ok 0, failed 23, calls 23, over-window requests 17
         pi/v0.58 empty: ok 4, failed 0, calls 4, over-window requests 0

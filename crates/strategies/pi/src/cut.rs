@@ -1,9 +1,11 @@
 //! Where Pi cuts: `findValidCutPoints`, `findTurnStartIndex` and `findCutPoint`
-//! (compaction.ts). Identical at the canonical commit and in the 0.73.1 release.
+//! (compaction.ts). Identical at the canonical commit and in the 0.73.1 release; 1.6.0 falls
+//! back differently when no cut point follows the budget boundary.
 
 use compactbench_core::Role;
 
 use crate::session::{estimate_tokens, PathEntry};
+use crate::Release;
 
 /// Result of `findCutPoint`, as indices into the branch path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,8 +45,10 @@ pub(crate) fn find_turn_start_index(path: &[PathEntry<'_>], index: usize, start:
 /// Walks back from the newest entry adding `estimateTokens` of every message (checkpoints are
 /// skipped); at the first entry where the sum reaches `keep`, the cut is the nearest valid cut
 /// point at or after that entry. If the budget is never reached, everything from the first cut
-/// point is kept.
-pub(crate) fn find_cut_point(path: &[PathEntry<'_>], start: usize, end: usize, keep: u64) -> CutPoint {
+/// point is kept. If it is reached inside trailing tool results that no cut point follows,
+/// 0.73.1 and earlier keep everything from the first cut point; 1.6.0 keeps from the last one
+/// (the assistant call of those results).
+pub(crate) fn find_cut_point(path: &[PathEntry<'_>], start: usize, end: usize, keep: u64, release: Release) -> CutPoint {
     let cut_points = find_valid_cut_points(path, start, end);
     let Some(&first_cut_point) = cut_points.first() else {
         return CutPoint { first_kept: start, turn_start: None, split: false };
@@ -56,9 +60,12 @@ pub(crate) fn find_cut_point(path: &[PathEntry<'_>], start: usize, end: usize, k
         let Some(m) = path[i].message() else { continue };
         accumulated += estimate_tokens(m);
         if accumulated >= keep {
-            // If no cut point lies at or after `i`, the default (first cut point) stays.
-            if let Some(&c) = cut_points.iter().find(|&&c| c >= i) {
-                cut = c;
+            match cut_points.iter().find(|&&c| c >= i) {
+                Some(&c) => cut = c,
+                // No cut point at or after `i`: earlier releases keep the default (the first
+                // cut point); 1.6.0 takes the last one.
+                None if release == Release::Npm1_6_0 => cut = *cut_points.last().expect("not empty"),
+                None => {}
             }
             break;
         }

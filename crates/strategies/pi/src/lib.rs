@@ -1,19 +1,61 @@
 //! Pi: the compaction of Pi's coding agent (`packages/coding-agent`).
 //!
 //! # Sources
-//! - Default (`pi`): the newest published release of the npm package
-//!   `@mariozechner/pi-coding-agent`, **0.73.1** (dist-tag `latest` when this crate was written),
-//!   read in `dist/core/compaction/compaction.js`, `dist/core/compaction/utils.js`,
-//!   `dist/core/session-manager.js`, `dist/core/agent-session.js`, `dist/core/messages.js`,
-//!   `dist/core/settings-manager.js`, and `dist/utils/overflow.js` of its dependency
-//!   `@mariozechner/pi-ai` 0.73.1.
+//! - Default (`pi`): the newest published release, npm `@earendil-works/pi-coding-agent`
+//!   **1.6.0** (dist-tag `latest` on 2026-12-04; Pi moved from `@mariozechner/*` to
+//!   `@earendil-works/*` after 0.73.1), read in `dist/core/compaction/{compaction,utils}.js`,
+//!   `dist/core/agent-session.js` (`_checkCompaction`, `_compactBeforeNextAssistantResponse`),
+//!   `dist/core/settings-defaults.js`, `dist/core/settings-manager.js`, and in its dependency
+//!   `@earendil-works/pi-ai` 1.6.0 `dist/api/simple-options.js` (output cap),
+//!   `dist/utils/retry.js` and `dist/utils/overflow.js`.
+//! - Variant `pi/v0.73`: npm `@mariozechner/pi-coding-agent` **0.73.1**, the last release
+//!   under the old name, read in the same files (`dist/core/messages.js` and
+//!   `dist/utils/overflow.js` of `@mariozechner/pi-ai` 0.73.1).
 //! - Variant `pi/v0.58`: the canonical commit of our spec,
 //!   `badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a` (right after tag v0.58.3),
 //!   files `packages/coding-agent/src/core/compaction/{compaction,utils}.ts`,
 //!   `src/core/session-manager.ts`, `src/core/agent-session.ts`, `src/core/messages.ts`,
 //!   `packages/ai/src/utils/overflow.ts`. Spec: `shared/specs/pi.md`.
 //!
-//! ## What 0.73.1 does differently from the canonical commit (all followed by `pi`)
+//! ## What 1.6.0 does differently from 0.73.1 (followed by `pi` only)
+//! 1. **A check between model calls**: before each next model call of a run
+//!    (`prepareNextTurnWithContext` → `_compactBeforeNextAssistantResponse`) Pi compacts
+//!    (`threshold`) if `estimateProjectedContextTokens` exceeds `window − reserveTokens`. That
+//!    estimate is the last valid usage plus chars/4 of what followed, if that reply is newer
+//!    than the latest compaction; otherwise chars/4 of every projected message, system prompt
+//!    included. `tokensBefore` uses the same estimate. (We check at
+//!    [`Moment::BeforeRequest`] when the newest message is a tool result: the first call after
+//!    a user message follows the turn-end check.)
+//! 2. **No output cap of its own** (#9512): `generateSummary` no longer passes `maxTokens`, so
+//!    pi-ai sends the model's output limit for the history and the turn-prefix call alike
+//!    ([`ModelProfile::max_output`](compactbench_core::ModelProfile)).
+//! 3. **Cut-off summaries are rejected**: a `length` stop fails the compaction
+//!    (`getSummarizationFailure`: "generation hit the token cap and the summary is
+//!    incomplete"); nothing is appended.
+//! 4. **Transient failures are retried**: each summarization call goes through
+//!    `retryAssistantCall` with the default `retry` settings (`maxRetries = 3`); we retry
+//!    [`ErrorKind::Timeout`](compactbench_core::ErrorKind) and `Transport` (timeouts,
+//!    connection and HTTP 5xx errors match pi-ai's retryable patterns) up to three times.
+//! 5. **Thinking is left out of the transcript** (`serializeConversation`): a ruled-out
+//!    hypothesis that lives only in thinking never reaches the summarizer.
+//! 6. **Split turns**: the two calls run one after the other; with no complete turn before the
+//!    split turn the history part is the *previous summary* (or `No prior history.` when there
+//!    is none), so an earlier summary is no longer lost. The turn-prefix request is
+//!    `# Conversation\n…\n\n# Instructions\n…` with a new prompt (paraphrased).
+//! 7. **Nothing to summarize, no compaction**: `prepareCompaction` returns nothing when both
+//!    the history and the turn prefix are empty (all of the context fits the keep budget).
+//! 8. **Cut fallback**: when the keep budget is crossed inside trailing tool results that no
+//!    cut point follows, the cut is the last cut point (their call), not the first one.
+//! 9. The summarization system prompt says "an AI assistant" instead of "an AI coding
+//!    assistant" (paraphrased either way).
+//!
+//! Checked and unchanged in 1.6.0: defaults (`reserveTokens = 16384`, `keepRecentTokens =
+//! 20000`; new per-model overrides default to the same), `shouldCompact`, the turn-end check
+//! with the stale-usage guard, the once-only overflow recovery, the scan start at the previous
+//! first kept entry (now via the projection), the initial and update prompts, the 2000-char
+//! tool-result cut, the file lists and the summary wrapper.
+//!
+//! ## What 0.73.1 does differently from the canonical commit (`pi/v0.73` and `pi`)
 //! 1. `prepareCompaction` starts its scan at the previous compaction's `firstKeptEntryId`
 //!    (falling back to the entry after it), not right after the previous compaction entry:
 //!    messages an earlier compaction kept are kept again or folded into the next summary
@@ -37,7 +79,8 @@
 //! `No prior history.` edge case, estimator, cut points, serializer, file lists, summary
 //! wrapper, `buildSessionContext` (no system-message snapshot), settings without per-model
 //! overrides, trigger, stale-usage guard and the once-only overflow recovery. The later
-//! variants the spec lists as V2–V4 are not in this release.
+//! variants the spec lists as V2–V4 are not in 0.73.1; 1.6.0 carries the length-stop
+//! rejection (item 3 above).
 //!
 //! # Trigger
 //! `contextTokens > contextWindow − reserveTokens` (strict), defaults `reserveTokens = 16384`,
@@ -48,9 +91,9 @@
 //! estimates of every later message, skipped if that usage predates the latest compaction.
 //! A reply older than the latest compaction never triggers (stale usage).
 //!
-//! There is **no check at [`Moment::BeforeRequest`]**: as in the original, nothing is
-//! checked between the model calls of one run, so a long multi-tool run can overflow
-//! mid-run (signalridge/dotfiles#794).
+//! Up to 0.73.1 there is **no check at [`Moment::BeforeRequest`]**: nothing is checked
+//! between the model calls of one run, so a long multi-tool run can overflow mid-run
+//! (signalridge/dotfiles#794). 1.6.0 checks there (see above).
 //!
 //! Overflow: at [`Moment::Overflow`] (the runner's stand-in for the provider's "prompt is too
 //! long" error) and at `TurnEnd` for a failed reply whose text matches pi-ai's overflow
@@ -94,9 +137,10 @@
 //!
 //! # Failures
 //! A summarizer error fails the compaction (`Auto-compaction failed: Summarization failed: …`,
-//! or `Context overflow recovery failed: …`) and nothing is appended. A summary cut off at the
-//! output cap is accepted as it is. When the last entry already is a compaction there is
-//! nothing to prepare and the compaction ends without a checkpoint.
+//! or `Context overflow recovery failed: …`) and nothing is appended; 1.6.0 first retries a
+//! transient one up to three times. A summary cut off at the output cap is accepted as it is
+//! up to 0.73.1 and fails the compaction in 1.6.0. When the last entry already is a
+//! compaction there is nothing to prepare and the compaction ends without a checkpoint.
 //!
 //! # Deviations
 //! - Deliberate: our messages carry no stop reason, so an assistant message without usage
@@ -122,6 +166,15 @@
 //! - Deliberate: truncation to 2000 UTF-16 units stops before a surrogate pair it would split.
 //! - Not modelled: the thinking level / reasoning option of the summarizer call, abort
 //!   signals and the 100 ms delayed retry; the runner retries after an overflow compaction.
+//! - Deliberate (1.6.0): the retry backoff (2 s doubling) is not waited out; pi-ai's check of
+//!   the error text against its retryable patterns is read from our error kind.
+//! - Deliberate (1.6.0): pi-ai clamps the output cap to the room left in the context window
+//!   (`clampMaxTokensToContext`); summary requests here are far below the window, so the cap
+//!   is the model's output limit as is.
+//! - Deliberate (1.6.0): overflow detection reads 0.73.1's provider patterns; the ones 1.6.0
+//!   adds (LiteLLM, Together, z.ai, DashScope, DS4, any HTTP 413) only matter for a replayed
+//!   failed reply whose text matches them. Context edits, codemode nested calls and
+//!   virtual-model routing (new entry kinds in 1.6.0) do not occur in our log.
 
 use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
 
@@ -154,6 +207,9 @@ impl Default for PiConfig {
 /// Which Pi the strategy follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Release {
+    /// npm `@earendil-works/pi-coding-agent` 1.6.0 (checks between model calls, rejects
+    /// cut-off summaries, no thinking in the transcript, the model's output limit as cap).
+    Npm1_6_0,
     /// npm `@mariozechner/pi-coding-agent` 0.73.1 (scan from the previous first kept entry).
     Npm0_73_1,
     /// badlogic/pi-mono@83378aad, v0.58.3 (scan after the previous compaction; #2608 gap).
@@ -168,8 +224,13 @@ pub struct PiStrategy {
 }
 
 impl PiStrategy {
-    /// Pi as released in npm `@mariozechner/pi-coding-agent` 0.73.1, with `config`.
+    /// Pi as released in npm `@earendil-works/pi-coding-agent` 1.6.0, with `config`.
     pub fn new(config: PiConfig) -> PiStrategy {
+        PiStrategy::with_release(config, Release::Npm1_6_0)
+    }
+
+    /// Pi as released in npm `@mariozechner/pi-coding-agent` 0.73.1, with `config`.
+    pub fn v0_73(config: PiConfig) -> PiStrategy {
         PiStrategy::with_release(config, Release::Npm0_73_1)
     }
 
@@ -180,8 +241,13 @@ impl PiStrategy {
 
     fn with_release(config: PiConfig, release: Release) -> PiStrategy {
         let (id, source, scan) = match release {
-            Release::Npm0_73_1 => (
+            Release::Npm1_6_0 => (
                 "pi",
+                "npm @earendil-works/pi-coding-agent@1.6.0 (earendil-works/pi, formerly badlogic/pi-mono; spec canonical badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a)",
+                "also checks between model calls; rejects cut-off summaries",
+            ),
+            Release::Npm0_73_1 => (
+                "pi/v0.73",
                 "npm @mariozechner/pi-coding-agent@0.73.1 (badlogic/pi-mono; spec canonical badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a)",
                 "rescans from the previous first kept entry",
             ),
@@ -215,21 +281,30 @@ impl PiStrategy {
         }
         match at {
             Moment::TurnEnd => trigger::check_turn_end(log, &self.config, self.release, window),
-            // Pi checks nothing between the model calls of a run.
-            Moment::BeforeRequest => None,
+            // 1.6.0 checks the projected context before each next model call of a run;
+            // earlier releases check nothing between the model calls of a run.
+            Moment::BeforeRequest => match self.release {
+                Release::Npm1_6_0 => trigger::check_next_turn(log, &self.config, window),
+                Release::Npm0_73_1 | Release::Canonical0_58 => None,
+            },
             Moment::Overflow => (!trigger::overflow_attempted(log)).then_some(Trigger::Overflow),
         }
     }
 }
 
-/// The default: Pi as released in npm `@mariozechner/pi-coding-agent` 0.73.1.
+/// The default: Pi as released in npm `@earendil-works/pi-coding-agent` 1.6.0.
 pub fn strategy() -> Box<dyn Strategy> {
     Box::new(PiStrategy::new(PiConfig::default()))
 }
 
-/// Every row to report: the release (`pi`), then the canonical commit (`pi/v0.58`).
+/// Every row to report: the newest release (`pi`), the last release under the old package
+/// name (`pi/v0.73`), then the canonical commit (`pi/v0.58`).
 pub fn variants() -> Vec<Box<dyn Strategy>> {
-    vec![strategy(), Box::new(PiStrategy::v0_58(PiConfig::default()))]
+    vec![
+        strategy(),
+        Box::new(PiStrategy::v0_73(PiConfig::default())),
+        Box::new(PiStrategy::v0_58(PiConfig::default())),
+    ]
 }
 
 impl Strategy for PiStrategy {
@@ -241,7 +316,14 @@ impl Strategy for PiStrategy {
         let Some(trigger) = self.trigger(log, at, cx.model.window) else { return Decision::Skip };
         // With nothing to prepare (the last entry already is a compaction) Pi starts the
         // auto-compaction and ends it without a result; skipping has the same effect.
-        if !prepare::can_prepare(&session::branch_path(log)) {
+        let path = session::branch_path(log);
+        if !prepare::can_prepare(&path) {
+            return Decision::Skip;
+        }
+        // 1.6.0 also prepares nothing when there is nothing to summarize (all is kept).
+        if self.release == Release::Npm1_6_0
+            && prepare::prepare_compaction(&path, 0, self.config.keep_recent_tokens, self.release).is_none()
+        {
             return Decision::Skip;
         }
         Decision::compact(trigger.as_str())
@@ -250,16 +332,16 @@ impl Strategy for PiStrategy {
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let trigger = match at {
             Moment::Overflow => Trigger::Overflow,
-            Moment::TurnEnd | Moment::BeforeRequest => {
-                self.trigger(log, Moment::TurnEnd, cx.model.window).unwrap_or(Trigger::Threshold)
-            }
+            Moment::BeforeRequest => Trigger::Threshold,
+            Moment::TurnEnd => self.trigger(log, Moment::TurnEnd, cx.model.window).unwrap_or(Trigger::Threshold),
         };
         // Pi prepares from the session's branch path itself, not from the agent's messages.
         let path = session::branch_path(log);
-        let Some(prep) = prepare::prepare_compaction(&path, self.config.keep_recent_tokens, self.release) else {
+        let Some(prep) = prepare::prepare_compaction(&path, session::system_tokens(log), self.config.keep_recent_tokens, self.release) else {
             return Ok(Vec::new());
         };
-        let checkpoint = summarize::compact(&prep, self.config.reserve_tokens, trigger, cx.summarizer)?;
+        let caps = summarize::Caps::of(self.release, self.config.reserve_tokens, cx.model.max_output);
+        let checkpoint = summarize::compact(&prep, caps, self.release, trigger, cx.summarizer)?;
         Ok(vec![checkpoint])
     }
 }

@@ -6,8 +6,8 @@ use compactbench_core::{EntryId, Part, Role};
 
 use crate::cut::find_cut_point;
 use crate::session::{
-    build_session_context, entry_messages, estimate_context_tokens, first_kept_entry_id, raw_summary, Context, Item,
-    PathEntry,
+    build_session_context, entry_messages, estimate_context_tokens, estimate_projected_context_tokens,
+    first_kept_entry_id, raw_summary, Context, Item, PathEntry,
 };
 use crate::Release;
 
@@ -39,9 +39,12 @@ pub(crate) fn can_prepare(path: &[PathEntry<'_>]) -> bool {
 }
 
 /// `prepareCompaction(pathEntries, settings)`. `None` when the last entry already is a
-/// compaction ("Already compacted") or there is no entry to keep.
+/// compaction ("Already compacted") or there is no entry to keep, and in 1.6.0 also when
+/// there is nothing to summarize. `system_tokens` is the estimate of the system prompt,
+/// which 1.6.0 counts in `tokensBefore` when it has no fresh usage.
 pub(crate) fn prepare_compaction<'a>(
     path: &[PathEntry<'a>],
+    system_tokens: u64,
     keep_recent_tokens: u64,
     release: Release,
 ) -> Option<Preparation<'a>> {
@@ -58,7 +61,9 @@ pub(crate) fn prepare_compaction<'a>(
     let boundary_start = match (release, prev_cp) {
         // 0.73.1 (#2608 fix): restart at the previous compaction's first kept entry, so what
         // it kept is either kept again or folded into the new summary.
-        (Release::Npm0_73_1, Some(cp)) => {
+        // 1.6.0 starts right after the compaction in its projection, which holds the same
+        // retained tail: the same start.
+        (Release::Npm1_6_0 | Release::Npm0_73_1, Some(cp)) => {
             first_kept_entry_id(cp).and_then(|id| path.iter().position(|e| e.id == id)).unwrap_or(after_prev)
         }
         // Canonical: only entries after the previous compaction; what it kept is lost.
@@ -67,11 +72,12 @@ pub(crate) fn prepare_compaction<'a>(
     let boundary_end = path.len();
 
     let tokens_before = match release {
+        Release::Npm1_6_0 => estimate_projected_context_tokens(path, &build_session_context(path), system_tokens),
         Release::Npm0_73_1 => estimate_context_tokens(&build_session_context(path)).tokens,
         Release::Canonical0_58 => estimate_context_tokens(&entry_messages(&path[prev.unwrap_or(0)..])).tokens,
     };
 
-    let cut = find_cut_point(path, boundary_start, boundary_end, keep_recent_tokens);
+    let cut = find_cut_point(path, boundary_start, boundary_end, keep_recent_tokens, release);
     let first_kept = path.get(cut.first_kept)?.id;
     let history_end = match cut.turn_start {
         Some(turn_start) if cut.split => turn_start,
@@ -86,7 +92,7 @@ pub(crate) fn prepare_compaction<'a>(
             .filter_map(|e| match e.item {
                 Item::Message(m) => Some(Context::Message(m)),
                 Item::Compaction(cp) => match release {
-                    Release::Npm0_73_1 => None,
+                    Release::Npm1_6_0 | Release::Npm0_73_1 => None,
                     Release::Canonical0_58 => Some(Context::Summary(raw_summary(cp))),
                 },
             })
@@ -97,6 +103,9 @@ pub(crate) fn prepare_compaction<'a>(
         Some(turn_start) if cut.split => collect(turn_start..cut.first_kept),
         _ => Vec::new(),
     };
+    if release == Release::Npm1_6_0 && to_summarize.is_empty() && turn_prefix.is_empty() {
+        return None;
+    }
 
     let mut ops = FileOps::default();
     if let Some(cp) = prev_cp {

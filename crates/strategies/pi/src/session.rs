@@ -307,3 +307,28 @@ pub(crate) fn estimate_context_tokens(messages: &[ContextMessage<'_>]) -> Contex
         },
     }
 }
+
+/// `estimateTokens` of the system prompt (the log's leading system messages, as Pi 1.6.0
+/// keeps it: one system message in the projection).
+pub(crate) fn system_tokens(log: &Log) -> u64 {
+    let chars: u64 = log.messages().take_while(|(_, m)| m.role == Role::System).map(|(_, m)| utf16_len(&m.text())).sum();
+    chars.div_ceil(4)
+}
+
+/// `estimateProjectedContextTokens` (1.6.0): the last valid usage plus estimates of what
+/// followed it, but only if that reply is newer than the latest compaction; otherwise the
+/// estimate of every projected message, system prompt included (`system_tokens`).
+pub(crate) fn estimate_projected_context_tokens(
+    path: &[PathEntry<'_>],
+    context: &[ContextMessage<'_>],
+    system_tokens: u64,
+) -> u64 {
+    let estimate = estimate_context_tokens(context);
+    let latest_compaction = path.iter().rev().find(|e| matches!(e.item, Item::Compaction(_))).map(|e| e.id);
+    if let Some(i) = estimate.last_usage_index {
+        if latest_compaction.is_none_or(|c| context[i].id > c) {
+            return estimate.tokens;
+        }
+    }
+    system_tokens + context.iter().map(|cm| estimate_context_message(cm.message)).sum::<u64>()
+}

@@ -4,8 +4,8 @@
 
 use compactbench_core::estimate::utf16_len;
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Error, Message, Part, Role, Summarizer, SummarizerUsage, SummaryPosition,
-    SummaryRequest, Window,
+    Checkpoint, CheckpointKind, Error, ErrorKind, Message, Part, Role, StopReason, Summarizer, SummarizerUsage,
+    SummaryPosition, SummaryRequest, Window,
 };
 use serde_json::json;
 
@@ -14,6 +14,7 @@ use crate::session::{
     json_stringify, tool_result_blocks, Context, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
 };
 use crate::trigger::Trigger;
+use crate::Release;
 
 /// `TOOL_RESULT_MAX_CHARS`: the serializer keeps this many UTF-16 units of a tool result.
 const TOOL_RESULT_MAX_CHARS: u64 = 2000;
@@ -24,11 +25,21 @@ pub(crate) const NO_PRIOR_HISTORY: &str = "No prior history.";
 /// Literal separator between the history summary and the turn-prefix summary.
 pub(crate) const SPLIT_TURN_SEPARATOR: &str = "\n\n---\n\n**Turn Context (split turn):**\n\n";
 
-/// Paraphrase of `SUMMARIZATION_SYSTEM_PROMPT` (utils.ts).
+/// Paraphrase of `SUMMARIZATION_SYSTEM_PROMPT` (utils.ts) up to 0.73.1.
 const SYSTEM_PROMPT: &str = "You are an assistant that condenses conversations between a user and an AI coding \
 assistant. Read the conversation and write a structured summary in exactly the format you are asked for.\n\n\
 Do not carry the conversation on and do not answer anything asked in it. Output the structured summary and \
 nothing else.";
+
+/// Paraphrase of 1.6.0's `SUMMARIZATION_SYSTEM_PROMPT` ("an AI assistant", no longer "coding").
+const SYSTEM_PROMPT_1_6: &str = "You are an assistant that condenses conversations between a user and an AI \
+assistant. Read the conversation and write a structured summary in exactly the format you are asked for.\n\n\
+Do not carry the conversation on and do not answer anything asked in it. Output the structured summary and \
+nothing else.";
+
+/// Transient summarizer failures 1.6.0 retries (`retryAssistantCall` with the default
+/// `retry.maxRetries`): timeouts, connection and server errors.
+const MAX_RETRIES_1_6: u32 = 3;
 
 /// Paraphrase of `SUMMARIZATION_PROMPT` (first compaction); headings are Pi's literals.
 const INITIAL_PROMPT: &str = "The messages above are a conversation to condense. Write a structured checkpoint \
@@ -97,6 +108,19 @@ Summarize the prefix so that the kept suffix can be understood:\n\n\
 - [What is needed to follow the kept recent work]\n\n\
 Be brief; cover only what the kept suffix needs.";
 
+/// Paraphrase of 1.6.0's `TURN_PREFIX_SUMMARIZATION_PROMPT`; headings are Pi's literals.
+const TURN_PREFIX_PROMPT_1_6: &str = "The messages above are earlier context of a conversation that is still going \
+on. The later messages are kept elsewhere and need not be rebuilt.\n\n\
+Write a short checkpoint of what the user asked for and of the progress shown above; it will sit before the \
+later messages so that the conversation can go on with the context it needs.\n\n\
+## Original Request\n\
+[What the user asked for]\n\n\
+## Progress So Far\n\
+- [Key decisions and work done in these messages]\n\n\
+## Context Needed to Continue\n\
+- [What from these messages is needed to follow the later work]\n\n\
+Summarize only what the messages above say. Do not guess at or rebuild the later messages.";
+
 /// `truncateForSummary`: the first `max` UTF-16 units and a literal marker naming how many
 /// were dropped.
 fn truncate_for_summary(text: &str, max: u64) -> String {
@@ -121,8 +145,10 @@ fn truncate_for_summary(text: &str, max: u64) -> String {
 
 /// `serializeConversation` after `convertToLlm`: one block per message, blocks joined by a
 /// blank line, with the literal role labels. User and assistant text is never truncated;
-/// each tool result keeps its first 2000 characters.
-pub(crate) fn serialize_conversation(messages: &[Context<'_>]) -> String {
+/// each tool result keeps its first 2000 characters. Thinking is serialized up to 0.73.1;
+/// 1.6.0 leaves it out (replayed thinking can make the request larger than the context).
+pub(crate) fn serialize_conversation(messages: &[Context<'_>], release: Release) -> String {
+    let with_thinking = release != Release::Npm1_6_0;
     let mut parts: Vec<String> = Vec::new();
     for m in messages {
         let m = match m {
@@ -159,7 +185,7 @@ pub(crate) fn serialize_conversation(messages: &[Context<'_>]) -> String {
                         Part::ToolResult { .. } | Part::Media { .. } => {}
                     }
                 }
-                if !thinking.is_empty() {
+                if with_thinking && !thinking.is_empty() {
                     parts.push(format!("[Assistant thinking]: {}", thinking.join("\n")));
                 }
                 if !text.is_empty() {
@@ -193,61 +219,110 @@ fn format_call(name: &str, args: &serde_json::Value) -> String {
     format!("{name}({args})")
 }
 
-/// `Math.floor(fraction * reserveTokens)`.
-fn cap(fraction: f64, reserve_tokens: u64) -> u64 {
-    (fraction * reserve_tokens as f64).floor() as u64
+/// Output caps of the two calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Caps {
+    pub(crate) history: u64,
+    pub(crate) turn_prefix: u64,
+}
+
+impl Caps {
+    /// Up to 0.73.1 `floor(0.8 × reserveTokens)` and `floor(0.5 × reserveTokens)`; 1.6.0
+    /// passes no cap, so pi-ai sends the model's own output limit for both (#9512).
+    pub(crate) fn of(release: Release, reserve_tokens: u64, model_max_output: u64) -> Caps {
+        let floor = |fraction: f64| (fraction * reserve_tokens as f64).floor() as u64;
+        match release {
+            Release::Npm1_6_0 => Caps { history: model_max_output, turn_prefix: model_max_output },
+            Release::Npm0_73_1 | Release::Canonical0_58 => Caps { history: floor(0.8), turn_prefix: floor(0.5) },
+        }
+    }
+}
+
+fn system_prompt(release: Release) -> &'static str {
+    match release {
+        Release::Npm1_6_0 => SYSTEM_PROMPT_1_6,
+        Release::Npm0_73_1 | Release::Canonical0_58 => SYSTEM_PROMPT,
+    }
 }
 
 /// The `generateSummary` request: `<conversation>` block, the `<previous-summary>` block if
-/// there is one, then the initial or the update prompt; output cap `floor(0.8 × reserve)`.
+/// there is one, then the initial or the update prompt.
 pub(crate) fn history_request(
     messages: &[Context<'_>],
     previous_summary: Option<&str>,
-    reserve_tokens: u64,
+    cap: u64,
+    release: Release,
 ) -> SummaryRequest {
-    let mut transcript = format!("<conversation>\n{}\n</conversation>", serialize_conversation(messages));
+    let mut transcript = format!("<conversation>\n{}\n</conversation>", serialize_conversation(messages, release));
     if let Some(prev) = previous_summary {
         transcript.push_str(&format!("\n\n<previous-summary>\n{prev}\n</previous-summary>"));
     }
     SummaryRequest {
         purpose: "history".into(),
-        system: SYSTEM_PROMPT.into(),
+        system: system_prompt(release).into(),
         transcript,
         instructions: if previous_summary.is_some() { UPDATE_PROMPT } else { INITIAL_PROMPT }.into(),
-        max_output_tokens: cap(0.8, reserve_tokens),
+        max_output_tokens: cap,
     }
 }
 
-/// The `generateTurnPrefixSummary` request: the prefix only (no previous summary), output cap
-/// `floor(0.5 × reserve)`.
-pub(crate) fn turn_prefix_request(messages: &[Context<'_>], reserve_tokens: u64) -> SummaryRequest {
+/// The `generateTurnPrefixSummary` request: the prefix only (no previous summary). Up to
+/// 0.73.1 in a `<conversation>` block; 1.6.0 sends `# Conversation` and `# Instructions`
+/// sections.
+pub(crate) fn turn_prefix_request(messages: &[Context<'_>], cap: u64, release: Release) -> SummaryRequest {
+    let conversation = serialize_conversation(messages, release);
+    let (transcript, instructions) = match release {
+        Release::Npm1_6_0 => (format!("# Conversation\n{conversation}"), format!("# Instructions\n{TURN_PREFIX_PROMPT_1_6}")),
+        Release::Npm0_73_1 | Release::Canonical0_58 => {
+            (format!("<conversation>\n{conversation}\n</conversation>"), TURN_PREFIX_PROMPT.to_owned())
+        }
+    };
     SummaryRequest {
         purpose: "turn-prefix".into(),
-        system: SYSTEM_PROMPT.into(),
-        transcript: format!("<conversation>\n{}\n</conversation>", serialize_conversation(messages)),
-        instructions: TURN_PREFIX_PROMPT.into(),
-        max_output_tokens: cap(0.5, reserve_tokens),
+        system: system_prompt(release).into(),
+        transcript,
+        instructions,
+        max_output_tokens: cap,
     }
 }
 
-/// Calls the summarizer. Pi rejects only a failed call (`stopReason == "error"`); a reply cut
-/// off at the output cap is accepted as it is, at the canonical commit and in 0.73.1.
+/// Calls the summarizer. Up to 0.73.1 Pi rejects only a failed call (`stopReason == "error"`)
+/// and accepts a reply cut off at the output cap as it is. 1.6.0 retries transient failures
+/// (timeouts, transport and server errors) up to three times and rejects a cut-off reply
+/// (`getSummarizationFailure`: "generation hit the token cap and the summary is incomplete").
 fn call(
     summarizer: &dyn Summarizer,
     request: &SummaryRequest,
     usage: &mut SummarizerUsage,
-    failure: &str,
+    label: &str,
+    release: Release,
 ) -> Result<String, Error> {
-    usage.calls += 1;
-    match summarizer.summarize(request) {
-        Ok(summary) => {
-            usage.input_tokens += summary.input_tokens;
-            usage.output_tokens += summary.output_tokens;
-            Ok(summary.text)
-        }
-        Err(e) => {
-            usage.failures += 1;
-            Err(Error::new(e.kind, format!("{failure}: {}", e.message)))
+    let retries = if release == Release::Npm1_6_0 { MAX_RETRIES_1_6 } else { 0 };
+    let mut attempt = 0;
+    loop {
+        usage.calls += 1;
+        match summarizer.summarize(request) {
+            Ok(summary) => {
+                usage.input_tokens += summary.input_tokens;
+                usage.output_tokens += summary.output_tokens;
+                if release == Release::Npm1_6_0 && summary.stop == StopReason::Length {
+                    usage.failures += 1;
+                    return Err(Error::new(
+                        ErrorKind::Rejected,
+                        format!("{label} failed: generation hit the token cap and the summary is incomplete"),
+                    ));
+                }
+                return Ok(summary.text);
+            }
+            Err(e) => {
+                usage.failures += 1;
+                let transient = matches!(e.kind, ErrorKind::Timeout | ErrorKind::Transport);
+                if transient && attempt < retries {
+                    attempt += 1;
+                    continue;
+                }
+                return Err(Error::new(e.kind, format!("{label} failed: {}", e.message)));
+            }
         }
     }
 }
@@ -257,7 +332,8 @@ fn call(
 /// `firstKeptEntryId` with the summary as a user message right after the system prompt.
 pub(crate) fn compact(
     prep: &Preparation<'_>,
-    reserve_tokens: u64,
+    caps: Caps,
+    release: Release,
     trigger: Trigger,
     summarizer: &dyn Summarizer,
 ) -> Result<Checkpoint, Error> {
@@ -270,23 +346,28 @@ pub(crate) fn compact(
         Error::new(e.kind, format!("{prefix}: {}", e.message))
     };
     let mut usage = SummarizerUsage::default();
+    let history_call = |usage: &mut SummarizerUsage| {
+        let request = history_request(&prep.to_summarize, prep.previous_summary, caps.history, release);
+        call(summarizer, &request, usage, "Summarization", release).map_err(reported)
+    };
     let mut summary = if prep.split && !prep.turn_prefix.is_empty() {
-        // Pi runs both calls in parallel; the history call is made only if there is history,
-        // and without history the previous summary is not passed on at all.
-        let history = if prep.to_summarize.is_empty() {
-            NO_PRIOR_HISTORY.to_owned()
+        // Up to 0.73.1 both calls run in parallel; the history call is made only if there is
+        // history, and without history the previous summary is not passed on at all. 1.6.0
+        // calls one after the other and carries the previous summary over instead.
+        let history = if !prep.to_summarize.is_empty() {
+            history_call(&mut usage)?
+        } else if release == Release::Npm1_6_0 {
+            prep.previous_summary.unwrap_or(NO_PRIOR_HISTORY).to_owned()
         } else {
-            let request = history_request(&prep.to_summarize, prep.previous_summary, reserve_tokens);
-            call(summarizer, &request, &mut usage, "Summarization failed").map_err(reported)?
+            NO_PRIOR_HISTORY.to_owned()
         };
-        let request = turn_prefix_request(&prep.turn_prefix, reserve_tokens);
-        let prefix = call(summarizer, &request, &mut usage, "Turn prefix summarization failed").map_err(reported)?;
+        let request = turn_prefix_request(&prep.turn_prefix, caps.turn_prefix, release);
+        let prefix = call(summarizer, &request, &mut usage, "Turn prefix summarization", release).map_err(reported)?;
         format!("{history}{SPLIT_TURN_SEPARATOR}{prefix}")
     } else {
-        // Called even when there is nothing new to summarize (the previous summary is then
-        // re-sent with an empty conversation block).
-        let request = history_request(&prep.to_summarize, prep.previous_summary, reserve_tokens);
-        call(summarizer, &request, &mut usage, "Summarization failed").map_err(reported)?
+        // Up to 0.73.1 called even when there is nothing new to summarize (the previous
+        // summary is then re-sent with an empty conversation block); 1.6.0 prepares nothing.
+        history_call(&mut usage)?
     };
     summary.push_str(&format_file_operations(&prep.read_files, &prep.modified_files));
 

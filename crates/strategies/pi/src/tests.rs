@@ -136,6 +136,12 @@ fn pi(config: PiConfig) -> PiStrategy {
     PiStrategy::new(config)
 }
 
+/// The last release under the old package name, which the spec's worked example and several
+/// (j) cases were checked against (caps from `reserveTokens`, length stops accepted).
+fn v073(config: PiConfig) -> PiStrategy {
+    PiStrategy::v0_73(config)
+}
+
 fn canonical(config: PiConfig) -> PiStrategy {
     PiStrategy::v0_58(config)
 }
@@ -158,7 +164,8 @@ fn stored_summary(cp: &Checkpoint) -> String {
 
 #[test]
 fn case_01_threshold() {
-    let config = PiConfig { enabled: true, reserve_tokens: 10_000, keep_recent_tokens: 20_000 };
+    // A small keep budget: 1.6.0 only compacts when there is something to summarize.
+    let config = PiConfig { enabled: true, reserve_tokens: 10_000, keep_recent_tokens: 10 };
     assert!(should_compact(95_000, 100_000, &config));
     assert!(!should_compact(89_000, 100_000, &config));
     assert!(!should_compact(90_000, 100_000, &config), "strict >");
@@ -224,7 +231,7 @@ fn case_04_degenerate_cuts() {
     let mut s = Session::new(100_000);
     s.push("a", Message::assistant("a"));
     let path = branch_path(&s.h.log);
-    let cut = find_cut_point(&path, 0, path.len(), 1000);
+    let cut = find_cut_point(&path, 0, path.len(), 1000, Release::Npm0_73_1);
     assert_eq!((cut.first_kept, cut.turn_start, cut.split), (0, None, false));
 
     let mut s = Session::new(100_000);
@@ -233,14 +240,14 @@ fn case_04_degenerate_cuts() {
     s.push("u2", Message::user("2"));
     s.push("a2", with_usage(Message::assistant("b"), 1000, 50));
     let path = branch_path(&s.h.log);
-    let cut = find_cut_point(&path, 0, path.len(), 50_000);
+    let cut = find_cut_point(&path, 0, path.len(), 50_000, Release::Npm0_73_1);
     assert_eq!((cut.first_kept, cut.split), (0, false));
 
     // No valid cut point in range: the range start.
     let mut s = Session::new(100_000);
     s.push("r", Message::tool_result("c", "bash", "orphan output", false));
     let path = branch_path(&s.h.log);
-    assert_eq!(find_cut_point(&path, 0, path.len(), 1).first_kept, 0);
+    assert_eq!(find_cut_point(&path, 0, path.len(), 1, Release::Npm0_73_1).first_kept, 0);
 }
 
 /// The session of case 5; indices 0..=5 are path indices (the system prompt is not on the path).
@@ -257,10 +264,10 @@ fn case_05_session() -> Session {
 
 #[test]
 fn case_05_cut_after_tool_result_split_turn() {
-    let strategy = pi(PiConfig { keep_recent_tokens: 5_000, ..PiConfig::default() });
+    let strategy = v073(PiConfig { keep_recent_tokens: 5_000, ..PiConfig::default() });
     let mut s = case_05_session();
     let path = branch_path(&s.h.log);
-    let cut = find_cut_point(&path, 0, path.len(), 5_000);
+    let cut = find_cut_point(&path, 0, path.len(), 5_000, Release::Npm0_73_1);
     assert_eq!((cut.first_kept, cut.turn_start, cut.split), (3, Some(0), true), "crossed at the result, cut at 3");
 
     let cps = s.compact(&strategy, Moment::TurnEnd);
@@ -290,7 +297,7 @@ fn case_05_cut_after_tool_result_split_turn() {
     let strategy = pi(PiConfig { keep_recent_tokens: 1_100, ..PiConfig::default() });
     let mut s = case_05_session();
     let path = branch_path(&s.h.log);
-    let cut = find_cut_point(&path, 0, path.len(), 1_100);
+    let cut = find_cut_point(&path, 0, path.len(), 1_100, Release::Npm0_73_1);
     assert_eq!((cut.first_kept, cut.split), (4, false));
     s.compact(&strategy, Moment::TurnEnd);
     assert_eq!(s.labels(&strategy), names(&["system", "summary", "4 user", "5 assistant"]));
@@ -350,7 +357,9 @@ fn case_08_keep_from_first_entry() {
 
 #[test]
 fn case_09_summary_lowering() {
-    let strategy = pi(PiConfig::default());
+    // 1.6.0 prepares nothing for a session this short (all of it is kept): see
+    // `release_1_6_prepares_nothing_without_history`.
+    let strategy = v073(PiConfig::default());
     let mut s = Session::new(100_000);
     s.push("u1", Message::user("hello"));
     s.push("a1", Message::assistant("hi"));
@@ -372,18 +381,18 @@ fn case_09_summary_lowering() {
 #[test]
 fn case_10_serializer_truncation() {
     let long = Message::tool_result("c", "bash", "x".repeat(5000), false);
-    let got = serialize_conversation(&[crate::session::Context::Message(&long)]);
+    let got = serialize_conversation(&[crate::session::Context::Message(&long)], Release::Npm0_73_1);
     assert_eq!(got, format!("[Tool result]: {}\n\n[... 3000 more characters truncated]", "x".repeat(2000)));
 
     let short = Message::tool_result("c", "bash", "x".repeat(1500), false);
     assert_eq!(
-        serialize_conversation(&[crate::session::Context::Message(&short)]),
+        serialize_conversation(&[crate::session::Context::Message(&short)], Release::Npm0_73_1),
         format!("[Tool result]: {}", "x".repeat(1500))
     );
 
     let u = Message::user("u".repeat(5000));
     let a = Message::assistant("a".repeat(5000));
-    let got = serialize_conversation(&[crate::session::Context::Message(&u), crate::session::Context::Message(&a)]);
+    let got = serialize_conversation(&[crate::session::Context::Message(&u), crate::session::Context::Message(&a)], Release::Npm0_73_1);
     assert_eq!(got, format!("[User]: {}\n\n[Assistant]: {}", "u".repeat(5000), "a".repeat(5000)));
 
     // Thinking, text and calls in Pi's order, calls as name(key=<JSON>).
@@ -397,8 +406,13 @@ fn case_10_serializer_truncation() {
         ],
     );
     assert_eq!(
-        serialize_conversation(&[crate::session::Context::Message(&mixed)]),
+        serialize_conversation(&[crate::session::Context::Message(&mixed)], Release::Npm0_73_1),
         "[Assistant thinking]: think\n\n[Assistant]: plan\n\n[Assistant tool calls]: edit(path=\"a.ts\", n=2); bash(command=\"ls\")"
+    );
+    // 1.6.0 leaves thinking out of the transcript.
+    assert_eq!(
+        serialize_conversation(&[crate::session::Context::Message(&mixed)], Release::Npm1_6_0),
+        "[Assistant]: plan\n\n[Assistant tool calls]: edit(path=\"a.ts\", n=2); bash(command=\"ls\")"
     );
 }
 
@@ -410,8 +424,8 @@ fn case_11_already_compacted() {
     s.push("a1", reply("hi", 1, Some(5_000)));
     s.checkpoint(pi_checkpoint("S", u1));
     let path = branch_path(&s.h.log);
-    assert!(prepare_compaction(&path, 20_000, Release::Npm0_73_1).is_none());
-    assert!(prepare_compaction(&path, 20_000, Release::Canonical0_58).is_none());
+    assert!(prepare_compaction(&path, 0, 20_000, Release::Npm0_73_1).is_none());
+    assert!(prepare_compaction(&path, 0, 20_000, Release::Canonical0_58).is_none());
     assert_eq!(s.decide(&strategy, Moment::Overflow), Decision::Skip);
     assert_eq!(s.decide(&strategy, Moment::TurnEnd), Decision::Skip);
     assert_eq!(s.h.compact(&strategy, Moment::TurnEnd).unwrap(), vec![]);
@@ -420,8 +434,9 @@ fn case_11_already_compacted() {
 
 #[test]
 fn case_12_overflow_recovery_once() {
-    // A failed reply whose error says the prompt is too long, checked after the run.
-    for strategy in [pi(PiConfig::default()), canonical(PiConfig::default())] {
+    // A failed reply whose error says the prompt is too long, checked after the run. (1.6.0
+    // needs something to summarize: a small keep budget.)
+    for strategy in [pi(PiConfig { keep_recent_tokens: 10, ..PiConfig::default() }), v073(PiConfig::default()), canonical(PiConfig::default())] {
         let mut s = Session::new(200_000);
         s.push("u1", user("hello", 10));
         s.push("a1", reply("hi", 10, Some(1_000)));
@@ -442,7 +457,7 @@ fn case_12_overflow_recovery_once() {
     }
 
     // The runner's overflow moment: compact once, then not again until a good reply.
-    let strategy = pi(PiConfig::default());
+    let strategy = pi(PiConfig { keep_recent_tokens: 10, ..PiConfig::default() });
     let mut s = Session::new(200_000);
     s.push("u1", user("hello", 10));
     s.push("a1", call("a1", "bash", json!({"command": "cat big.log"}), 20));
@@ -460,7 +475,8 @@ fn case_12_overflow_recovery_once() {
 
 #[test]
 fn case_13_threshold_from_error_reply() {
-    let strategy = pi(PiConfig::default());
+    // A keep budget of 1 so that 1.6.0 has something to summarize.
+    let strategy = pi(PiConfig { keep_recent_tokens: 1, ..PiConfig::default() });
     let mut s = Session::new(200_000);
     s.push("u1", Message::user("hello"));
     s.push("a1", reply("ok", 1, Some(190_000)));
@@ -490,7 +506,7 @@ fn case_13_threshold_from_error_reply() {
 
 #[test]
 fn case_14_stale_usage_after_compaction() {
-    let strategy = pi(PiConfig::default());
+    let strategy = pi(PiConfig { keep_recent_tokens: 1, ..PiConfig::default() });
     let mut s = Session::new(200_000);
     let u1 = s.push("u1", Message::user("hello"));
     s.push("a1", reply("ok", 1, Some(610_000)));
@@ -522,10 +538,10 @@ fn case_15_repeated_compaction_moving_window() {
     // 0.73.1 (V1): the previous kept messages are still candidates and still fit.
     let mut s = case_15_session(1, 1);
     let path = branch_path(&s.h.log);
-    let prep = prepare_compaction(&path, 20_000, Release::Npm0_73_1).unwrap();
+    let prep = prepare_compaction(&path, 0, 20_000, Release::Npm0_73_1).unwrap();
     assert_eq!(prep.first_kept, s.id("u2"));
     assert_eq!(prep.previous_summary, Some("First summary"));
-    assert!(!serialize_conversation(&prep.to_summarize).contains("First summary"));
+    assert!(!serialize_conversation(&prep.to_summarize, Release::Npm0_73_1).contains("First summary"));
     let rebuilt = estimate_context_tokens(&build_session_context(&path)).tokens;
     assert_eq!((prep.tokens_before, rebuilt), (10_000, 10_000));
     let strategy = pi(PiConfig::default());
@@ -538,8 +554,8 @@ fn case_15_repeated_compaction_moving_window() {
     // With a 100-token window the old kept messages move into the summary input.
     let s = case_15_session(4, 12);
     let path = branch_path(&s.h.log);
-    let prep = prepare_compaction(&path, 100, Release::Npm0_73_1).unwrap();
-    let summarized = serialize_conversation(&prep.to_summarize);
+    let prep = prepare_compaction(&path, 0, 100, Release::Npm0_73_1).unwrap();
+    let summarized = serialize_conversation(&prep.to_summarize, Release::Npm0_73_1);
     assert!(summarized.contains("user msg 2 - kept by compaction1"));
     assert!(summarized.contains("user msg 3 - kept by compaction1"));
     assert!(!summarized.contains("First summary"));
@@ -549,7 +565,7 @@ fn case_15_repeated_compaction_moving_window() {
     // Canonical: only entries after the previous compaction; u2..a3 are dropped.
     let mut s = case_15_session(1, 1);
     let path = branch_path(&s.h.log);
-    let prep = prepare_compaction(&path, 20_000, Release::Canonical0_58).unwrap();
+    let prep = prepare_compaction(&path, 0, 20_000, Release::Canonical0_58).unwrap();
     assert_eq!(prep.first_kept, s.id("u4"));
     assert!(prep.to_summarize.is_empty());
     let strategy = canonical(PiConfig::default());
@@ -642,7 +658,7 @@ fn worked_example_canonical() {
 
 #[test]
 fn worked_example_release() {
-    let strategy = pi(PiConfig::default());
+    let strategy = v073(PiConfig::default());
     let mut s = worked_example_first_compaction(&strategy);
     let cps = s.compact(&strategy, Moment::TurnEnd);
     // Crossed at e13 (a tool result) -> cut at e14, split turn starting at e7.
@@ -705,8 +721,8 @@ impl Summarizer for CutOff {
 }
 
 #[test]
-fn length_stopped_summary_is_accepted() {
-    for strategy in [pi(PiConfig::default()), canonical(PiConfig::default())] {
+fn length_stopped_summary_is_accepted_up_to_0_73_and_rejected_by_1_6() {
+    for strategy in [v073(PiConfig::default()), canonical(PiConfig::default())] {
         let s = worked_example();
         let mut store = VirtualStore::new();
         let model = model(50_000, 8192);
@@ -716,6 +732,18 @@ fn length_stopped_summary_is_accepted() {
         assert!(stored_summary(&cps[0]).starts_with("## Goal\nFix the pars\n\n<read-files>"));
         assert_eq!(cps[0].summarizer.calls, 1);
     }
+    let strategy = pi(PiConfig::default());
+    let s = worked_example();
+    let mut store = VirtualStore::new();
+    let model = model(50_000, 8192);
+    let mut cx = Cx::new(&model, &CutOff, &mut store);
+    let view = strategy.project(&s.h.log);
+    let e = strategy.compact(&s.h.log, &view, Moment::TurnEnd, &mut cx).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Rejected);
+    assert_eq!(
+        e.message,
+        "Auto-compaction failed: Summarization failed: generation hit the token cap and the summary is incomplete"
+    );
 }
 
 #[test]
@@ -777,8 +805,133 @@ fn overflow_patterns_follow_each_release() {
 fn variants_name_the_release_and_the_commit() {
     let all = crate::variants();
     let ids: Vec<&str> = all.iter().map(|s| s.info().id.as_str()).collect();
-    assert_eq!(ids, ["pi", "pi/v0.58"]);
+    assert_eq!(ids, ["pi", "pi/v0.73", "pi/v0.58"]);
     assert_eq!(crate::strategy().info().id, "pi");
-    assert!(all[0].info().source.contains("@mariozechner/pi-coding-agent@0.73.1"));
-    assert!(all[1].info().source.contains("badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a"));
+    assert!(all[0].info().source.contains("@earendil-works/pi-coding-agent@1.6.0"));
+    assert!(all[1].info().source.contains("@mariozechner/pi-coding-agent@0.73.1"));
+    assert!(all[2].info().source.contains("badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// What 1.6.0 changed (npm @earendil-works/pi-coding-agent 1.6.0 against 0.73.1)
+
+/// A summarizer that fails its first call with `kind`, then answers.
+struct FailsOnce {
+    kind: ErrorKind,
+    calls: std::sync::atomic::AtomicU32,
+}
+
+impl Summarizer for FailsOnce {
+    fn name(&self) -> &str {
+        "fails-once"
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, compactbench_core::Error> {
+        if self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
+            return Err(compactbench_core::Error::new(self.kind, "first call fails"));
+        }
+        Ok(Summary { text: format!("ok {}", request.purpose), input_tokens: 10, output_tokens: 2, stop: StopReason::Complete })
+    }
+}
+
+#[test]
+fn release_1_6_checks_between_model_calls() {
+    // Threshold 100,000 − 16,384 = 83,616; a keep budget the tool result alone exceeds.
+    let config = PiConfig { keep_recent_tokens: 1_000, ..PiConfig::default() };
+    let mut s = Session::new(100_000);
+    s.push("u1", user("build it", 10));
+    s.push("a1", with_usage(call("a1", "bash", json!({"command": "make"}), 20), 80_000, 20));
+    s.push("r1", result("a1", "bash", "make output", 4_000));
+    // 80,020 of usage + 4,000 estimated after it > 83,616: 1.6.0 compacts before the next
+    // call; 0.73.1 and the canonical commit check nothing mid-run.
+    assert_eq!(s.decide(&pi(config.clone()), Moment::BeforeRequest), threshold());
+    assert_eq!(s.decide(&v073(config.clone()), Moment::BeforeRequest), Decision::Skip);
+    assert_eq!(s.decide(&canonical(config.clone()), Moment::BeforeRequest), Decision::Skip);
+    let cps = s.compact(&pi(config.clone()), Moment::BeforeRequest);
+    assert_eq!(cps[0].details["reason"], "threshold");
+    assert_eq!(cps[0].tokens_before, 84_020, "usage plus the estimate of what followed");
+    // Right after the compaction the usage predates it: the estimate is rebuilt from the
+    // messages (system prompt included), far below the threshold.
+    assert_eq!(s.decide(&pi(config.clone()), Moment::BeforeRequest), Decision::Skip);
+    // The first call after a user message is not checked here (the turn-end check was).
+    let mut s = Session::new(100_000);
+    s.push("u1", user("hello", 10));
+    s.push("a1", reply("hi", 10, Some(90_000)));
+    s.push("u2", user("more", 10));
+    assert_eq!(s.decide(&pi(config), Moment::BeforeRequest), Decision::Skip);
+}
+
+/// The session of case 5, with an earlier compaction (made mid-turn) that kept it all.
+fn case_05_with_earlier_summary() -> Session {
+    let mut s = Session::new(100_000);
+    let first = s.push("0 user", user("fix a.ts", 100));
+    s.checkpoint(pi_checkpoint("Earlier summary", first));
+    s.push("1 call", Message::tool_call("1 call", "read", json!({"path": "a.ts"})));
+    s.push("2 result", result("1 call", "read", "contents of a.ts", 10_000));
+    s.push("3 assistant", reply("a.ts is fixed", 100, None));
+    s.push("4 user", user("now the tests", 1_000));
+    s.push("5 assistant", reply("tests pass", 100, None));
+    s
+}
+
+#[test]
+fn release_1_6_caps_at_the_model_limit_and_sends_the_new_turn_prefix_request() {
+    let strategy = pi(PiConfig { keep_recent_tokens: 5_000, ..PiConfig::default() });
+    let mut s = case_05_with_earlier_summary();
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    let requests = s.h.summarizer.requests();
+    assert_eq!(requests.len(), 1, "no history call without complete turns");
+    assert_eq!((requests[0].purpose.as_str(), requests[0].max_output_tokens), ("turn-prefix", 8192), "the model's output limit");
+    assert!(requests[0].transcript.starts_with("# Conversation\n[User]: fix a.ts"), "{}", requests[0].transcript);
+    assert!(requests[0].instructions.starts_with("# Instructions\n"));
+    assert!(requests[0].instructions.contains("## Progress So Far"));
+    // Without complete turns the previous summary is carried over, not lost.
+    assert!(stored_summary(&cps[0]).starts_with("Earlier summary\n\n---\n\n**Turn Context (split turn):**"), "{}", stored_summary(&cps[0]));
+
+    // 0.73.1 caps by the reserve and loses the previous summary.
+    let mut s = case_05_with_earlier_summary();
+    let cps = s.compact(&v073(PiConfig { keep_recent_tokens: 5_000, ..PiConfig::default() }), Moment::TurnEnd);
+    assert_eq!(s.h.summarizer.requests()[0].max_output_tokens, 8192, "floor(0.5 × 16,384)");
+    assert!(stored_summary(&cps[0]).starts_with("No prior history."));
+}
+
+#[test]
+fn release_1_6_retries_transient_failures_only() {
+    let s = worked_example();
+    let model = model(50_000, 8192);
+    for (kind, retried) in [(ErrorKind::Timeout, true), (ErrorKind::Transport, true), (ErrorKind::EmptySummary, false)] {
+        for (strategy, retries) in [(pi(PiConfig::default()), retried), (v073(PiConfig::default()), false)] {
+            let fails = FailsOnce { kind, calls: Default::default() };
+            let mut store = VirtualStore::new();
+            let mut cx = Cx::new(&model, &fails, &mut store);
+            let view = strategy.project(&s.h.log);
+            let got = strategy.compact(&s.h.log, &view, Moment::TurnEnd, &mut cx);
+            assert_eq!(got.is_ok(), retries, "{} {kind:?}", strategy.info().id);
+            if let Ok(cps) = got {
+                assert_eq!((cps[0].summarizer.calls, cps[0].summarizer.failures), (2, 1));
+            }
+        }
+    }
+}
+
+#[test]
+fn release_1_6_prepares_nothing_without_history_and_cuts_at_the_last_call() {
+    // All of it fits the keep budget: 0.73.1 still summarizes (an empty conversation), 1.6.0
+    // has nothing to summarize and does not compact.
+    let mut s = Session::new(100_000);
+    s.push("u1", Message::user("hello"));
+    s.push("a1", reply("hi", 10, Some(95_000)));
+    assert_eq!(s.decide(&v073(PiConfig::default()), Moment::TurnEnd), threshold());
+    assert_eq!(s.decide(&pi(PiConfig::default()), Moment::TurnEnd), Decision::Skip);
+    assert!(s.compact(&pi(PiConfig::default()), Moment::TurnEnd).is_empty());
+
+    // Trailing tool results over the budget with no cut point after them: 0.73.1 falls back
+    // to the first cut point, 1.6.0 to the last (the call of those results).
+    let s = case_05_session();
+    let path = branch_path(&s.h.log);
+    let end = 3; // [0 user, 1 call, 2 result]
+    let old = find_cut_point(&path, 0, end, 5_000, Release::Npm0_73_1);
+    let new = find_cut_point(&path, 0, end, 5_000, Release::Npm1_6_0);
+    assert_eq!((old.first_kept, old.split), (0, false));
+    assert_eq!((new.first_kept, new.turn_start, new.split), (1, Some(0), true));
 }

@@ -5,8 +5,8 @@
 use compactbench_core::{Log, Message, Role};
 
 use crate::session::{
-    branch_path, build_session_context, calculate_context_tokens, estimate_context_tokens, is_failed_reply,
-    valid_usage, Context, ProviderUsage,
+    branch_path, build_session_context, calculate_context_tokens, estimate_context_tokens,
+    estimate_projected_context_tokens, is_failed_reply, system_tokens, valid_usage, Context, ProviderUsage,
 };
 use crate::{PiConfig, Release};
 
@@ -86,18 +86,33 @@ pub(crate) fn check_turn_end(log: &Log, config: &PiConfig, release: Release, win
     should_compact(context_tokens, window, config).then_some(Trigger::Threshold)
 }
 
+/// 1.6.0's `_compactBeforeNextAssistantResponse`: before each next model call of a run (after
+/// tool results; the first call after a user message follows the turn-end check instead), a
+/// threshold compaction if the projected context estimate exceeds `window − reserveTokens`.
+pub(crate) fn check_next_turn(log: &Log, config: &PiConfig, window: u64) -> Option<Trigger> {
+    let (_, newest) = log.messages().next_back()?;
+    if !config.enabled || window == 0 || newest.role != Role::Tool {
+        return None;
+    }
+    let path = branch_path(log);
+    let tokens = estimate_projected_context_tokens(&path, &build_session_context(&path), system_tokens(log));
+    should_compact(tokens, window, config).then_some(Trigger::Threshold)
+}
+
 /// `isContextOverflow(message, contextWindow)`: a failed reply whose error text matches a
 /// provider's overflow message, or a good reply whose prompt (`input + cacheRead`) exceeds
 /// the window ("silent overflow"). A failed reply's error text is its message text here.
 pub(crate) fn is_context_overflow(m: &Message, window: u64, release: Release) -> bool {
     if is_failed_reply(m) {
         let text = m.text().to_ascii_lowercase();
+        // 1.6.0 adds patterns (LiteLLM, Together, z.ai, DashScope, any HTTP 413); not
+        // modelled: it reads 0.73.1's list (see the crate docs).
         let excluded = match release {
-            Release::Npm0_73_1 => NON_OVERFLOW_0_73.iter().any(|p| p.matches(&text)),
+            Release::Npm1_6_0 | Release::Npm0_73_1 => NON_OVERFLOW_0_73.iter().any(|p| p.matches(&text)),
             Release::Canonical0_58 => false,
         };
         let patterns = match release {
-            Release::Npm0_73_1 => OVERFLOW_0_73,
+            Release::Npm1_6_0 | Release::Npm0_73_1 => OVERFLOW_0_73,
             Release::Canonical0_58 => OVERFLOW_0_58,
         };
         if !text.is_empty() && !excluded && patterns.iter().any(|p| p.matches(&text)) {
