@@ -317,13 +317,14 @@ impl Strategy for PiStrategy {
         // With nothing to prepare (the last entry already is a compaction) Pi starts the
         // auto-compaction and ends it without a result; skipping has the same effect.
         let path = session::branch_path(log);
-        if !prepare::can_prepare(&path) {
-            return Decision::Skip;
-        }
-        // 1.6.0 also prepares nothing when there is nothing to summarize (all is kept).
-        if self.release == Release::Npm1_6_0
-            && prepare::prepare_compaction(&path, 0, self.config.keep_recent_tokens, self.release).is_none()
-        {
+        let preparable = match self.release {
+            // 1.6.0 also prepares nothing when there is nothing to summarize (all is kept), so
+            // only a real preparation tells; its `tokensBefore` (hence the 0 system tokens)
+            // does not matter here.
+            Release::Npm1_6_0 => prepare::prepare_compaction(&path, 0, self.config.keep_recent_tokens, self.release).is_some(),
+            Release::Npm0_73_1 | Release::Canonical0_58 => prepare::can_prepare(&path),
+        };
+        if !preparable {
             return Decision::Skip;
         }
         Decision::compact(trigger.as_str())

@@ -252,8 +252,17 @@ fn case_04_degenerate_cuts() {
 
 /// The session of case 5; indices 0..=5 are path indices (the system prompt is not on the path).
 fn case_05_session() -> Session {
+    case_05_session_with(None)
+}
+
+/// The session of case 5; with `earlier`, a compaction made mid-turn right after the first
+/// message, whose summary is `earlier` and which kept it all.
+fn case_05_session_with(earlier: Option<&str>) -> Session {
     let mut s = Session::new(100_000);
-    s.push("0 user", user("fix a.ts", 100));
+    let first = s.push("0 user", user("fix a.ts", 100));
+    if let Some(summary) = earlier {
+        s.checkpoint(pi_checkpoint(summary, first));
+    }
     s.push("1 call", Message::tool_call("1 call", "read", json!({"path": "a.ts"})));
     s.push("2 result", result("1 call", "read", "contents of a.ts", 10_000));
     s.push("3 assistant", reply("a.ts is fixed", 100, None));
@@ -861,23 +870,10 @@ fn release_1_6_checks_between_model_calls() {
     assert_eq!(s.decide(&pi(config), Moment::BeforeRequest), Decision::Skip);
 }
 
-/// The session of case 5, with an earlier compaction (made mid-turn) that kept it all.
-fn case_05_with_earlier_summary() -> Session {
-    let mut s = Session::new(100_000);
-    let first = s.push("0 user", user("fix a.ts", 100));
-    s.checkpoint(pi_checkpoint("Earlier summary", first));
-    s.push("1 call", Message::tool_call("1 call", "read", json!({"path": "a.ts"})));
-    s.push("2 result", result("1 call", "read", "contents of a.ts", 10_000));
-    s.push("3 assistant", reply("a.ts is fixed", 100, None));
-    s.push("4 user", user("now the tests", 1_000));
-    s.push("5 assistant", reply("tests pass", 100, None));
-    s
-}
-
 #[test]
 fn release_1_6_caps_at_the_model_limit_and_sends_the_new_turn_prefix_request() {
     let strategy = pi(PiConfig { keep_recent_tokens: 5_000, ..PiConfig::default() });
-    let mut s = case_05_with_earlier_summary();
+    let mut s = case_05_session_with(Some("Earlier summary"));
     let cps = s.compact(&strategy, Moment::TurnEnd);
     let requests = s.h.summarizer.requests();
     assert_eq!(requests.len(), 1, "no history call without complete turns");
@@ -889,7 +885,7 @@ fn release_1_6_caps_at_the_model_limit_and_sends_the_new_turn_prefix_request() {
     assert!(stored_summary(&cps[0]).starts_with("Earlier summary\n\n---\n\n**Turn Context (split turn):**"), "{}", stored_summary(&cps[0]));
 
     // 0.73.1 caps by the reserve and loses the previous summary.
-    let mut s = case_05_with_earlier_summary();
+    let mut s = case_05_session_with(Some("Earlier summary"));
     let cps = s.compact(&v073(PiConfig { keep_recent_tokens: 5_000, ..PiConfig::default() }), Moment::TurnEnd);
     assert_eq!(s.h.summarizer.requests()[0].max_output_tokens, 8192, "floor(0.5 × 16,384)");
     assert!(stored_summary(&cps[0]).starts_with("No prior history."));
