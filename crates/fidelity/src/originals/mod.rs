@@ -1,0 +1,149 @@
+//! The originals we check against: one plain list, one exporter module per session format.
+
+use compactbench_core::Moment;
+
+use crate::{Case, Export};
+
+mod aider;
+mod deep_agents;
+mod gemini_cli;
+mod kimi_cli;
+mod oh_my_pi;
+mod openhands;
+mod pi;
+
+/// How an original is installed into `target/fidelity/<dir>/` by `--setup`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Install {
+    /// npm packages (`name@version`), installed with `npm install --prefix`.
+    Npm(&'static [&'static str]),
+    /// PyPI requirements (`name==version`), installed into a venv at `venv/`.
+    Pip(&'static [&'static str]),
+}
+
+/// One published original and the strategy of ours it checks.
+pub struct Original {
+    /// Name in reports: package and version.
+    pub name: &'static str,
+    /// Install folder under `target/fidelity/`.
+    pub dir: &'static str,
+    /// Report id of our strategy.
+    pub strategy: &'static str,
+    /// What `--setup` installs.
+    pub install: Install,
+    /// Driver script, relative to the workspace root (`.mjs` runs under node, `.py` under the
+    /// venv's python).
+    pub driver: &'static str,
+    /// Extra driver arguments (e.g. which release's API to call).
+    pub args: &'static [&'static str],
+    /// When our strategy is asked: the moment at which the original runs its check.
+    pub moment: Moment,
+    /// Exports a case to the original's own session format, or says why it cannot.
+    pub export: fn(&Case) -> Result<Export, String>,
+}
+
+/// Every original, in report order.
+pub const ORIGINALS: &[Original] = &[
+    Original {
+        name: "@earendil-works/pi-coding-agent 1.6.0",
+        dir: "pi-1.6.0",
+        strategy: "pi",
+        install: Install::Npm(&["@earendil-works/pi-coding-agent@1.6.0"]),
+        driver: "fidelity/pi/driver.mjs",
+        args: &["@earendil-works/pi-coding-agent"],
+        moment: Moment::BeforeRequest,
+        export: pi::export,
+    },
+    Original {
+        name: "@mariozechner/pi-coding-agent 0.73.1",
+        dir: "pi-0.73.1",
+        strategy: "pi/v0.73",
+        install: Install::Npm(&["@mariozechner/pi-coding-agent@0.73.1"]),
+        driver: "fidelity/pi/driver.mjs",
+        args: &["@mariozechner/pi-coding-agent"],
+        moment: Moment::TurnEnd,
+        export: pi::export,
+    },
+    Original {
+        name: "oh-my-pi 18.3.4",
+        dir: "oh-my-pi-18.3.4",
+        strategy: "oh-my-pi",
+        install: Install::Npm(&["@oh-my-pi/pi-coding-agent@18.3.4"]),
+        driver: "fidelity/oh-my-pi/driver.mjs",
+        args: &[],
+        moment: Moment::BeforeRequest,
+        export: oh_my_pi::export,
+    },
+    Original {
+        name: "@google/gemini-cli-core 0.61.0",
+        dir: "gemini-cli-core-0.61.0",
+        strategy: "gemini-cli",
+        install: Install::Npm(&["@google/gemini-cli-core@0.61.0"]),
+        driver: "fidelity/gemini-cli/driver.mjs",
+        args: &[],
+        moment: Moment::BeforeRequest,
+        export: gemini_cli::export,
+    },
+    Original {
+        name: "deepagents 0.7.32 + langchain 1.5.2",
+        dir: "deepagents-0.7.32",
+        strategy: "deep-agents",
+        install: Install::Pip(&["deepagents==0.7.32", "langchain==1.5.2", "langchain-core==1.8.4"]),
+        driver: "fidelity/deep-agents/driver.py",
+        args: &[],
+        moment: Moment::BeforeRequest,
+        export: deep_agents::export,
+    },
+    Original {
+        name: "kimi-cli 1.52.0",
+        dir: "kimi-cli-1.52.0",
+        strategy: "kimi-cli",
+        install: Install::Pip(&["kimi-cli==1.52.0"]),
+        driver: "fidelity/kimi-cli/driver.py",
+        args: &[],
+        moment: Moment::BeforeRequest,
+        export: kimi_cli::export,
+    },
+    Original {
+        name: "aider-chat 0.86.2",
+        dir: "aider-chat-0.86.2",
+        strategy: "aider",
+        install: Install::Pip(&["aider-chat==0.86.2"]),
+        driver: "fidelity/aider/driver.py",
+        args: &[],
+        moment: Moment::TurnEnd,
+        export: aider::export,
+    },
+    Original {
+        name: "openhands-sdk 1.58.2",
+        dir: "openhands-sdk-1.58.2",
+        strategy: "openhands",
+        install: Install::Pip(&["openhands-sdk==1.58.2"]),
+        driver: "fidelity/openhands/driver.py",
+        args: &[],
+        moment: Moment::BeforeRequest,
+        export: openhands::export,
+    },
+];
+
+/// The original named `name` (its `dir` or its strategy id).
+pub fn find(name: &str) -> Option<&'static Original> {
+    ORIGINALS.iter().find(|o| o.dir == name || o.strategy == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_original_checks_a_registered_source_strategy() {
+        for o in ORIGINALS {
+            let s = compactbench_registry::find(o.strategy).unwrap_or_else(|| panic!("{}: no strategy {}", o.name, o.strategy));
+            assert_eq!(s.info().fidelity, compactbench_core::Fidelity::Source, "{}", o.strategy);
+        }
+        let mut dirs: Vec<&str> = ORIGINALS.iter().map(|o| o.dir).collect();
+        dirs.sort_unstable();
+        dirs.dedup();
+        assert_eq!(dirs.len(), ORIGINALS.len(), "install folders must be unique");
+    }
+}

@@ -1,0 +1,177 @@
+//! The fidelity report: `report.md` for people, `agreement.json` for `compactbench list` and
+//! the main report.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use compactbench_core::{Entry, Log, Part};
+use serde::{Deserialize, Serialize};
+
+use crate::Answer;
+
+/// Agreement of one strategy with its original, as `agreement.json` stores it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agreement {
+    /// Our strategy's report id.
+    pub strategy: String,
+    /// The original: package and version.
+    pub original: String,
+    /// Cases asked.
+    pub cases: u32,
+    /// Cases the exporter could not write in the original's format.
+    pub not_exported: u32,
+    /// Cases where the original threw.
+    pub errors: u32,
+    /// Cases with the same trigger decision.
+    pub trigger_agree: u32,
+    /// Cases where both sides selected.
+    pub selection_compared: u32,
+    /// Of those, cases with the same selection.
+    pub selection_agree: u32,
+    /// Cases where both sides estimated tokens before.
+    pub tokens_compared: u32,
+    /// Of those, cases with the same estimate.
+    pub tokens_agree: u32,
+}
+
+impl Agreement {
+    /// Cases answered by both sides.
+    pub fn answered(&self) -> u32 {
+        self.cases - self.not_exported - self.errors
+    }
+
+    /// `trigger 100.0% · selection 98.5%`, the form `list` and the main report show.
+    pub fn short(&self) -> String {
+        let pct = |a: u32, n: u32| if n == 0 { "n/a".to_owned() } else { format!("{:.1}%", 100.0 * f64::from(a) / f64::from(n)) };
+        format!("trigger {} · selection {} ({} cases)", pct(self.trigger_agree, self.answered()), pct(self.selection_agree, self.selection_compared), self.answered())
+    }
+}
+
+/// One disagreement, shrunk.
+#[derive(Clone, Debug)]
+pub struct Disagreement {
+    /// The case it was found on.
+    pub case: String,
+    /// The smallest case that still disagrees.
+    pub minimized: String,
+    /// Its log, rendered one entry a line.
+    pub session: String,
+    /// The window of that case.
+    pub window: u64,
+    /// Our answer and the original's.
+    pub ours: Answer,
+    /// The original's answer.
+    pub theirs: Answer,
+}
+
+/// Everything measured for one original.
+#[derive(Clone, Debug, Default)]
+pub struct OriginalReport {
+    /// The counts.
+    pub agreement: Agreement,
+    /// Why cases could not be exported or the original threw (first few, with counts).
+    pub problems: Vec<(String, u32)>,
+    /// Shrunk disagreements (the first few of each kind).
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// A log rendered one entry a line, long texts cut, for the report.
+pub fn render_log(log: &Log) -> String {
+    let mut out = String::new();
+    for (id, e) in log.entries() {
+        match e {
+            Entry::Message(m) => {
+                let parts: Vec<String> = m
+                    .parts
+                    .iter()
+                    .map(|p| match p {
+                        Part::Text { text } => format!("text {}", cut(text)),
+                        Part::Reasoning { text } => format!("thinking {}", cut(text)),
+                        Part::ToolCall { id, name, .. } => format!("call {name} {id}"),
+                        Part::ToolResult { call_id, text, is_error, .. } => {
+                            format!("result {call_id}{} {} chars", if *is_error { " (error)" } else { "" }, text.len())
+                        }
+                        Part::Media { mime, tokens } => format!("media {mime} {tokens} tokens"),
+                    })
+                    .collect();
+                let usage = m.usage.map(|u| format!(" [usage in {} out {}]", u.input, u.output)).unwrap_or_default();
+                let _ = writeln!(out, "#{} {}{usage}: {}", id.0, m.role.as_str(), parts.join("; "));
+            }
+            Entry::Checkpoint(cp) => {
+                let _ = writeln!(out, "#{} checkpoint {} window {:?}", id.0, cp.kind.as_str(), cp.window);
+            }
+        }
+    }
+    out
+}
+
+fn cut(text: &str) -> String {
+    let one_line = text.replace('\n', " ");
+    match one_line.char_indices().nth(60) {
+        Some((i, _)) => format!("{:?}… ({} chars)", &one_line[..i], text.len()),
+        None => format!("{one_line:?}"),
+    }
+}
+
+/// Writes `report.md` and `agreement.json` into `dir`.
+pub fn write(dir: &Path, reports: &[OriginalReport], header: &str) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let agreements: Vec<&Agreement> = reports.iter().map(|r| &r.agreement).collect();
+    std::fs::write(dir.join("agreement.json"), serde_json::to_string_pretty(&agreements)? + "\n")?;
+    std::fs::write(dir.join("report.md"), markdown(reports, header))?;
+    Ok(())
+}
+
+fn markdown(reports: &[OriginalReport], header: &str) -> String {
+    let mut md = String::from("# Fidelity: our crates against their originals' own code\n\n");
+    md.push_str(header);
+    md.push_str("\n\n| strategy | original | cases | trigger agrees | selection agrees | tokens-before agrees | not exported | original threw |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for r in reports {
+        let a = &r.agreement;
+        let frac = |x: u32, n: u32| if n == 0 { "–".to_owned() } else { format!("{x}/{n} ({:.1}%)", 100.0 * f64::from(x) / f64::from(n)) };
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            a.strategy,
+            a.original,
+            a.cases,
+            frac(a.trigger_agree, a.answered()),
+            frac(a.selection_agree, a.selection_compared),
+            frac(a.tokens_agree, a.tokens_compared),
+            a.not_exported,
+            a.errors
+        );
+    }
+    for r in reports {
+        let a = &r.agreement;
+        let _ = writeln!(md, "\n## `{}` vs {}\n", a.strategy, a.original);
+        if r.problems.is_empty() && r.disagreements.is_empty() {
+            md.push_str("Every answered case agrees on trigger and selection.\n");
+        }
+        for (problem, n) in &r.problems {
+            let _ = writeln!(md, "- {n} case(s): {problem}");
+        }
+        for d in &r.disagreements {
+            let _ = writeln!(md, "\n### {}\n\nShrunk to `{}` (window {}):\n\n```text\n{}```\n", d.case, d.minimized, d.window, d.session);
+            let _ = writeln!(md, "| | trigger | first kept | kept | split turn | tokens before |\n|---|---|---|---|---|---|");
+            for (who, ans) in [("ours", &d.ours), ("original", &d.theirs)] {
+                let _ = writeln!(
+                    md,
+                    "| {who} | {} | {} | {} | {} | {} |",
+                    ans.compact,
+                    ans.first_kept.map_or("–".into(), |id| format!("#{}", id.0)),
+                    ans.kept.as_ref().map_or("–".into(), |k| k.iter().map(|id| format!("#{}", id.0)).collect::<Vec<_>>().join(" ")),
+                    ans.split_turn.map_or("–".into(), |b| b.to_string()),
+                    ans.tokens_before.map_or("–".into(), |t| t.to_string()),
+                );
+            }
+        }
+    }
+    md
+}
+
+/// Reads `agreement.json` from `dir` (empty when there is none yet).
+pub fn read_agreements(dir: &Path) -> Vec<Agreement> {
+    std::fs::read_to_string(dir.join("agreement.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+}

@@ -1,0 +1,107 @@
+//! Checking one original: build cases, ask both sides, shrink disagreements.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use compactbench_core::Strategy;
+use compactbench_eval::scenario::Scenario;
+use compactbench_tokens::TokenCounter;
+
+use crate::cases::{build, Plan};
+use crate::compare::{compare, Verdict};
+use crate::driver::Driver;
+use crate::minimize::minimize;
+use crate::report::{render_log, Agreement, Disagreement, OriginalReport};
+use crate::{ours, Answer, Case, Original};
+
+/// How many disagreements of each kind (trigger, selection) are shrunk and shown.
+const SHOWN_PER_KIND: usize = 3;
+
+/// Options of one check.
+pub struct Options<'a> {
+    /// The workspace root (drivers live in `fidelity/`, installs in `target/fidelity/`).
+    pub root: &'a Path,
+    /// Scenarios cases are cut from.
+    pub scenarios: &'a [Scenario],
+    /// Cases wanted.
+    pub cases: usize,
+    /// Shrink disagreements.
+    pub minimize: bool,
+}
+
+/// Both answers for a case, or why the original could not answer.
+fn ask(driver: &mut Driver, original: &Original, strategy: &dyn Strategy, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
+    let ours = ours::answer(strategy, case, original.moment);
+    let export = match (original.export)(case) {
+        Ok(e) => e,
+        Err(why) => return Ok((ours, Err(format!("not exported: {why}")))),
+    };
+    let theirs = driver.ask(case, &export)?.to_answer(&export, case).map_err(|e| format!("original threw: {e}"));
+    Ok((ours, theirs))
+}
+
+/// Runs the check of `original` and returns its report.
+pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter, progress: &dyn Fn(&str)) -> Result<OriginalReport> {
+    let strategy = compactbench_registry::find(original.strategy).with_context(|| format!("no strategy {}", original.strategy))?;
+    let plan = Plan { scenarios: options.scenarios, count: options.cases, moment: original.moment, with_history: false };
+    let cases = build(strategy.as_ref(), &plan, counter);
+    progress(&format!("{}: {} cases", original.name, cases.len()));
+    let mut driver = Driver::start(options.root, original)?;
+    let mut agreement = Agreement { strategy: original.strategy.into(), original: original.name.into(), ..Agreement::default() };
+    let mut problems: BTreeMap<String, u32> = BTreeMap::new();
+    let mut failing: Vec<(Case, Verdict)> = Vec::new();
+    for case in &cases {
+        agreement.cases += 1;
+        let (ours, theirs) = ask(&mut driver, original, strategy.as_ref(), case)?;
+        let theirs = match theirs {
+            Ok(t) => t,
+            Err(why) => {
+                if why.starts_with("not exported") {
+                    agreement.not_exported += 1;
+                } else {
+                    agreement.errors += 1;
+                }
+                *problems.entry(why).or_default() += 1;
+                continue;
+            }
+        };
+        let v = compare(&ours, &theirs);
+        agreement.trigger_agree += u32::from(v.trigger);
+        if let Some(s) = v.selection {
+            agreement.selection_compared += 1;
+            agreement.selection_agree += u32::from(s);
+        }
+        if let Some(t) = v.tokens_before {
+            agreement.tokens_compared += 1;
+            agreement.tokens_agree += u32::from(t);
+        }
+        if !v.agrees() {
+            failing.push((case.clone(), v));
+        }
+    }
+    let mut disagreements = Vec::new();
+    for kind_is_trigger in [true, false] {
+        let picked = failing.iter().filter(|(_, v)| !v.trigger == kind_is_trigger).take(SHOWN_PER_KIND);
+        for (case, verdict) in picked {
+            let same_kind = |v: &Verdict| if kind_is_trigger { !v.trigger } else { v.selection == Some(false) };
+            let small = if options.minimize {
+                minimize(case, |c| matches!(ask(&mut driver, original, strategy.as_ref(), c), Ok((o, Ok(t))) if same_kind(&compare(&o, &t)))).0
+            } else {
+                case.clone()
+            };
+            let (ours, theirs) = ask(&mut driver, original, strategy.as_ref(), &small)?;
+            let Ok(theirs) = theirs else { continue };
+            debug_assert!(same_kind(verdict));
+            disagreements.push(Disagreement {
+                case: case.id.clone(),
+                minimized: small.id.clone(),
+                session: render_log(&small.log),
+                window: small.model.window,
+                ours,
+                theirs,
+            });
+        }
+    }
+    Ok(OriginalReport { agreement, problems: problems.into_iter().collect(), disagreements })
+}
