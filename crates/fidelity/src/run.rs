@@ -44,7 +44,7 @@ fn ask(driver: &mut Driver, original: &Original, strategy: &dyn Strategy, case: 
 /// Runs the check of `original` and returns its report.
 pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter, progress: &dyn Fn(&str)) -> Result<OriginalReport> {
     let strategy = compactbench_registry::find(original.strategy).with_context(|| format!("no strategy {}", original.strategy))?;
-    let plan = Plan { scenarios: options.scenarios, count: options.cases, moment: original.moment, with_history: false };
+    let plan = Plan { scenarios: options.scenarios, count: options.cases, moment: original.moment, with_history: original.history };
     let cases = build(strategy.as_ref(), &plan, counter);
     progress(&format!("{}: {} cases", original.name, cases.len()));
     let mut driver = Driver::start(options.root, original)?;

@@ -40,6 +40,10 @@ pub struct Original {
     pub moment: Moment,
     /// Exports a case to the original's own session format, or says why it cannot.
     pub export: fn(&Case) -> Result<Export, String>,
+    /// The exporter writes our checkpoints in the original's format (its compaction entries),
+    /// so cases cut from the strategy's own replay (previous summaries in the log) are asked
+    /// too.
+    pub history: bool,
 }
 
 /// Every original, in report order.
@@ -53,6 +57,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &["@earendil-works/pi-coding-agent"],
         moment: Moment::BeforeRequest,
         export: pi::export,
+        history: false,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.73.1",
@@ -63,6 +68,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &["@mariozechner/pi-coding-agent"],
         moment: Moment::TurnEnd,
         export: pi::export,
+        history: false,
     },
     Original {
         name: "oh-my-pi 18.3.4",
@@ -73,6 +79,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::BeforeRequest,
         export: oh_my_pi::export,
+        history: false,
     },
     Original {
         name: "@google/gemini-cli-core 0.61.0",
@@ -83,6 +90,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::BeforeRequest,
         export: gemini_cli::export,
+        history: false,
     },
     Original {
         name: "deepagents 0.7.32 + langchain 1.5.2",
@@ -93,6 +101,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::BeforeRequest,
         export: deep_agents::export,
+        history: false,
     },
     Original {
         name: "kimi-cli 1.52.0",
@@ -103,6 +112,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::BeforeRequest,
         export: kimi_cli::export,
+        history: false,
     },
     Original {
         name: "aider-chat 0.86.2",
@@ -113,6 +123,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::TurnEnd,
         export: aider::export,
+        history: false,
     },
     Original {
         name: "openhands-sdk 1.58.2",
@@ -123,6 +134,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::BeforeRequest,
         export: openhands::export,
+        history: false,
     },
 ];
 
