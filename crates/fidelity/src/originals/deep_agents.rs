@@ -1,7 +1,212 @@
-//! Exporter: our log to this original's session format. (Being written.)
+//! Exporter: our log to a LangChain request as Deep Agents' summarization middleware sees it
+//! in `wrap_model_call`: the system prompt apart (`ModelRequest.system_message`) and the raw
+//! LangGraph state messages, both in LangChain's own serialized form (`messages_to_dict`:
+//! `{"type": "human"|"ai"|"tool"|"system", "data": {...}}`), which the driver turns back into
+//! message objects with `messages_from_dict`.
+//!
+//! Content follows what `count_tokens_approximately` sees in a real run: a plain string when the
+//! message is one text (tool calls then live only in `tool_calls`), else a list of blocks —
+//! `text`, `reasoning`, Anthropic-style `tool_use` (LangChain keeps the calls in the content as
+//! well) and `image`. Assistant messages carry `usage_metadata` (LangChain's `input_tokens`
+//! include cache reads) and `response_metadata.model_provider`, the provider of the case's
+//! model, so the reported-usage trigger and the usage scaling apply as in a run where every
+//! reply came from that model.
+//!
+//! Logs with checkpoints are not exported (no `_summarization_event` is written), so only
+//! fresh cases are asked.
+
+use compactbench_core::{Entry, EntryId, Message, Part, Role, Shape};
+use serde_json::{json, Map, Value};
 
 use crate::{Case, Export};
 
-pub(crate) fn export(_case: &Case) -> Result<Export, String> {
-    Err("exporter not written yet".into())
+pub(crate) fn export(case: &Case) -> Result<Export, String> {
+    if case.log.entries().any(|(_, e)| matches!(e, Entry::Checkpoint(_))) {
+        return Err("logs with checkpoints are not exported (no _summarization_event writer)".into());
+    }
+    let provider = match case.model.provider {
+        Shape::Anthropic => "anthropic",
+        Shape::OpenaiChat | Shape::OpenaiResponses => "openai",
+        Shape::Gemini => "google_genai",
+    };
+    let mut all = case.log.messages().peekable();
+    // Our crate counts every leading system message as the system prompt; LangChain has one.
+    let mut system = None;
+    if let Some((_, m)) = all.next_if(|(_, m)| m.role == Role::System) {
+        system = Some(message(m, provider, None)?);
+    }
+    if all.peek().is_some_and(|(_, m)| m.role == Role::System) {
+        return Err("more than one leading system message".into());
+    }
+    let mut ids = Vec::new();
+    let mut messages = Vec::new();
+    for (id, m) in all {
+        messages.push(message(m, provider, Some(id))?);
+        ids.push(id);
+    }
+    Ok(Export {
+        session: json!({ "system_message": system, "messages": messages }),
+        ids,
+        settings: json!({
+            "provider": provider,
+            // `_get_approximate_token_counter`: 3.3 chars per token for `anthropic-chat*` models.
+            "anthropic": case.model.provider == Shape::Anthropic,
+        }),
+    })
+}
+
+/// Whether LangChain would hold the content as one string: no content parts, or one text.
+fn string_content(m: &Message) -> bool {
+    let mut content = m.parts.iter().filter(|p| !matches!(p, Part::ToolCall { .. } | Part::ToolResult { .. }));
+    matches!((content.next(), content.next()), (None, _) | (Some(Part::Text { .. }), None))
+}
+
+fn message(m: &Message, provider: &str, id: Option<EntryId>) -> Result<Value, String> {
+    let results: Vec<&Part> = m.parts.iter().filter(|p| matches!(p, Part::ToolResult { .. })).collect();
+    let string = string_content(m);
+    let mut blocks = Vec::new();
+    for part in &m.parts {
+        match part {
+            Part::Text { text } => blocks.push(json!({ "type": "text", "text": text })),
+            Part::Reasoning { text } => blocks.push(json!({ "type": "reasoning", "reasoning": text })),
+            Part::ToolCall { id, name, args } if !string => {
+                blocks.push(json!({ "type": "tool_use", "id": id, "name": name, "input": args }));
+            }
+            Part::ToolCall { .. } => {}
+            Part::ToolResult { text, .. } if !string => blocks.push(json!({ "type": "text", "text": text })),
+            Part::ToolResult { .. } => {}
+            Part::Media { mime, .. } if mime.starts_with("image/") => {
+                blocks.push(json!({ "type": "image", "source_type": "base64", "mime_type": mime, "data": "" }));
+            }
+            Part::Media { mime, .. } => return Err(format!("{mime} media (our crate counts its provider size)")),
+        }
+    }
+    let content = if string {
+        // The one text, or a tool message's result.
+        let text = m.parts.iter().find_map(|p| match p {
+            Part::Text { text } | Part::ToolResult { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        Value::String(text.unwrap_or_default())
+    } else {
+        Value::Array(blocks)
+    };
+    let mut data = Map::new();
+    data.insert("content".into(), content);
+    if let Some(id) = id {
+        data.insert("id".into(), json!(format!("m{}", id.0)));
+    }
+    let kind = match m.role {
+        Role::System => "system",
+        Role::User => "human",
+        Role::Assistant => {
+            let calls: Vec<Value> = m
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolCall { id, name, args } => Some(json!({ "name": name, "args": args, "id": id, "type": "tool_call" })),
+                    _ => None,
+                })
+                .collect();
+            data.insert("tool_calls".into(), Value::Array(calls));
+            data.insert("response_metadata".into(), json!({ "model_provider": provider }));
+            if let Some(u) = m.usage {
+                data.insert(
+                    "usage_metadata".into(),
+                    json!({
+                        "input_tokens": u.input + u.cache_read,
+                        "output_tokens": u.output,
+                        "total_tokens": u.total(),
+                        "input_token_details": { "cache_read": u.cache_read },
+                    }),
+                );
+            }
+            "ai"
+        }
+        Role::Tool => {
+            let [Part::ToolResult { call_id, name, is_error, .. }] = results[..] else {
+                return Err(format!("tool message with {} results", results.len()));
+            };
+            if m.parts.iter().any(|p| matches!(p, Part::Text { .. })) {
+                return Err("tool message with text besides its result".into());
+            }
+            data.insert("tool_call_id".into(), json!(call_id));
+            data.insert("name".into(), json!(name));
+            data.insert("status".into(), json!(if *is_error { "error" } else { "success" }));
+            "tool"
+        }
+    };
+    if m.role != Role::Tool && !results.is_empty() {
+        return Err(format!("{} message with tool results", m.role.as_str()));
+    }
+    data.insert("type".into(), json!(kind));
+    Ok(json!({ "type": kind, "data": data }))
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::{Log, ModelProfile, Usage};
+
+    use super::*;
+
+    fn case(log: Log, provider: Shape) -> Case {
+        let model = ModelProfile { name: "m".into(), window: 10_000, max_output: 1_000, provider, pricing: Default::default() };
+        Case { id: "t".into(), log, model }
+    }
+
+    #[test]
+    fn a_small_log_exports_as_langchain_message_dicts() {
+        let mut answer = Message::new(
+            Role::Assistant,
+            vec![Part::text("reading"), Part::ToolCall { id: "c1".into(), name: "read_file".into(), args: json!({"file_path": "/a.py"}) }],
+        );
+        answer.usage = Some(Usage { input: 100, output: 20, cache_read: 50 });
+        let thinking = Message::new(
+            Role::Assistant,
+            vec![Part::Reasoning { text: "hmm".into() }, Part::ToolCall { id: "c2".into(), name: "ls".into(), args: json!({}) }],
+        );
+        let log = Log::from_messages([
+            Message::system("sys"),
+            Message::user("fix it"),
+            answer,
+            Message::tool_result("c1", "read_file", "x = 1", false),
+            thinking,
+        ]);
+        let export = export(&case(log, Shape::Anthropic)).unwrap();
+        assert_eq!(export.ids, vec![EntryId(1), EntryId(2), EntryId(3), EntryId(4)]);
+        assert_eq!(export.settings, json!({"provider": "anthropic", "anthropic": true}));
+        assert_eq!(
+            export.session,
+            json!({
+                "system_message": {"type": "system", "data": {"content": "sys", "type": "system"}},
+                "messages": [
+                    {"type": "human", "data": {"content": "fix it", "id": "m1", "type": "human"}},
+                    {"type": "ai", "data": {
+                        "content": "reading", "id": "m2",
+                        "tool_calls": [{"name": "read_file", "args": {"file_path": "/a.py"}, "id": "c1", "type": "tool_call"}],
+                        "response_metadata": {"model_provider": "anthropic"},
+                        "usage_metadata": {"input_tokens": 150, "output_tokens": 20, "total_tokens": 170, "input_token_details": {"cache_read": 50}},
+                        "type": "ai"}},
+                    {"type": "tool", "data": {"content": "x = 1", "id": "m3", "tool_call_id": "c1", "name": "read_file", "status": "success", "type": "tool"}},
+                    {"type": "ai", "data": {
+                        "content": [{"type": "reasoning", "reasoning": "hmm"}, {"type": "tool_use", "id": "c2", "name": "ls", "input": {}}],
+                        "id": "m4",
+                        "tool_calls": [{"name": "ls", "args": {}, "id": "c2", "type": "tool_call"}],
+                        "response_metadata": {"model_provider": "anthropic"},
+                        "type": "ai"}},
+                ],
+            })
+        );
+    }
+
+    #[test]
+    fn checkpoints_and_several_results_are_refused() {
+        let mut two = Message::tool_result("a", "ls", "1", false);
+        two.parts.push(Part::ToolResult { call_id: "b".into(), name: "ls".into(), text: "2".into(), is_error: false });
+        let log = Log::from_messages([Message::user("hi"), two]);
+        assert_eq!(export(&case(log, Shape::OpenaiChat)).unwrap_err(), "tool message with 2 results");
+        let mut log = Log::from_messages([Message::user("hi")]);
+        log.push_checkpoint(compactbench_core::Checkpoint::new(compactbench_core::CheckpointKind::Prune, compactbench_core::Window::Inherit));
+        assert!(export(&case(log, Shape::OpenaiChat)).is_err());
+    }
 }

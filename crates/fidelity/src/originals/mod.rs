@@ -71,10 +71,13 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
     },
     Original {
-        name: "oh-my-pi 18.3.4",
+        name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4)",
         dir: "oh-my-pi-18.3.4",
         strategy: "oh-my-pi",
-        install: Install::Npm(&["@oh-my-pi/pi-coding-agent@18.3.4"]),
+        // pi-coding-agent 18.3.4 pins agent-core 18.3.4, which the registry lacks (our crate
+        // reads the engine from 18.2.11); the release ships TypeScript for bun, hence bun.
+        // fidelity/oh-my-pi/package.json overrides siblings the registry lacks.
+        install: Install::Npm(&["@oh-my-pi/pi-agent-core@18.2.11", "bun@1.4.5"]),
         driver: "fidelity/oh-my-pi/driver.mjs",
         args: &[],
         moment: Moment::BeforeRequest,
@@ -96,7 +99,16 @@ pub const ORIGINALS: &[Original] = &[
         name: "deepagents 0.7.32 + langchain 1.5.2",
         dir: "deepagents-0.7.32",
         strategy: "deep-agents",
-        install: Install::Pip(&["deepagents==0.7.32", "langchain==1.5.2", "langchain-core==1.8.4"]),
+        // langchain-core 1.8.4 asks for langchain-protocol>=0.0.22, which the registry does not
+        // serve; 0.0.20 has every name it imports, and pip's legacy resolver lets the explicit
+        // pin win (it only warns about the conflict).
+        install: Install::Pip(&[
+            "--use-deprecated=legacy-resolver",
+            "langchain-protocol==0.0.20",
+            "deepagents==0.7.32",
+            "langchain==1.5.2",
+            "langchain-core==1.8.4",
+        ]),
         driver: "fidelity/deep-agents/driver.py",
         args: &[],
         moment: Moment::BeforeRequest,

@@ -1,0 +1,110 @@
+"""Fidelity driver for Deep Agents (deepagents 0.7.32 + langchain 1.5.2 + langchain-core 1.8.4).
+
+Per case: rebuild the LangChain messages the exporter wrote (`messages_from_dict`), build the
+summarization middleware exactly as `create_deep_agent` does (`create_summarization_middleware`
+with a chat model whose profile has `max_input_tokens` = the case's window and `max_tokens` = its
+output cap), and run its own `wrap_model_call` once. Only the model is mocked: the chat model
+answers every call (the summary call included) with a fixed text, and the handler standing for
+the agent's model call returns a fixed reply.
+
+Answer: `compact` when `wrap_model_call` did anything but pass the (argument-truncated) request
+through — a summarization event, a clipped tool tail, or its own "still over the input budget"
+error; `first_kept` is the event's `cutoff_index` (a raw-state index); `tokens_before` is the
+middleware's `_count_tokens` over the system prompt and the messages, as it counts them first.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import warnings
+
+from deepagents.backends.filesystem import FilesystemBackend
+from deepagents.middleware.summarization import SUMMARIZATION_EVENT_KEY, create_summarization_middleware
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, messages_from_dict
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+warnings.simplefilter("ignore")
+
+# Same text as crates/fidelity/src/ours.rs FIXED_SUMMARY.
+FIXED_SUMMARY = "## Goal\nContinue the task.\n\n## Progress\nWork is under way."
+
+
+class FixedChatModel(BaseChatModel):
+    """The mocked model: fixed answers, the case's provider, profile and output cap."""
+
+    llm_type: str = "fixed-chat"
+    provider: str = "openai"
+    max_tokens: int | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return self.llm_type
+
+    def _get_ls_params(self, stop=None, **kwargs):
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        params["ls_provider"] = self.provider
+        return params
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(FIXED_SUMMARY))])
+
+
+def answer(case, backend):
+    settings = case["settings"]
+    session = case["session"]
+    model = FixedChatModel(
+        # `_get_approximate_token_counter` keys its 3.3 chars/token on this prefix.
+        llm_type="anthropic-chat" if settings["anthropic"] else "fixed-chat",
+        provider=settings["provider"],
+        max_tokens=case["model"]["max_output_tokens"],
+        profile={"max_input_tokens": case["model"]["context_window"]},
+    )
+    middleware = create_summarization_middleware(model, backend)
+    system = session["system_message"]
+    system = messages_from_dict([system])[0] if system else None
+    messages = messages_from_dict(session["messages"])
+    request = ModelRequest(model=model, messages=messages, system_message=system, tools=[], state={"messages": messages})
+    tokens_before = middleware._count_tokens(messages, system, [])
+
+    def handler(req):
+        return ModelResponse(result=[AIMessage("ok")])
+
+    out = {"id": case["id"], "compact": False, "first_kept": None, "tokens_before": tokens_before, "error": None}
+    try:
+        response = middleware.wrap_model_call(request, handler)
+    except ContextOverflowError:
+        # Over the input budget with nothing left to cut: it acted, and failed the request.
+        out["compact"] = True
+        return out
+    if isinstance(response, ExtendedModelResponse):
+        out["compact"] = True
+        update = response.command.update if response.command else {}
+        event = update.get(SUMMARIZATION_EVENT_KEY)
+        if event is not None:
+            out["first_kept"] = event["cutoff_index"]
+    return out
+
+
+def main():
+    with tempfile.TemporaryDirectory() as root:
+        backend = FilesystemBackend(root_dir=root, virtual_mode=True)
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            case = json.loads(line)
+            if os.environ.get("DA_DUMP"):
+                open(os.environ["DA_DUMP"], "a").write(line)
+            try:
+                out = answer(case, backend)
+            except Exception as exc:  # the original threw: report it, keep serving
+                out = {"id": case["id"], "error": f"{type(exc).__name__}: {exc}"}
+            sys.stdout.write(json.dumps(out) + "\n")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
