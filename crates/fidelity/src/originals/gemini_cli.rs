@@ -1,7 +1,155 @@
-//! Exporter: our log to this original's session format. (Being written.)
+//! Exporter: our log as Gemini CLI's chat history (`GeminiChat` of `@google/gemini-cli-core`).
+//!
+//! The session is an object:
+//! - `systemInstruction`: the leading system messages' text (Gemini CLI keeps its system prompt
+//!   out of the history);
+//! - `contents`: one Gemini `Content` per remaining message, in order: assistant messages are
+//!   `model` entries, everything else `user` entries (tool results as `functionResponse` parts,
+//!   `{output}` or `{error}` as `createFunctionResponsePart` / `createErrorResponse` write them;
+//!   a later system message as a text part). Consecutive tool messages stay separate
+//!   `Content`s so that every native index is one of our entries; `getHistory` coalesces
+//!   same-role neighbours for every model the bench runs, so the history the original reads is
+//!   the one batch entry Gemini CLI records;
+//! - `pending`: the index where the request being sent starts (the messages after the newest
+//!   assistant message); `sendMessageStream` checks compression before adding them;
+//! - `usage`: `usageMetadata` of every model reply that has one, by index (`promptTokenCount`
+//!   counts cached tokens too), which `GeminiChat` keeps as `lastPromptTokenCount`.
+//!
+//! A model reply is recorded the way `GeminiChat.processStreamResponse` records it: thought
+//! parts are filtered out of the stream and adjacent text parts are joined into one.
+
+use compactbench_core::{Entry, EntryId, Message, Part, Role};
+use serde_json::{json, Value};
 
 use crate::{Case, Export};
 
-pub(crate) fn export(_case: &Case) -> Result<Export, String> {
-    Err("exporter not written yet".into())
+pub(crate) fn export(case: &Case) -> Result<Export, String> {
+    let mut system = Vec::new();
+    let mut contents = Vec::new();
+    let mut ids = Vec::new();
+    let mut usage = Vec::new();
+    let mut pending = 0;
+    for (id, entry) in case.log.entries() {
+        let Entry::Message(m) = entry else {
+            return Err("Gemini CLI keeps no compression record in its history; cases with checkpoints are not exported".into());
+        };
+        if m.role == Role::System && contents.is_empty() {
+            system.extend(m.parts.iter().filter_map(|p| match p {
+                Part::Text { text } => Some(text.clone()),
+                _ => None,
+            }));
+            continue;
+        }
+        if m.role == Role::Assistant {
+            pending = contents.len() + 1;
+            if let Some(u) = m.usage {
+                let mut meta = json!({ "promptTokenCount": u.input + u.cache_read, "candidatesTokenCount": u.output });
+                if u.cache_read > 0 {
+                    meta["cachedContentTokenCount"] = json!(u.cache_read);
+                }
+                usage.push(json!({ "index": contents.len(), "usageMetadata": meta }));
+            }
+        }
+        contents.push(content(m));
+        ids.push(id);
+    }
+    let session = json!({
+        "systemInstruction": system.join("\n\n"),
+        "contents": contents,
+        "pending": pending,
+        "usage": usage,
+    });
+    Ok(Export { session, ids: ids.into_iter().collect::<Vec<EntryId>>(), settings: json!({}) })
+}
+
+/// One message as a Gemini `Content`.
+fn content(m: &Message) -> Value {
+    let role = if m.role == Role::Assistant { "model" } else { "user" };
+    let mut parts: Vec<Value> = Vec::new();
+    for p in &m.parts {
+        let part = match p {
+            // Thoughts never reach Gemini CLI's history (`processStreamResponse` filters them).
+            Part::Reasoning { .. } if m.role == Role::Assistant => continue,
+            Part::Text { text } | Part::Reasoning { text } => {
+                if m.role == Role::Assistant {
+                    // Adjacent text parts of a reply are joined into one (`lastPart?.text && …`:
+                    // not onto an empty one).
+                    if let Some(Value::String(last)) =
+                        parts.last_mut().and_then(|l| l.get_mut("text")).filter(|t| t.as_str().is_some_and(|t| !t.is_empty()))
+                    {
+                        last.push_str(text);
+                        continue;
+                    }
+                }
+                json!({ "text": text })
+            }
+            Part::ToolCall { id, name, args } => json!({ "functionCall": { "id": id, "name": name, "args": args } }),
+            Part::ToolResult { call_id, name, text, is_error } => {
+                let key = if *is_error { "error" } else { "output" };
+                json!({ "functionResponse": { "id": call_id, "name": name, "response": { key: text } } })
+            }
+            // Only the size of media is known: base64 data of four characters per token.
+            Part::Media { mime, tokens } => {
+                json!({ "inlineData": { "mimeType": mime, "data": "A".repeat(4 * *tokens as usize) } })
+            }
+        };
+        parts.push(part);
+    }
+    json!({ "role": role, "parts": parts })
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::{Log, ModelProfile, Shape, Usage};
+    use expect_test::expect;
+
+    use super::*;
+
+    fn case(log: Log) -> Case {
+        let model = ModelProfile {
+            name: "claude-sonnet-4".into(),
+            window: 10_000,
+            max_output: 1_000,
+            provider: Shape::Anthropic,
+            pricing: Default::default(),
+        };
+        Case { id: "t".into(), log, model }
+    }
+
+    #[test]
+    fn a_tool_round_exports_as_gemini_contents_with_the_request_pending() {
+        let mut log = Log::new();
+        log.push_message(Message::system("You are a coding agent."));
+        log.push_message(Message::user("Fix the bug."));
+        let mut call = Message::new(
+            Role::Assistant,
+            vec![
+                Part::Reasoning { text: "think".into() },
+                Part::text("Looking"),
+                Part::text(" now."),
+                Part::ToolCall { id: "c1".into(), name: "read_file".into(), args: json!({"path": "a.rs"}) },
+            ],
+        );
+        call.usage = Some(Usage { input: 100, output: 20, cache_read: 50 });
+        log.push_message(call);
+        log.push_message(Message::new(
+            Role::Tool,
+            vec![Part::ToolResult { call_id: "c1".into(), name: "read_file".into(), text: "fn main() {}".into(), is_error: false }],
+        ));
+        let e = export(&case(log)).unwrap();
+        assert_eq!(e.ids, vec![EntryId(1), EntryId(2), EntryId(3)]);
+        expect![[r#"{"systemInstruction":"You are a coding agent.","contents":[{"role":"user","parts":[{"text":"Fix the bug."}]},{"role":"model","parts":[{"text":"Looking now."},{"functionCall":{"id":"c1","name":"read_file","args":{"path":"a.rs"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"read_file","response":{"output":"fn main() {}"}}}]}],"pending":2,"usage":[{"index":1,"usageMetadata":{"promptTokenCount":150,"candidatesTokenCount":20,"cachedContentTokenCount":50}}]}"#]]
+        .assert_eq(&e.session.to_string());
+    }
+
+    #[test]
+    fn logs_with_checkpoints_are_refused() {
+        let mut log = Log::new();
+        log.push_message(Message::user("hi"));
+        log.push_checkpoint(compactbench_core::Checkpoint::new(
+            compactbench_core::CheckpointKind::Summary,
+            compactbench_core::Window::Inherit,
+        ));
+        assert!(export(&case(log)).is_err());
+    }
 }

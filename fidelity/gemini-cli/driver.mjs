@@ -1,0 +1,162 @@
+// Gemini CLI (@google/gemini-cli-core) fidelity driver: one JSON case per stdin line, one answer
+// per stdout line (protocol in fidelity/README.md).
+//
+// The session (written by crates/fidelity/src/originals/gemini_cli.rs) becomes a real
+// `GeminiChat` history; `ChatCompressionService.compress` (what `GeminiClient.tryCompressChat`
+// calls before every request) then runs on it, non-forced, as `processTurn` runs it. Only the
+// model call (`BaseLlmClient.generateContent`) is mocked; the `Config` is a stub with the few
+// getters these functions read (the real `getTruncateToolOutputThreshold`). The chat's and the
+// UI telemetry's `lastPromptTokenCount` are the newest reply's `usageMetadata.promptTokenCount`,
+// as `processStreamResponse` and `updateTelemetryTokenCount` leave them after a reply.
+//
+// The window: `tokenLimit(model)` (core/tokenLimits.js) is a fixed table (1 048 576 for every
+// model the bench runs); our crate takes the case's window as `tokenLimit`. A module hook
+// replaces that one table by the case's window, so every caller (the compression threshold,
+// the high-fidelity decision, `getTruncateToolOutputThreshold`) sees the same window as ours.
+import { createInterface } from 'node:readline';
+import { register } from 'node:module';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const hook = `export async function load(url, context, next) {
+  if (url.endsWith('/dist/src/core/tokenLimits.js')) {
+    return { format: 'module', shortCircuit: true, source:
+      'export const DEFAULT_TOKEN_LIMIT = 1048576; export const GEMMA_4_TOKEN_LIMIT = 256000;' +
+      'export function tokenLimit(model) { return globalThis.fidelityWindow; }' };
+  }
+  return next(url, context);
+}`;
+register('data:text/javascript,' + encodeURIComponent(hook));
+
+const tmp = mkdtempSync(join(tmpdir(), 'fidelity-gemini-cli-'));
+// Telemetry code reads and writes ~/.gemini (installation id): keep it in a scratch home.
+process.env.HOME = tmp;
+process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
+const home = process.env.COMPACTBENCH_FIDELITY_HOME;
+const src = join(home, 'node_modules/@google/gemini-cli-core/dist/src');
+const load = (p) => import(pathToFileURL(join(src, p)).href);
+const { ChatCompressionService } = await load('context/chatCompressionService.js');
+const { GeminiChat } = await load('core/geminiChat.js');
+const { CompressionStatus } = await load('core/turn.js');
+const { Config, DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD } = await load('config/config.js');
+const { uiTelemetryService } = await load('telemetry/uiTelemetry.js');
+
+const SUMMARY = '## Goal\nContinue the task.\n\n## Progress\nWork is under way.';
+
+function stubConfig(model, settings) {
+  let truncationId = 0;
+  const reply = { candidates: [{ content: { role: 'model', parts: [{ text: SUMMARY }] } }] };
+  const config = {
+    model,
+    truncateToolOutputThreshold: settings.truncateToolOutputThreshold ?? DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD,
+    getModel: () => model,
+    getActiveModel: () => model,
+    isContextManagementEnabled: () => false,
+    getProjectRoot: () => tmp,
+    getSessionId: () => 'fidelity',
+    getHookSystem: () => undefined,
+    // `model.compressionThreshold` unset and no experiment flag: `compress` uses its default.
+    getCompressionThreshold: async () => settings.compressionThreshold,
+    getNextCompressionTruncationId: () => ++truncationId,
+    getTruncateToolOutputThreshold: Config.prototype.getTruncateToolOutputThreshold,
+    storage: { getProjectTempDir: () => tmp },
+    getBaseLlmClient: () => ({ generateContent: async () => reply }),
+    getContentGenerator: () => ({ countTokens: async () => { throw new Error('offline'); } }),
+    getApprovedPlanPath: () => undefined,
+    getIncludeDirectoryTree: () => false,
+    getSessionMemory: () => '',
+    getUsageStatisticsEnabled: () => false,
+    getTelemetryEnabled: () => false,
+    getExperiments: () => undefined,
+    getContentGeneratorConfig: () => undefined,
+    isInteractive: () => false,
+  };
+  config.config = config;
+  return new Proxy(config, {
+    get(target, key) {
+      if (key in target || typeof key === 'symbol' || key === 'then') return target[key];
+      throw new Error(`config stub lacks ${String(key)}`);
+    },
+  });
+}
+
+async function answer(c) {
+  const { contents, pending, usage, systemInstruction } = c.session;
+  globalThis.fidelityWindow = c.model.context_window;
+  const config = stubConfig(c.model.name, c.settings ?? {});
+  // Native index i keeps id String(i); the part objects are kept by reference through the
+  // curated, coalesced history, so kept parts lead back to their native index.
+  const history = contents.slice(0, pending).map((content, i) => ({ id: String(i), content }));
+  const where = new Map();
+  const byCallId = new Map();
+  contents.forEach((content, i) =>
+    content.parts.forEach((p) => {
+      where.set(p, i);
+      const id = p.functionCall?.id ?? p.functionResponse?.id;
+      if (id !== undefined) byCallId.set(`${p.functionCall ? 'c' : 'r'}:${id}`, i);
+    }));
+  const chat = new GeminiChat({ config, promptId: 'fidelity' }, systemInstruction, [], history);
+  const last = usage.filter((u) => u.index < pending).at(-1);
+  if (last?.usageMetadata.promptTokenCount !== undefined) {
+    chat.lastPromptTokenCount = last.usageMetadata.promptTokenCount;
+  }
+  uiTelemetryService.setLastPromptTokenCount(chat.getLastPromptTokenCount());
+  // The threshold check is the first thing after which `compress` reads the history's
+  // entries (`truncateHistoryToBudget`): a read of an entry means the check passed.
+  let passed = false;
+  const getHistory = chat.getHistory.bind(chat);
+  chat.getHistory = (curated) =>
+    new Proxy(getHistory(curated), {
+      get(target, key) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) passed = true;
+        return target[key];
+      },
+    });
+  const { newHistory, info } = await new ChatCompressionService().compress(chat, 'fidelity', false, c.model.name, config, false);
+
+  let kept = null;
+  if (info.compressionStatus === CompressionStatus.COMPRESSED && newHistory) {
+    // newHistory = [summary, ack, ...kept suffix of the curated history].
+    const turns = chat.getHistoryTurns(true);
+    const keptTurns = turns.slice(turns.length - (newHistory.length - 2));
+    const set = new Set();
+    for (const t of keptTurns) {
+      set.add(Number(t.id));
+      for (const p of t.content.parts ?? []) {
+        const i = where.get(p) ??
+          (p.functionCall ? byCallId.get(`c:${p.functionCall.id}`) : undefined) ??
+          (p.functionResponse ? byCallId.get(`r:${p.functionResponse.id}`) : undefined);
+        if (i === undefined) throw new Error('a kept part has no native index');
+        set.add(i);
+      }
+    }
+    for (let i = pending; i < contents.length; i++) set.add(i);
+    kept = [...set].sort((a, b) => a - b);
+  }
+  return {
+    id: c.id,
+    compact: passed,
+    first_kept: null,
+    kept,
+    split_turn: null,
+    tokens_before: info.originalTokenCount,
+    status: info.compressionStatus,
+    error: null,
+  };
+}
+
+const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of rl) {
+  if (!line.trim()) continue;
+  const c = JSON.parse(line);
+  let out;
+  try {
+    out = await answer(c);
+  } catch (e) {
+    console.error(c.id, e?.stack ?? e);
+    out = { id: c.id, error: String(e?.message ?? e) };
+  }
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
