@@ -68,6 +68,12 @@ fn setup(root: &Path, original: &Original) -> Result<()> {
     eprintln!("setup {} into {}", original.name, home.display());
     match original.install {
         Install::Npm(packages) => {
+            // A driver folder may carry a package.json (npm `overrides` for sibling versions
+            // the registry lacks); it becomes the install folder's manifest.
+            let manifest = Path::new(original.driver).parent().map(|d| root.join(d).join("package.json"));
+            if let Some(manifest) = manifest.filter(|m| m.exists()) {
+                std::fs::copy(&manifest, home.join("package.json"))?;
+            }
             let mut c = Command::new("npm");
             c.args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"]).arg(&home).args(packages);
             run_command(c)?;

@@ -124,7 +124,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::BeforeRequest,
         export: kimi_cli::export,
-        history: false,
+        history: true,
     },
     Original {
         name: "aider-chat 0.86.2",

@@ -135,9 +135,10 @@
 //! - Deliberate: our messages carry no stop reason; a reply without usage stands for a failed
 //!   one. Overflow arrives as [`Moment::Overflow`]; error-text, length-stop (`incomplete`) and
 //!   HTTP 413 payload paths, context promotion, extensions and manual commands are not modelled.
-//! - Deliberate: the pre-prompt check sees the new prompt already in the log, so it is part of
-//!   the kept tail of a `soft` pass (the original appends it after); it is left out of the
-//!   handoff context, as in the original.
+//! - Deliberate: the pre-prompt check sees the new prompt already in the log, so it stays after
+//!   the kept tail (the original appends it after compacting). As in the original it is not on
+//!   the branch the preparation reads (cut point, keep budget, short summary) nor in the
+//!   handoff context.
 //! - Deliberate: past the byte bound the original counts summarizer input exactly; we use the
 //!   byte heuristic there too. A context-overflow error of the summarizer is not retried with
 //!   halved windows (our errors carry no such kind). The `prompt.render` line normalisation of
@@ -147,6 +148,16 @@
 //! - Deliberate: a pass whose last method fails after an earlier step rewrote history returns
 //!   those rewrites (the original keeps them) and records the error in the events instead of
 //!   failing, since errors must leave the log unchanged.
+//!
+//! # Measured against the original (compactbench-fidelity)
+//! `fidelity/oh-my-pi/driver.mjs` runs `@oh-my-pi/pi-agent-core` 18.2.11's own `shouldCompact`,
+//! `compactionContextTokens`, `Tokenizer` and `prepareCompaction` on sessions exported by
+//! `crates/fidelity/src/originals/oh_my_pi.rs` (the coding agent 18.3.4 itself cannot be
+//! loaded: it pins 18.3.4 siblings the registry lacks, so its pre-prompt and mid-run checks
+//! are re-stated there as the same calls). Found and fixed: the pre-prompt preparation counted
+//! the pending prompt against the keep budget (`runPrePromptCompactionIfNeeded` prepares the
+//! branch before the prompt is appended); test `pre_prompt_selection_leaves_the_pending_prompt_out`.
+//! Checkpoints carry `isSplitTurn` in their details so the split flag is compared too.
 //!
 //! [`CheckpointKind::Handoff`]: compactbench_core::CheckpointKind::Handoff
 //! [`CheckpointKind::Offload`]: compactbench_core::CheckpointKind::Offload

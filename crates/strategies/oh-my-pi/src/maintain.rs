@@ -239,12 +239,12 @@ impl Pass<'_, '_, '_, '_> {
     /// `prepareCompaction`, and when it finds nothing to summarize (one oversized recent
     /// turn), the tiered rescue until it does; `None` is the dead end.
     fn prepare_or_rescue(&mut self, reason: Reason, from_shake: bool) -> Option<Preparation> {
-        if let Some(p) = prepare(self.work, self.config.keep_recent_tokens) {
+        if let Some(p) = prepare(self.work, self.config.keep_recent_tokens, self.pending_prompt) {
             return Some(p);
         }
         if reason != Reason::Idle {
             self.rescue(from_shake, Progress::Prepare);
-            if let Some(p) = prepare(self.work, self.config.keep_recent_tokens) {
+            if let Some(p) = prepare(self.work, self.config.keep_recent_tokens, self.pending_prompt) {
                 return Some(p);
             }
             self.events.push(dead_end_warning("shrink it (e.g. clear large tool output)"));
@@ -282,6 +282,9 @@ impl Pass<'_, '_, '_, '_> {
             "shortSummary": short,
             "firstKeptEntryId": prep.first_kept.0,
             "tokensBefore": prep.tokens_before,
+            // The preparation's flag (not stored on oh-my-pi's entry): reported so the
+            // fidelity check compares it with `prepareCompaction`'s.
+            "isSplitTurn": prep.split,
             "readFiles": read,
             "modifiedFiles": modified,
         });
@@ -316,7 +319,7 @@ impl Pass<'_, '_, '_, '_> {
     fn progressed(&self, progress: Progress) -> bool {
         let window = self.window();
         match progress {
-            Progress::Prepare => prepare(self.work, self.config.keep_recent_tokens).is_some(),
+            Progress::Prepare => prepare(self.work, self.config.keep_recent_tokens, self.pending_prompt).is_some(),
             Progress::Headroom => window == 0 || self.work.residual() <= recovery_band(window, self.config),
             Progress::RetryFit => {
                 window == 0 || self.work.residual() <= window.saturating_sub(budget_reserve(window, self.config))

@@ -92,8 +92,14 @@ pub(crate) struct Preparation {
 /// 6. [`find_cut_point`] splits the collection into history to summarize, the prefix of a
 ///    split turn, and the kept tail; with nothing to summarize there is no preparation.
 /// 7. File operations: the previous compaction's lists plus the summarized messages' calls.
-pub(crate) fn prepare(work: &Work<'_>, keep_recent_tokens: u64) -> Option<Preparation> {
-    if matches!(work.items.last()?, Item::Compaction { .. }) {
+///
+/// `pending_prompt`: the pre-prompt check, whose new prompt (the log's last user message) is
+/// not on oh-my-pi's branch yet — `runPrePromptCompactionIfNeeded` compacts first and sends
+/// the prompt after — so it is left out of the preparation (and of the keep budget).
+pub(crate) fn prepare(work: &Work<'_>, keep_recent_tokens: u64, pending_prompt: bool) -> Option<Preparation> {
+    let pending = pending_prompt && work.items.last()?.message().is_some_and(|m| m.role == Role::User);
+    let end = work.items.len() - usize::from(pending);
+    if matches!(work.items[..end].last()?, Item::Compaction { .. }) {
         return None;
     }
     let prev = work.latest_compaction();
@@ -105,7 +111,7 @@ pub(crate) fn prepare(work: &Work<'_>, keep_recent_tokens: u64) -> Option<Prepar
         }
     }
     let collected: Vec<usize> =
-        (boundary_start..work.items.len()).filter(|&i| work.items[i].message().is_some()).collect();
+        (boundary_start..end).filter(|&i| work.items[i].message().is_some()).collect();
 
     let last_usage = work.items.iter().rev().find_map(|it| it.message().and_then(valid_usage));
     let tokens_before = last_usage.map_or(0, |u| context_tokens(&u));

@@ -444,14 +444,14 @@ fn case_09_preparation_keep_budget() {
     // Prompt 60,000 over 40,000 local: keep 13,333 → only a2 fits, a split turn.
     let s = build(60_000);
     let work = Work::new(&s.h.log);
-    let prep = prepare(&work, 20_000).unwrap();
+    let prep = prepare(&work, 20_000, false).unwrap();
     assert_eq!(prep.first_kept, s.id("a2"));
     assert!(prep.split);
     assert_eq!(prep.tokens_before, 70_000);
     // Prompt ≤ local: keep 20,000 → u2 and a2 fit exactly.
     let s = build(30_000);
     let work = Work::new(&s.h.log);
-    let prep = prepare(&work, 20_000).unwrap();
+    let prep = prepare(&work, 20_000, false).unwrap();
     assert_eq!(prep.first_kept, s.id("u2"));
     assert!(!prep.split);
 
@@ -478,11 +478,11 @@ fn case_10_repeated_compaction_window() {
     s.push("a3", reply("a3", 100, Some(1_500)));
 
     // Everything from u2 fits the keep budget: no preparation.
-    assert!(prepare(&Work::new(&s.h.log), 20_000).is_none());
+    assert!(prepare(&Work::new(&s.h.log), 20_000, false).is_none());
 
     // With a tiny budget, the collection starts at u2 (not after C1) and C1 is passed on.
     let work = Work::new(&s.h.log);
-    let prep = prepare(&work, 1).unwrap();
+    let prep = prepare(&work, 1, false).unwrap();
     assert_eq!(prep.to_summarize.first().map(|&i| work.items[i].id()), Some(u2));
     assert_eq!(prep.previous_summary.as_deref(), Some("C1 SUMMARY"));
     assert_eq!(prep.first_kept, s.id("a3"));
@@ -693,7 +693,30 @@ fn before_request_pre_prompt_and_mid_run() {
     assert_eq!(cps[0].kind, CheckpointKind::Handoff);
     let request = &s.h.summarizer.requests()[0];
     assert!(!request.transcript.contains("u2 big paste"), "the pending prompt is not in the handoff context");
-    assert_eq!(s.labels(&handoff), ["system", "summary", "u2"]);
+    // The prompt is not on the branch yet, so the cut is found without it (the keep budget is
+    // scaled to a few tokens: only a1 stays, u1 is a turn prefix) and the prompt follows.
+    assert_eq!(s.labels(&handoff), ["system", "summary", "a1", "u2"]);
+}
+
+/// Measured against the original (`prepareCompaction` of agent-core 18.2.11 through
+/// fidelity/oh-my-pi/driver.mjs on this session): before a new prompt of 10,000 tokens, the cut
+/// is found on the branch without it — first kept a1 (a split turn), not u3 as when the prompt
+/// counted against the 20,000-token keep budget.
+#[test]
+fn pre_prompt_selection_leaves_the_pending_prompt_out() {
+    let mut s = Session::new(40_000);
+    for (u, a) in [("u1", "a1"), ("u2", "a2"), ("u3", "a3")] {
+        s.push(u, user(u, 4_000));
+        s.push(a, reply(a, 4_000, Some(4_100)));
+    }
+    s.push("p", user("p", 10_000));
+    let strategy = OhMyPiStrategy::new(order(&["soft"]));
+    assert_eq!(s.h.decide(&strategy, Moment::BeforeRequest), Decision::compact("threshold"));
+    let cps = s.step(&strategy, Moment::BeforeRequest);
+    assert_eq!(cps[0].window, Window::From(s.id("a1")));
+    assert_eq!(cps[0].details["isSplitTurn"], json!(true));
+    assert_eq!(cps[0].tokens_before, 4_100);
+    assert_eq!(s.labels(&strategy), ["system", "summary", "a1", "u2", "a2", "u3", "a3", "p"]);
 }
 
 #[test]
