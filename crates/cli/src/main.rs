@@ -270,7 +270,8 @@ fn eval(
     };
     runs.sort_by_key(position);
     let meta: Vec<StrategyMeta> = strategies.iter().map(|s| meta(s.as_ref())).collect();
-    compactbench_report::write(out, &scenarios, &meta, &runs, primary.name())
+    let phases = [("generate sessions and run the matrix", started.elapsed())];
+    compactbench_report::write(out, &scenarios, &meta, &runs, primary.name(), &phases)
         .with_context(|| format!("writing reports to {}", out.display()))?;
     if let Some(c) = primary.cache_stats() {
         eprintln!("summary cache: {} calls served from cache, {} sent to the model", c.hits, c.misses);

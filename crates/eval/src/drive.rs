@@ -1,7 +1,7 @@
 //! The replay driver: one strategy through one session, request by request.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use compactbench_core::request::{lower, validate};
@@ -13,7 +13,7 @@ use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
 use crate::generate::{Session, Step};
 use crate::judge::Judged;
-use crate::results::{CompactionRecord, FactOutcome, RequestRecord, RunResult, Status};
+use crate::results::{CompactionRecord, FactOutcome, Phases, RequestRecord, RunResult, Status};
 use crate::scenario::Scenario;
 
 /// What the driver needs besides the strategy and session.
@@ -68,7 +68,10 @@ struct Run<'a> {
     rounds: u32,
     /// Rounds completed when each fact was planted (set when its step is appended).
     compactions: Vec<CompactionRecord>,
-    compact_micros: u64,
+    phases: Phases,
+    /// The projection of the log as it is now (the log length it was built at), so the
+    /// request after a `decide` that skipped, or after a compaction, does not project again.
+    view: Option<(usize, View)>,
     request: u32,
     /// Consecutive failed compactions (handed to strategies as `Cx::failures`).
     failures: u32,
@@ -104,10 +107,25 @@ impl Run<'_> {
 
     /// Exact tokens per view message (filling the content cache) and the request total.
     fn measure(&mut self, view: &View) -> (Vec<Key>, Vec<u64>, u64) {
+        let started = Instant::now();
         let keys = keys(view);
         let tokens: Vec<u64> = keys.iter().zip(&view.messages).map(|(k, vm)| self.describe(*k, &vm.message).tokens).collect();
         let total = tokens.iter().sum::<u64>() + PER_REQUEST_OVERHEAD;
+        self.phases.measure += micros(started);
         (keys, tokens, total)
+    }
+
+    /// The strategy's view of the log as it is now, projected at most once per log state.
+    fn view(&mut self) -> View {
+        match self.view.take() {
+            Some((len, view)) if len == self.log.len() => view,
+            _ => {
+                let started = Instant::now();
+                let view = self.strategy.project(&self.log);
+                self.phases.project += micros(started);
+                view
+            }
+        }
     }
 
     fn sync_paths(&mut self) {
@@ -126,20 +144,26 @@ impl Run<'_> {
     }
 
     fn maybe_compact(&mut self, at: Moment) -> bool {
-        let view = self.strategy.project(&self.log);
+        let view = self.view();
+        let started = Instant::now();
         let decision = {
             let cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store, failures: self.failures };
             self.strategy.decide(&self.log, &view, at, &cx)
         };
-        let Decision::Compact { reason } = decision else { return false };
+        self.phases.decide += micros(started);
+        let Decision::Compact { reason } = decision else {
+            self.view = Some((self.log.len(), view));
+            return false;
+        };
         let tokens_before = self.measure(&view).2;
         let started = Instant::now();
-        let observed = CutOffCounter { inner: self.env.summarizer, cut_off: AtomicU32::new(0) };
+        let observed = CutOffCounter { inner: self.env.summarizer, cut_off: AtomicU32::new(0), micros: AtomicU64::new(0) };
         let result = {
             let mut cx = Cx { model: &self.scenario.model, summarizer: &observed, store: &mut self.store, failures: self.failures };
             self.strategy.compact(&self.log, &view, at, &mut cx)
         };
-        self.compact_micros += started.elapsed().as_micros() as u64;
+        self.phases.compact += micros(started);
+        self.phases.summarize += observed.micros.load(Ordering::Relaxed);
         let mut record = CompactionRecord {
             request: self.request,
             step: self.step as u32,
@@ -162,7 +186,10 @@ impl Run<'_> {
             error: None,
         };
         let compacted = match result {
-            Ok(checkpoints) if checkpoints.is_empty() => return false,
+            Ok(checkpoints) if checkpoints.is_empty() => {
+                self.view = Some((self.log.len(), view));
+                return false;
+            }
             Ok(checkpoints) => {
                 for cp in checkpoints {
                     let first_kept = match &cp.window {
@@ -184,13 +211,18 @@ impl Run<'_> {
                 self.rounds += 1;
                 self.failures = 0;
                 self.sync_paths();
-                let after = self.strategy.project(&self.log);
+                let after = self.view();
                 record.tokens_after = self.measure(&after).2;
+                self.view = Some((self.log.len(), after));
                 true
             }
             // Degenerate input is a normal outcome, not a failure worth a row.
-            Err(e) if e.kind == ErrorKind::NothingToCompact => return false,
+            Err(e) if e.kind == ErrorKind::NothingToCompact => {
+                self.view = Some((self.log.len(), view));
+                return false;
+            }
             Err(e) => {
+                self.view = Some((self.log.len(), view));
                 self.failures += 1;
                 record.error = Some(e.to_string());
                 false
@@ -363,12 +395,17 @@ impl Run<'_> {
     fn request(&mut self, tally: &mut Tally, step: usize, answer: &Message, observe: &mut dyn FnMut(&Snapshot<'_>)) {
         let window = self.scenario.model.window;
         self.maybe_compact(Moment::BeforeRequest);
-        let mut view = self.strategy.project(&self.log);
+        let mut view = self.view();
         let (mut keys, mut tokens, mut total) = self.measure(&view);
-        if total > window && self.maybe_compact(Moment::Overflow) {
-            view = self.strategy.project(&self.log);
-            (keys, tokens, total) = self.measure(&view);
+        if total > window {
+            self.view = Some((self.log.len(), view));
+            let compacted = self.maybe_compact(Moment::Overflow);
+            view = self.view();
+            if compacted {
+                (keys, tokens, total) = self.measure(&view);
+            }
         }
+        let started = Instant::now();
         let mut per_shape = [0u32; 4];
         for (i, shape) in Shape::ALL.into_iter().enumerate() {
             let found = validate(&lower(&view, shape));
@@ -377,13 +414,16 @@ impl Run<'_> {
                 *tally.violations.entry(shape.as_str()).or_default().entry(v.rule.as_str()).or_default() += 1;
             }
         }
+        self.phases.validate += micros(started);
         let shared = keys.iter().zip(&tally.prev_keys).take_while(|(a, b)| a == b).count();
         let cached: u64 = tokens[..shared].iter().sum();
+        let started = Instant::now();
         for (f, s) in self.probe(&view, &keys, step).into_iter().enumerate() {
             if let Some(s) = s {
                 tally.probes[f].push((self.request, s, self.rounds - tally.planted_round[f]));
             }
         }
+        self.phases.probe += micros(started);
         if let Some(judge) = self.judge {
             let facts = &self.session.facts;
             let due: Vec<usize> = (0..facts.len()).filter(|&f| facts[f].needed_until == step).collect();
@@ -465,6 +505,12 @@ impl Run<'_> {
 struct CutOffCounter<'a> {
     inner: &'a dyn Summarizer,
     cut_off: AtomicU32,
+    /// Time spent in the summarizer (for the phase profile).
+    micros: AtomicU64,
+}
+
+fn micros(since: Instant) -> u64 {
+    since.elapsed().as_micros() as u64
 }
 
 impl Summarizer for CutOffCounter<'_> {
@@ -473,7 +519,10 @@ impl Summarizer for CutOffCounter<'_> {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
-        let summary = self.inner.summarize(request)?;
+        let started = Instant::now();
+        let summary = self.inner.summarize(request);
+        self.micros.fetch_add(micros(started), Ordering::Relaxed);
+        let summary = summary?;
         if summary.stop == StopReason::Length {
             self.cut_off.fetch_add(1, Ordering::Relaxed);
         }
@@ -516,7 +565,8 @@ pub fn run_with(
         links: HashMap::new(),
         rounds: 0,
         compactions: Vec::new(),
-        compact_micros: 0,
+        phases: Phases::default(),
+        view: None,
         request: 0,
         failures: 0,
         step: 0,
@@ -599,6 +649,6 @@ pub fn run_with(
         log_entries: run.log.len(),
         output_tokens: tally.output_tokens,
         child: tally.child,
-        compact_micros: run.compact_micros,
+        phases: run.phases,
     }
 }

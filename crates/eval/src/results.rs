@@ -142,7 +142,9 @@ pub struct RunResult {
     pub summarizer: String,
     /// The scenario's window.
     pub window: u64,
-    /// Requests in order.
+    /// Requests in order. Not in `results.json` (one line each in `requests.csv`, which keeps
+    /// a default run small enough to open and diff).
+    #[serde(skip)]
     pub requests: Vec<RequestRecord>,
     /// Compaction attempts in order.
     pub compactions: Vec<CompactionRecord>,
@@ -156,8 +158,40 @@ pub struct RunResult {
     pub output_tokens: u64,
     /// What subagents cost (all zero unless the run delegated exploration spans).
     pub child: crate::drive::ChildCost,
-    /// Wall time spent inside `compact` calls, in microseconds. Not deterministic, so it is
-    /// kept out of `results.json` and reported in the timing table only.
+    /// Where the run's wall time went. Not deterministic, so it is kept out of
+    /// `results.json` and reported in `timing.md` only.
     #[serde(skip)]
-    pub compact_micros: u64,
+    pub phases: Phases,
+}
+
+/// Wall time of one run by phase, in microseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Phases {
+    /// `Strategy::project`: building views.
+    pub project: u64,
+    /// `Strategy::decide`.
+    pub decide: u64,
+    /// `Strategy::compact`, summarizer calls included.
+    pub compact: u64,
+    /// Of `compact`, time inside the summarizer.
+    pub summarize: u64,
+    /// Exact token counts of views (tiktoken, memoized per message).
+    pub measure: u64,
+    /// Lowering to the four provider shapes and validating them.
+    pub validate: u64,
+    /// Fact probes (needle search, pointer reads).
+    pub probe: u64,
+}
+
+impl Phases {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Phases) {
+        self.project += other.project;
+        self.decide += other.decide;
+        self.compact += other.compact;
+        self.summarize += other.summarize;
+        self.measure += other.measure;
+        self.validate += other.validate;
+        self.probe += other.probe;
+    }
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use compactbench_eval::facts::FactKind;
-use compactbench_eval::results::{RunResult, Status};
+use compactbench_eval::results::{Phases, RunResult, Status};
 use compactbench_eval::scenario::Scenario;
 
 use crate::{Row, StrategyMeta};
@@ -200,23 +200,48 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
     out
 }
 
-/// Wall time spent inside strategies' `compact`, per strategy (not deterministic, so it
-/// lives outside report.md and results.json).
-pub(crate) fn timing(runs: &[RunResult]) -> String {
-    let mut per: Vec<(String, u64, u64)> = Vec::new();
+/// Where the matrix's wall time went, per strategy and phase (not deterministic, so it lives
+/// outside report.md and results.json). `run_phases` are the run-level phases the CLI timed
+/// (generation, the matrix, each report file), in order.
+pub(crate) fn timing(runs: &[RunResult], run_phases: &[(&str, std::time::Duration)]) -> String {
+    let mut per: Vec<(String, u64, Phases)> = Vec::new();
+    let mut all = Phases::default();
     for r in runs {
         let n = r.compactions.len() as u64;
+        all.add(&r.phases);
         match per.iter_mut().find(|p| p.0 == r.strategy) {
             Some(p) => {
-                p.1 += r.compact_micros;
-                p.2 += n;
+                p.1 += n;
+                p.2.add(&r.phases);
             }
-            None => per.push((r.strategy.clone(), r.compact_micros, n)),
+            None => per.push((r.strategy.clone(), n, r.phases)),
         }
     }
-    let mut out = String::from("# Timing (wall clock, this machine, not deterministic)\n\n| strategy | compactions | total ms in compact | mean µs per compaction |\n|---|---:|---:|---:|\n");
-    for (s, micros, n) in per {
-        let _ = writeln!(out, "| {s} | {n} | {:.1} | {} |", micros as f64 / 1000.0, micros.checked_div(n).unwrap_or(0));
+    let ms = |us: u64| format!("{:.1}", us as f64 / 1000.0);
+    let mut out = String::from("# Timing (wall clock, this machine, not deterministic)\n\n");
+    if !run_phases.is_empty() {
+        out.push_str("## Run\n\n| phase | seconds |\n|---|---:|\n");
+        for (name, d) in run_phases {
+            let _ = writeln!(out, "| {name} | {:.2} |", d.as_secs_f64());
+        }
+        out.push('\n');
+    }
+    out.push_str("## Inside the runs (summed over worker threads)\n\n");
+    out.push_str("Milliseconds per phase: `project` builds views, `decide` asks the trigger, `compact` runs the compaction (its summarizer calls in `summarize`), `measure` counts exact tokens (tiktoken, memoized per message), `validate` lowers to the four provider shapes and validates, `probe` searches needles and reads offloads.\n\n");
+    out.push_str("| strategy | compactions | project | decide | compact | of which summarize | measure | validate | probe | mean µs per compaction |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (s, n, p) in per.iter().chain(std::iter::once(&("**all**".to_owned(), runs.iter().map(|r| r.compactions.len() as u64).sum(), all))) {
+        let _ = writeln!(
+            out,
+            "| {s} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            ms(p.project),
+            ms(p.decide),
+            ms(p.compact),
+            ms(p.summarize),
+            ms(p.measure),
+            ms(p.validate),
+            ms(p.probe),
+            p.compact.checked_div(*n).unwrap_or(0)
+        );
     }
     out
 }

@@ -79,7 +79,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
         log_entries: 5,
         output_tokens: 50,
         child: Default::default(),
-        compact_micros: 0,
+        phases: Default::default(),
     };
     let mut none = base("none");
     none.requests = vec![request(0, 1500, 0, 0), request(1, 2500, 1500, 0)];

@@ -47,7 +47,7 @@ impl Summarizer for Oracle {
         let mut kept = Vec::new();
         let mut stop = StopReason::Complete;
         for (_, needle) in found {
-            let cost = self.counter.count_text(needle) + 1;
+            let cost = self.counter.count_text_cached(needle) + 1;
             if used + cost > request.max_output_tokens {
                 stop = StopReason::Length;
                 continue;
@@ -56,7 +56,7 @@ impl Summarizer for Oracle {
             kept.push(needle);
         }
         let text = kept.join("\n");
-        Ok(Summary { output_tokens: self.counter.count_text(&text), input_tokens: self.counter.count_text(&input), text, stop })
+        Ok(Summary { output_tokens: self.counter.count_text_segmented(&text), input_tokens: self.counter.count_text_segmented(&input), text, stop })
     }
 }
 

@@ -60,7 +60,7 @@ impl Summarizer for Extractive {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
-        let input_tokens = self.counter.count_text(&request.system) + self.counter.count_text(&request.user_message());
+        let input_tokens = self.counter.count_text_segmented(&request.system) + self.counter.count_text_segmented(&request.user_message());
 
         // (position in transcript, text), lead lines then the rest, newest first.
         let mut leads = Vec::new();
@@ -103,7 +103,7 @@ impl Summarizer for Extractive {
         let text: Vec<&str> = taken.into_iter().map(|(_, l)| l).collect();
         let text = text.join("\n");
         let stop = if left_out && request.max_output_tokens < TARGET_TOKENS { StopReason::Length } else { StopReason::Complete };
-        Ok(Summary { output_tokens: self.counter.count_text(&text), text, input_tokens, stop })
+        Ok(Summary { output_tokens: self.counter.count_text_segmented(&text), text, input_tokens, stop })
     }
 }
 

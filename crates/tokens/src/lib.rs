@@ -99,6 +99,31 @@ impl TokenCounter {
         n
     }
 
+    /// Exact tokens of a long `text` that shares most of its lines with earlier texts (a
+    /// summarizer's transcript, rebuilt from the same messages at every compaction): the sum
+    /// of the memoized counts of its segments, equal to [`Self::count_text`].
+    ///
+    /// Why the sum is exact: tiktoken splits text with its pre-tokenizer regex and encodes each
+    /// piece on its own, so counts add up across any cut that is a piece boundary. A cut right
+    /// after a run of `\r`/`\n` whose next character is neither whitespace nor `/` is one, for
+    /// both `o200k_base` and `cl100k_base`: no alternative of their patterns matches a newline
+    /// followed by such a character (newlines occur only in the whitespace alternatives and in
+    /// the `[\r\n/]*` tail of the punctuation alternative).
+    pub fn count_text_segmented(&self, text: &str) -> u64 {
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        let mut total = 0;
+        for i in 1..bytes.len() {
+            let prev = bytes[i - 1];
+            let next = bytes[i];
+            if matches!(prev, b'\r' | b'\n') && !next.is_ascii_whitespace() && next != b'/' && text.is_char_boundary(i) && !is_unicode_space_start(&text[i..]) {
+                total += self.count_text_cached(&text[start..i]);
+                start = i;
+            }
+        }
+        total + self.count_text_cached(&text[start..])
+    }
+
     /// Exact tokens of `message` as sent: its text, reasoning, tool names and arguments,
     /// results, media sizes, plus [`PER_MESSAGE_OVERHEAD`]. Memoized by content.
     pub fn count_message(&self, message: &Message) -> u64 {
@@ -125,6 +150,12 @@ impl TokenCounter {
     }
 }
 
+/// Whether `rest` starts with a non-ASCII whitespace character (`\s` in the tokenizer's
+/// regex is Unicode-aware).
+fn is_unicode_space_start(rest: &str) -> bool {
+    rest.chars().next().is_some_and(|c| !c.is_ascii() && c.is_whitespace())
+}
+
 impl Default for TokenCounter {
     fn default() -> Self {
         TokenCounter::new(Encoding::default())
@@ -134,6 +165,32 @@ impl Default for TokenCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segmented_counts_equal_whole_counts() {
+        let counter = TokenCounter::default();
+        let cl = TokenCounter::new(Encoding::Cl100kBase);
+        let texts = [
+            "[User]: fix the parser\nit crashes on empty input\n\n[Assistant]: reading src/parser.rs\n",
+            "}\n/\nfoo\n//bar\n\n  indented\n\tTab\n\u{a0}nbsp\n\u{3000}ideographic\r\nwindows\r\n\r\nend",
+            " \n \nfoo\n\n\n123456\n's\nDon't\n",
+            "{\"role\":\"tool\",\"content\":\"a\\nb\"}\n{\"role\":\"user\"}\n",
+            "émoji 🎉\n🎉x\nñ\n\n\n\n",
+            "",
+            "\n",
+            "trailing\n",
+        ];
+        for t in texts {
+            assert_eq!(counter.count_text_segmented(t), counter.count_text(t), "o200k {t:?}");
+            assert_eq!(cl.count_text_segmented(t), cl.count_text(t), "cl100k {t:?}");
+        }
+        // Every prefix of a mixed text, so cuts land everywhere.
+        let mixed = texts.join("\n");
+        for (i, _) in mixed.char_indices() {
+            let t = &mixed[..i];
+            assert_eq!(counter.count_text_segmented(t), counter.count_text(t), "o200k {t:?}");
+        }
+    }
 
     #[test]
     fn counts_are_exact_and_memoized() {
