@@ -1,0 +1,123 @@
+"""Fidelity driver for the OpenHands SDK (PyPI openhands-sdk 1.58.2).
+
+Per case: the exported events are read back with the SDK's own `Event.model_validate` and
+turned into a view with `View.from_events` (condensations applied, view properties enforced),
+as the conversation state keeps it. The condenser is the SDK's `default_condenser` (what the
+default agent runs: `LLMSummarizingCondenser`, max_size 80, keep_first 4); the agent LLM is an
+`LLM` whose `max_input_tokens` is the case's window, as the agent passes it for token checks.
+
+Answer, from the SDK's own functions:
+- `compact`: `condenser.condensation_requirement(view, agent_llm)` is not None (any reason:
+  request, tokens, events), the check `RollingCondenser.condense` makes before a request;
+- `kept`: `condenser.condense(view, agent_llm)` (get_condensation, or the hard context reset
+  when a hard requirement finds nothing to forget): the native index of every view event the
+  returned `Condensation` does not forget, one index per LLM message (the actions of one batch
+  share one `llm_response_id`, one message of ours); null when `condense` returns the view;
+- `tokens_before`: `get_total_token_count(view.events, agent_llm)`.
+
+Mocked: the summarizer LLM's call (`LLM.generate`, a fixed summary). Token counting: with
+`--tokens estimate` (the default), `get_total_token_count` (the function the condenser and
+`get_suffix_length_for_token_reduction` count with) is replaced by the estimate our crate
+documents instead of the model's tokenizer: per event, code points of its text / 4 rounded
+up. With `--tokens litellm` the SDK counts with LiteLLM as it ships (to measure what the
+tokenizer difference alone changes).
+"""
+
+import json
+import math
+import os
+import sys
+from types import SimpleNamespace
+
+# No network: LiteLLM's bundled model map, no banner, windows under 16k allowed.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
+os.environ.setdefault("ALLOW_SHORT_CONTEXT_WINDOWS", "true")
+
+import logging
+
+from openhands.sdk.context.condenser import llm_summarizing_condenser, utils
+from openhands.sdk.context.condenser.llm_summarizing_condenser import default_condenser
+from openhands.sdk.context.view import View
+from openhands.sdk.event import ActionEvent, Condensation, Event
+from openhands.sdk.event.condenser import CondensationSummaryEvent
+from openhands.sdk.event.llm_convertible import MessageEvent, ObservationEvent, SystemPromptEvent
+from openhands.sdk.llm import LLM, Message, TextContent
+
+logging.disable(logging.WARNING)
+
+FIXED_SUMMARY = "## Goal\nContinue the task.\n\n## Progress\nWork is under way."
+
+
+def fake_generate(self, messages, **kwargs):
+    return SimpleNamespace(message=Message(role="assistant", content=[TextContent(text=FIXED_SUMMARY)]), id="summary")
+
+
+LLM.generate = fake_generate
+
+
+def texts(contents):
+    return sum(len(c.text) for c in contents if isinstance(c, TextContent))
+
+
+def estimate(event):
+    """Our crate's documented stand-in for the tokenizer (event.rs `tokens`)."""
+    if isinstance(event, SystemPromptEvent):
+        chars = len(event.system_prompt.text)
+    elif isinstance(event, MessageEvent):
+        chars = texts(event.llm_message.content) + sum(len(b.thinking) for b in event.thinking_blocks)
+    elif isinstance(event, ActionEvent):
+        chars = texts(event.thought) + sum(len(b.thinking) for b in event.thinking_blocks)
+        chars += len(event.tool_call.name) + len(event.tool_call.arguments)
+    elif isinstance(event, ObservationEvent):
+        chars = texts(event.observation.content)
+    elif isinstance(event, CondensationSummaryEvent):
+        chars = len(event.summary)
+    else:
+        raise TypeError(f"no estimate for {type(event).__name__}")
+    return math.ceil(chars / 4)
+
+
+def estimated_total(events, llm):
+    return sum(estimate(e) for e in events)
+
+
+if "--tokens" in sys.argv and sys.argv[sys.argv.index("--tokens") + 1] == "litellm":
+    count = utils.get_total_token_count
+else:
+    utils.get_total_token_count = estimated_total
+    llm_summarizing_condenser.get_total_token_count = estimated_total
+    count = estimated_total
+
+
+def answer(case):
+    events = [Event.model_validate(e) for e in case["session"]]
+    native = {e.id: i for i, e in enumerate(events)}
+    view = View.from_events(events)
+    model = case["model"]
+    agent_llm = LLM(model=model["name"], max_input_tokens=model["context_window"], usage_id="agent")
+    condenser = default_condenser(LLM(model=model["name"], usage_id="condenser"))
+    out = {"id": case["id"], "first_kept": None, "kept": None, "error": None}
+    out["compact"] = condenser.condensation_requirement(view, agent_llm=agent_llm) is not None
+    out["tokens_before"] = count(view.events, agent_llm)
+    result = condenser.condense(view, agent_llm=agent_llm)
+    if isinstance(result, Condensation):
+        kept, batch = [], None
+        for e in view.events:
+            if e.id in result.forgotten_event_ids or e.id not in native:
+                continue
+            if isinstance(e, ActionEvent) and e.llm_response_id == batch:
+                continue
+            batch = e.llm_response_id if isinstance(e, ActionEvent) else None
+            kept.append(native[e.id])
+        out["kept"] = kept
+    return out
+
+
+for line in sys.stdin:
+    case = json.loads(line)
+    try:
+        out = answer(case)
+    except Exception as e:  # the original threw: report it, keep serving
+        out = {"id": case["id"], "compact": False, "error": f"{type(e).__name__}: {e}"}
+    print(json.dumps(out), flush=True)
