@@ -209,11 +209,11 @@ mod tests {
             .collect();
         expect![[r#"
             [
-                "\"e0\" \"user\" null null [{\"text\":\"read a\",\"type\":\"text\"}]",
-                "\"e1\" \"assistant\" \"toolUse\" 17 [{\"arguments\":{\"path\":\"a\"},\"id\":\"c1\",\"name\":\"read\",\"type\":\"toolCall\"},{\"arguments\":{\"path\":\"b\"},\"id\":\"c2\",\"name\":\"read\",\"type\":\"toolCall\"}]",
-                "\"e2\" \"toolResult\" null null [{\"text\":\"A\",\"type\":\"text\"}]",
-                "\"e3\" \"toolResult\" null null [{\"text\":\"B\",\"type\":\"text\"}]",
-                "\"e4\" \"assistant\" \"error\" 0 [{\"text\":\"failed\",\"type\":\"text\"}]",
+                "\"e0\" \"user\" null null [{\"type\":\"text\",\"text\":\"read a\"}]",
+                "\"e1\" \"assistant\" \"toolUse\" 17 [{\"type\":\"toolCall\",\"id\":\"c1\",\"name\":\"read\",\"arguments\":{\"path\":\"a\"}},{\"type\":\"toolCall\",\"id\":\"c2\",\"name\":\"read\",\"arguments\":{\"path\":\"b\"}}]",
+                "\"e2\" \"toolResult\" null null [{\"type\":\"text\",\"text\":\"A\"}]",
+                "\"e3\" \"toolResult\" null null [{\"type\":\"text\",\"text\":\"B\"}]",
+                "\"e4\" \"assistant\" \"error\" 0 [{\"type\":\"text\",\"text\":\"failed\"}]",
             ]
         "#]]
         .assert_debug_eq(&brief);
