@@ -7,7 +7,8 @@ output cap), and run its own `wrap_model_call` once. Only the model is mocked: t
 answers every call (the summary call included) with a fixed text, and the handler standing for
 the agent's model call returns a fixed reply.
 
-Answer: `compact` when `wrap_model_call` did anything but pass the (argument-truncated) request
+Answer: `compact` when the filesystem middleware evicted a tool result or human message (our
+crate does that as a step before the request), or `wrap_model_call` did anything but pass the (argument-truncated) request
 through — a summarization event, a clipped tool tail, or its own "still over the input budget"
 error; `first_kept` is the event's `cutoff_index` (a raw-state index); `tokens_before` is the
 middleware's `_count_tokens` over the system prompt and the messages, as it counts them first.
@@ -20,11 +21,16 @@ import tempfile
 import warnings
 
 from deepagents.backends.filesystem import FilesystemBackend
-from deepagents.middleware.summarization import SUMMARIZATION_EVENT_KEY, create_summarization_middleware
+from deepagents.middleware.filesystem import TOOLS_EXCLUDED_FROM_EVICTION, FilesystemMiddleware
+from deepagents.middleware.summarization import (
+    SUMMARIZATION_EVENT_KEY,
+    SUMMARIZATION_SESSION_ID_KEY,
+    create_summarization_middleware,
+)
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, messages_from_dict
+from langchain_core.messages import AIMessage, ToolMessage, messages_from_dict
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 warnings.simplefilter("ignore")
@@ -67,13 +73,32 @@ def answer(case, backend):
     system = session["system_message"]
     system = messages_from_dict([system])[0] if system else None
     messages = messages_from_dict(session["messages"])
-    request = ModelRequest(model=model, messages=messages, system_message=system, tools=[], state={"messages": messages})
-    tokens_before = middleware._count_tokens(messages, system, [])
+    # The filesystem middleware acts first: oversized tool results were evicted when the tool
+    # returned (`wrap_tool_call`, skipped for the excluded tools), and an oversized newest human
+    # message is evicted by its `wrap_model_call`, which wraps the summarization middleware.
+    filesystem = FilesystemMiddleware(backend=backend)
+    evicted = False
+    for i, message in enumerate(messages):
+        if isinstance(message, ToolMessage) and message.name not in TOOLS_EXCLUDED_FROM_EVICTION:
+            messages[i] = filesystem._intercept_large_tool_result(message)
+            evicted |= messages[i] is not message
+    state = {"messages": messages}
+    if session["event"] is not None:
+        event = dict(session["event"])
+        event["summary_message"] = messages_from_dict([event["summary_message"]])[0]
+        state[SUMMARIZATION_SESSION_ID_KEY] = event.pop("session_id")
+        state[SUMMARIZATION_EVENT_KEY] = event
+    request = ModelRequest(model=model, messages=messages, system_message=system, tools=[], state=state)
+    human = filesystem._evict_and_truncate_messages(request)
+    if human is not None:
+        request = request.override(messages=human[0])
+        evicted |= human[1] is not None
+    tokens_before = middleware._count_tokens(middleware._get_effective_messages(request), system, [])
 
     def handler(req):
         return ModelResponse(result=[AIMessage("ok")])
 
-    out = {"id": case["id"], "compact": False, "first_kept": None, "tokens_before": tokens_before, "error": None}
+    out = {"id": case["id"], "compact": evicted, "first_kept": None, "tokens_before": tokens_before, "error": None}
     try:
         response = middleware.wrap_model_call(request, handler)
     except ContextOverflowError:

@@ -12,24 +12,49 @@
 //! model, so the reported-usage trigger and the usage scaling apply as in a run where every
 //! reply came from that model.
 //!
-//! Logs with checkpoints are not exported (no `_summarization_event` is written), so only
-//! fresh cases are asked.
+//! Our checkpoints become the middleware's private state: the newest summary is the
+//! `_summarization_event` (`cutoff_index` = first kept state index, `created_at_index` = state
+//! length when it was made, `summary_message` = our summary text as a `HumanMessage` tagged
+//! `lc_source: summarization`), and replacements overwrite the state messages as the original's
+//! in-place writes do (tool results evicted at tool time, clipped tails). Replacements that only
+//! drop reasoning from kept messages are left out: the original drops that reasoning itself,
+//! from `created_at_index`. Evicted human messages (tagged in state, not replaced) are not
+//! exported.
 
-use compactbench_core::{Entry, EntryId, Message, Part, Role, Shape};
+use std::collections::HashMap;
+
+use compactbench_core::{Entry, EntryId, Message, Part, Role, Shape, Window};
 use serde_json::{json, Map, Value};
 
 use crate::{Case, Export};
 
 pub(crate) fn export(case: &Case) -> Result<Export, String> {
-    if case.log.entries().any(|(_, e)| matches!(e, Entry::Checkpoint(_))) {
-        return Err("logs with checkpoints are not exported (no _summarization_event writer)".into());
-    }
+    let log = &case.log;
     let provider = match case.model.provider {
         Shape::Anthropic => "anthropic",
         Shape::OpenaiChat | Shape::OpenaiResponses => "openai",
         Shape::Gemini => "google_genai",
     };
-    let mut all = case.log.messages().peekable();
+    let mut replaced = HashMap::new();
+    let mut anchor = None;
+    for (id, entry) in log.entries() {
+        let Entry::Checkpoint(cp) = entry else { continue };
+        for r in &cp.replacements {
+            let Some(before) = log.message(r.entry) else { continue };
+            if before.role == Role::User {
+                return Err("an evicted human message (the original tags it in state)".into());
+            }
+            if r.message != without_reasoning(before) {
+                replaced.insert(r.entry, &r.message);
+            }
+        }
+        match (&cp.window, &cp.summary) {
+            (Window::Inherit, _) => {}
+            (Window::From(first), Some(summary)) => anchor = Some((id, *first, summary, &cp.details)),
+            _ => return Err("a checkpoint without a summary, or keeping a set".into()),
+        }
+    }
+    let mut all = log.messages().peekable();
     // Our crate counts every leading system message as the system prompt; LangChain has one.
     let mut system = None;
     if let Some((_, m)) = all.next_if(|(_, m)| m.role == Role::System) {
@@ -41,11 +66,24 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
     let mut ids = Vec::new();
     let mut messages = Vec::new();
     for (id, m) in all {
-        messages.push(message(m, provider, Some(id))?);
+        messages.push(message(replaced.get(&id).copied().unwrap_or(m), provider, Some(id))?);
         ids.push(id);
     }
+    // State indices: how many state messages come before an entry.
+    let index = |id: EntryId| ids.iter().filter(|&&i| i < id).count();
+    let event = anchor.map(|(at, first, summary, details)| {
+        let mut summary = message(summary, provider, None).expect("a summary is one text");
+        summary["data"]["additional_kwargs"] = json!({ "lc_source": "summarization" });
+        json!({
+            "cutoff_index": index(first),
+            "summary_message": summary,
+            "file_path": details.pointer("/deep_agents/file_path"),
+            "created_at_index": index(at),
+            "session_id": details.pointer("/deep_agents/session_id"),
+        })
+    });
     Ok(Export {
-        session: json!({ "system_message": system, "messages": messages }),
+        session: json!({ "system_message": system, "messages": messages, "event": event }),
         ids,
         settings: json!({
             "provider": provider,
@@ -53,6 +91,13 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             "anthropic": case.model.provider == Shape::Anthropic,
         }),
     })
+}
+
+/// `m` without its reasoning parts.
+fn without_reasoning(m: &Message) -> Message {
+    let mut out = m.clone();
+    out.parts.retain(|p| !matches!(p, Part::Reasoning { .. }));
+    out
 }
 
 /// Whether LangChain would hold the content as one string: no content parts, or one text.
@@ -195,18 +240,54 @@ mod tests {
                         "response_metadata": {"model_provider": "anthropic"},
                         "type": "ai"}},
                 ],
+                "event": null,
             })
         );
     }
 
     #[test]
-    fn checkpoints_and_several_results_are_refused() {
+    fn several_results_in_one_tool_message_are_refused() {
         let mut two = Message::tool_result("a", "ls", "1", false);
         two.parts.push(Part::ToolResult { call_id: "b".into(), name: "ls".into(), text: "2".into(), is_error: false });
         let log = Log::from_messages([Message::user("hi"), two]);
         assert_eq!(export(&case(log, Shape::OpenaiChat)).unwrap_err(), "tool message with 2 results");
-        let mut log = Log::from_messages([Message::user("hi")]);
-        log.push_checkpoint(compactbench_core::Checkpoint::new(compactbench_core::CheckpointKind::Prune, compactbench_core::Window::Inherit));
-        assert!(export(&case(log, Shape::OpenaiChat)).is_err());
+    }
+
+    #[test]
+    fn a_summary_checkpoint_becomes_the_summarization_event_and_replacements_the_state() {
+        use compactbench_core::{Checkpoint, CheckpointKind, Replacement};
+        let thinking = Message::new(Role::Assistant, vec![Part::Reasoning { text: "r".into() }, Part::text("a")]);
+        let mut log = Log::from_messages([
+            Message::system("sys"),                             // e0 (system prompt)
+            Message::user("u1"),                                // e1 state 0
+            Message::tool_call("c1", "bash", json!({})),        // e2 state 1
+            Message::tool_result("c1", "bash", "big", false),   // e3 state 2
+            thinking.clone(),                                   // e4 state 3
+        ]);
+        let mut evict = Checkpoint::new(CheckpointKind::Offload, Window::Inherit);
+        evict.replacements.push(Replacement { entry: EntryId(3), message: Message::tool_result("c1", "bash", "stub", false) });
+        log.push_checkpoint(evict); // e5
+        let mut summary = Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(3))).with_summary(Message::user("S"));
+        // Reasoning dropped from a kept message: the original does that itself.
+        summary.replacements.push(Replacement { entry: EntryId(4), message: Message::assistant("a") });
+        summary.details = json!({"deep_agents": {"file_path": "/conversation_history/session_x.md", "session_id": "session_x"}});
+        log.push_checkpoint(summary); // e6
+        log.push_message(Message::user("u2")); // e7 state 4
+        let export = export(&case(log, Shape::Anthropic)).unwrap();
+        assert_eq!(export.ids, vec![EntryId(1), EntryId(2), EntryId(3), EntryId(4), EntryId(7)]);
+        let s = &export.session;
+        assert_eq!(s["messages"][2]["data"]["content"], "stub");
+        assert_eq!(s["messages"][3]["data"]["content"], json!([{"type": "reasoning", "reasoning": "r"}, {"type": "text", "text": "a"}]));
+        assert_eq!(
+            s["event"],
+            json!({
+                "cutoff_index": 2,
+                "summary_message": {"type": "human", "data": {"content": "S", "type": "human", "additional_kwargs": {"lc_source": "summarization"}}},
+                "file_path": "/conversation_history/session_x.md",
+                "created_at_index": 4,
+                "session_id": "session_x",
+            })
+        );
     }
 }
+

@@ -113,7 +113,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::BeforeRequest,
         export: deep_agents::export,
-        history: false,
+        history: true,
     },
     Original {
         name: "kimi-cli 1.52.0",
