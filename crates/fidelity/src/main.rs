@@ -82,6 +82,11 @@ fn setup(root: &Path, original: &Original) -> Result<()> {
             if !home.join("venv/bin/python").exists() {
                 let mut c = Command::new("python3");
                 c.args(["-m", "venv"]).arg(home.join("venv"));
+                // Run from the driver's folder: a `.python-version` there (kimi-cli needs
+                // Python >= 3.12) picks the interpreter under pyenv.
+                if let Some(dir) = Path::new(original.driver).parent() {
+                    c.current_dir(root.join(dir));
+                }
                 run_command(c)?;
             }
             let mut c = Command::new(home.join("venv/bin/pip"));
