@@ -116,6 +116,8 @@ async function answer(c) {
     });
   const { newHistory, info } = await new ChatCompressionService().compress(chat, 'fidelity', false, c.model.name, config, false);
 
+  // Diagnostics only (driver.log): what `compress` answered.
+  console.error(JSON.stringify({ id: c.id, passed, status: CompressionStatus[info.compressionStatus], before: info.originalTokenCount, after: info.newTokenCount }));
   let kept = null;
   if (info.compressionStatus === CompressionStatus.COMPRESSED && newHistory) {
     // newHistory = [summary, ack, ...kept suffix of the curated history].

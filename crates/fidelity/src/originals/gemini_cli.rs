@@ -1,38 +1,50 @@
 //! Exporter: our log as Gemini CLI's chat history (`GeminiChat` of `@google/gemini-cli-core`).
 //!
-//! The session is an object:
+//! The history is the log's view (Gemini CLI's strategy projects the default way), so earlier
+//! compressions appear as Gemini CLI leaves them: the `<state_snapshot>` summary as a user
+//! entry, the "Got it." acknowledgement as a model entry, then the kept entries (with
+//! truncated or masked outputs as replaced). The session is an object:
 //! - `systemInstruction`: the leading system messages' text (Gemini CLI keeps its system prompt
 //!   out of the history);
-//! - `contents`: one Gemini `Content` per remaining message, in order: assistant messages are
-//!   `model` entries, everything else `user` entries (tool results as `functionResponse` parts,
-//!   `{output}` or `{error}` as `createFunctionResponsePart` / `createErrorResponse` write them;
-//!   a later system message as a text part). Consecutive tool messages stay separate
-//!   `Content`s so that every native index is one of our entries; `getHistory` coalesces
-//!   same-role neighbours for every model the bench runs, so the history the original reads is
-//!   the one batch entry Gemini CLI records;
+//! - `contents`: one Gemini `Content` per remaining view message, in order: assistant messages
+//!   are `model` entries, everything else `user` entries (tool results as `functionResponse`
+//!   parts, `{output}` or `{error}` as `createFunctionResponsePart` / `createErrorResponse`
+//!   write them; a later system message as a text part). Consecutive tool messages stay
+//!   separate `Content`s so that every native index is one of our entries; `getHistory`
+//!   coalesces same-role neighbours for every model the bench runs, so the history the
+//!   original reads is the one batch entry Gemini CLI records;
 //! - `pending`: the index where the request being sent starts (the messages after the newest
 //!   assistant message); `sendMessageStream` checks compression before adding them;
-//! - `usage`: `usageMetadata` of every model reply that has one, by index (`promptTokenCount`
-//!   counts cached tokens too), which `GeminiChat` keeps as `lastPromptTokenCount`.
+//! - `usage`: `usageMetadata` of the model replies received since the history was last
+//!   replaced (`promptTokenCount` counts cached tokens too). `GeminiChat` keeps the newest as
+//!   `lastPromptTokenCount`; a compression (`startChat`), truncation or masking (`setHistory`)
+//!   resets it to the estimate of the new history, which is what a chat built from `contents`
+//!   without any reply estimates.
 //!
 //! A model reply is recorded the way `GeminiChat.processStreamResponse` records it: thought
 //! parts are filtered out of the stream and adjacent text parts are joined into one.
 
-use compactbench_core::{Entry, EntryId, Message, Part, Role};
+use compactbench_core::{default_projection, CheckpointKind, EntryId, Message, Origin, Part, Role};
 use serde_json::{json, Value};
 
 use crate::{Case, Export};
 
 pub(crate) fn export(case: &Case) -> Result<Export, String> {
+    // Replies older than the newest history replacement no longer set `lastPromptTokenCount`.
+    let reset = case
+        .log
+        .checkpoints()
+        .rev()
+        .find(|(_, cp)| matches!(cp.kind, CheckpointKind::Summary | CheckpointKind::Truncate | CheckpointKind::Mask))
+        .map(|(id, _)| id);
+    let view = default_projection(&case.log);
     let mut system = Vec::new();
     let mut contents = Vec::new();
     let mut ids = Vec::new();
     let mut usage = Vec::new();
     let mut pending = 0;
-    for (id, entry) in case.log.entries() {
-        let Entry::Message(m) = entry else {
-            return Err("Gemini CLI keeps no compression record in its history; cases with checkpoints are not exported".into());
-        };
+    for vm in &view.messages {
+        let m = &vm.message;
         if m.role == Role::System && contents.is_empty() {
             system.extend(m.parts.iter().filter_map(|p| match p {
                 Part::Text { text } => Some(text.clone()),
@@ -40,9 +52,14 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             }));
             continue;
         }
+        let id = match vm.origin {
+            Origin::Entry(e) | Origin::Replaced(e, _) => e,
+            Origin::Summary(cp) | Origin::Injected(cp) => cp,
+        };
         if m.role == Role::Assistant {
             pending = contents.len() + 1;
-            if let Some(u) = m.usage {
+            let fresh = matches!(vm.origin, Origin::Entry(_) | Origin::Replaced(..)) && reset.is_none_or(|r| id > r);
+            if let Some(u) = m.usage.filter(|_| fresh) {
                 let mut meta = json!({ "promptTokenCount": u.input + u.cache_read, "candidatesTokenCount": u.output });
                 if u.cache_read > 0 {
                     meta["cachedContentTokenCount"] = json!(u.cache_read);
@@ -143,13 +160,32 @@ mod tests {
     }
 
     #[test]
-    fn logs_with_checkpoints_are_refused() {
+    fn a_compressed_history_exports_as_summary_ack_and_kept_entries() {
+        use compactbench_core::{Checkpoint, SummaryPosition, Window};
         let mut log = Log::new();
-        log.push_message(Message::user("hi"));
-        log.push_checkpoint(compactbench_core::Checkpoint::new(
-            compactbench_core::CheckpointKind::Summary,
-            compactbench_core::Window::Inherit,
-        ));
-        assert!(export(&case(log)).is_err());
+        log.push_message(Message::system("sys"));
+        log.push_message(Message::user("old task"));
+        let mut old = Message::assistant("old answer");
+        old.usage = Some(Usage { input: 900, output: 10, cache_read: 0 });
+        log.push_message(old);
+        log.push_message(Message::user("new task"));
+        let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(vec![EntryId(3)]))
+            .with_summary(Message::user("<state_snapshot>s</state_snapshot>"));
+        cp.summary_position = SummaryPosition::AfterSystem;
+        cp.injected = vec![Message::assistant("Got it. Thanks for the additional context!")];
+        log.push_checkpoint(cp);
+        let e = export(&case(log.clone())).unwrap();
+        // The reply before the compression no longer counts: no usage.
+        assert_eq!(e.ids, vec![EntryId(4), EntryId(4), EntryId(3)]);
+        expect![[r#"{"systemInstruction":"sys","contents":[{"role":"user","parts":[{"text":"<state_snapshot>s</state_snapshot>"}]},{"role":"model","parts":[{"text":"Got it. Thanks for the additional context!"}]},{"role":"user","parts":[{"text":"new task"}]}],"pending":2,"usage":[]}"#]]
+        .assert_eq(&e.session.to_string());
+
+        let mut reply = Message::assistant("done");
+        reply.usage = Some(Usage { input: 200, output: 5, cache_read: 0 });
+        log.push_message(reply);
+        log.push_message(Message::user("next"));
+        let e = export(&case(log)).unwrap();
+        assert_eq!(e.session["pending"], 4);
+        assert_eq!(e.session["usage"], json!([{ "index": 3, "usageMetadata": { "promptTokenCount": 200, "candidatesTokenCount": 5 } }]));
     }
 }
