@@ -93,7 +93,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::BeforeRequest,
         export: gemini_cli::export,
-        history: false,
+        history: true,
     },
     Original {
         name: "deepagents 0.7.32 + langchain 1.5.2",
