@@ -7,11 +7,13 @@ output cap), and run its own `wrap_model_call` once. Only the model is mocked: t
 answers every call (the summary call included) with a fixed text, and the handler standing for
 the agent's model call returns a fixed reply.
 
-Answer: `compact` when the filesystem middleware evicted a tool result or human message (our
-crate does that as a step before the request), or `wrap_model_call` did anything but pass the (argument-truncated) request
-through — a summarization event, a clipped tool tail, or its own "still over the input budget"
-error; `first_kept` is the event's `cutoff_index` (a raw-state index); `tokens_before` is the
-middleware's `_count_tokens` over the system prompt and the messages, as it counts them first.
+Answer: `compact` when the filesystem middleware evicted a tool result or a human message (our
+crate does that as a step before the request) or `wrap_model_call` did more than pass the
+(argument-truncated) request through: a summarization event, a clipped tool tail, or its own
+"still over the input budget" error. `first_kept` is the new event's `cutoff_index` (a
+raw-state index); `tokens_before` is the middleware's `_count_tokens` over the system prompt and
+the effective messages (previous summary + kept tail), as it counts them first. A previous
+summary arrives as the session's `event`: the private `_summarization_event` state.
 """
 
 import json
@@ -121,8 +123,9 @@ def main():
             if not line.strip():
                 continue
             case = json.loads(line)
-            if os.environ.get("DA_DUMP"):
-                open(os.environ["DA_DUMP"], "a").write(line)
+            if os.environ.get("DA_DUMP"):  # keep the input, to replay cases by hand
+                with open(os.environ["DA_DUMP"], "a") as dump:
+                    dump.write(line)
             try:
                 out = answer(case, backend)
             except Exception as exc:  # the original threw: report it, keep serving
