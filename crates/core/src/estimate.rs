@@ -9,7 +9,33 @@ use crate::{Log, Message, Part, Role, View, Window};
 
 /// JavaScript `string.length`: UTF-16 code units.
 pub fn utf16_len(s: &str) -> u64 {
-    s.encode_utf16().count() as u64
+    utf16_units(s.as_bytes())
+}
+
+/// UTF-16 code units of UTF-8 `bytes` (any slicing of valid UTF-8): one per byte that starts a
+/// character, plus one more per four-byte lead (characters outside the BMP take two units).
+/// Counted byte by byte so the loop vectorizes: estimators run over every message before every
+/// request, and decoding characters was the eval's single hottest function.
+fn utf16_units(bytes: &[u8]) -> u64 {
+    bytes.iter().map(|&b| u64::from((b & 0xC0) != 0x80) + u64::from(b >= 0xF0)).sum()
+}
+
+/// `utf16_len` of `value` serialized as compact JSON (`JSON.stringify` of a tool call's
+/// arguments), without building the string.
+pub fn json_utf16_len(value: &serde_json::Value) -> u64 {
+    struct Units(u64);
+    impl std::io::Write for Units {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += utf16_units(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut units = Units(0);
+    serde_json::to_writer(&mut units, value).expect("a Value always serializes");
+    units.0
 }
 
 /// Python `len(str)`: Unicode code points.
@@ -41,7 +67,7 @@ pub fn message_chars_div4_ceil(message: &Message) -> u64 {
         .iter()
         .map(|part| match part {
             Part::Text { text } | Part::Reasoning { text } => chars_div4_ceil(text),
-            Part::ToolCall { name, args, .. } => chars_div4_ceil(name) + chars_div4_ceil(&args.to_string()),
+            Part::ToolCall { name, args, .. } => chars_div4_ceil(name) + json_utf16_len(args).div_ceil(4),
             Part::ToolResult { text, .. } => chars_div4_ceil(text),
             Part::Media { tokens, .. } => u64::from(*tokens),
         })
@@ -85,6 +111,15 @@ mod tests {
         assert_eq!(utf16_len("é😀"), 3);
         assert_eq!(code_points("é😀"), 2);
         assert_eq!(bytes_div4_ceil("é😀"), 2);
+    }
+
+    #[test]
+    fn utf16_lengths_match_encode_utf16() {
+        for s in ["", "ascii", "é😀", "\u{10FFFF}\u{800}\u{7FF}\u{80}\u{7F}", "日本語 text 🎉🎉 mixed\n"] {
+            assert_eq!(utf16_len(s), s.encode_utf16().count() as u64, "{s:?}");
+        }
+        let args = serde_json::json!({"path": "src/é😀.rs", "n": 3, "nested": {"quote": "a\"b\\c\n", "list": [1, null, true]}});
+        assert_eq!(json_utf16_len(&args), utf16_len(&args.to_string()));
     }
 
     #[test]
