@@ -2,7 +2,8 @@
 
 Per case (one JSON line in, one out; protocol in fidelity/README.md) the session holds aider's
 two lists as the exporter wrote them (`done_messages`, `cur_messages`: {role, content} dicts)
-and `edited`: whether the turn just ended applied edits (aider's `apply_updates()` result).
+and `edited`: whether the turn just ended applied edits (aider's `apply_updates()` result);
+`synthetic` lists the items that are no log messages (earlier summaries, "Ok.").
 
 - Trigger: aider's own `Coder.move_back_cur_messages` (run when edits were applied, as
   `send_message` does; no confirmation note, see crates/strategies/aider) whose
@@ -14,7 +15,9 @@ and `edited`: whether the turn just ended applied edits (aider's `apply_updates(
 Only the model is replaced: `Model.simple_send_with_retries` (the summarizer's completion)
 returns a fixed text, and `Model.get_model_info` (aider's model catalog, which it would fetch
 from the network) returns the case's window, as a `--model-metadata-file` would. Token counts
-are aider's own `Model.token_count` (litellm's tokenizer for the model's name).
+are aider's own `Model.token_count` (litellm's tokenizer for the model's name: tiktoken
+cl100k_base per message for every scenario model), or with `--tokens estimate` the same code
+over our crate's `ceil(len / 4)` estimate (see _Chars4).
 """
 
 import json
@@ -57,9 +60,9 @@ models.Model.simple_send_with_retries = fake_send
 
 
 class _Chars4(list):
-    """Diagnosis only: `ceil(len / 4)` pseudo-tokens, our crate's estimator, in place of the
-    BPE encoder litellm selects, so trigger and selection logic can be compared apart from the
-    tokenizer (COMPACTBENCH_AIDER_TOKENIZER=chars4; never the committed check)."""
+    """`ceil(len / 4)` pseudo-tokens (our crate's documented estimate) in place of the BPE
+    encoder litellm selects, for `--tokens estimate`: the trigger and selection logic compared
+    apart from the tokenizer, which our crate may not have."""
 
     def __init__(self, text):
         super().__init__([0] * -(-len(text) // 4))
@@ -70,7 +73,8 @@ class _Chars4(list):
         return cls(text)
 
 
-if os.environ.get("COMPACTBENCH_AIDER_TOKENIZER") == "chars4":
+# --tokens litellm (default): aider's own Model.token_count, litellm's tokenizer for the name.
+if "--tokens" in sys.argv and sys.argv[sys.argv.index("--tokens") + 1] == "estimate":
     from aider.llm import litellm
 
     litellm.utils._select_tokenizer = lambda *a, **k: {"type": "huggingface_tokenizer", "tokenizer": _Chars4}
@@ -90,12 +94,14 @@ _MODELS = {}
 def model_for(spec):
     key = (spec["name"], spec["context_window"], spec["max_output_tokens"])
     if key not in _MODELS:
-        CATALOG[spec["name"]] = {
+        # Aider looks its catalog up under the canonical name (e.g. gemini-2.5-pro is an alias).
+        name = models.MODEL_ALIASES.get(spec["name"], spec["name"])
+        CATALOG[name] = {
             "max_input_tokens": spec["context_window"],
             "max_output_tokens": spec["max_output_tokens"],
         }
         # --weak-model set to the model itself: our crate's default (one summarizer model).
-        _MODELS[key] = models.Model(spec["name"], weak_model=spec["name"], editor_model=False)
+        _MODELS[key] = models.Model(name, weak_model=name, editor_model=False)
     return _MODELS[key]
 
 
@@ -132,7 +138,9 @@ def answer(req):
     else:
         result = summarizer.summarize(list(done))
 
-    position = {id(m): i for i, m in enumerate(native)}
+    # Kept = log messages that come back verbatim; earlier summaries and "Ok." are none.
+    synthetic = set(session.get("synthetic", []))
+    position = {id(m): i for i, m in enumerate(native) if i not in synthetic}
     kept = [position[id(m)] for m in result + coder.cur_messages if id(m) in position]
     return {
         "id": req["id"],

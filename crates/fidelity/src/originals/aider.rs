@@ -10,47 +10,74 @@
 //! everything after the newest turn (a user message and what follows it) that applied an edit
 //! (an edit or write call with a non-error result) before the last turn, and `edited` says
 //! whether the last turn applied one (aider's `apply_updates()` result).
+//!
+//! Earlier compactions: aider keeps no record of them, only the list they left (`[summary,
+//! tail…, "Ok."?]`, then later messages), which is what our crate's projection rebuilds from
+//! the checkpoint; that list is exported, and `synthetic` names the items that are not log
+//! messages (summaries, `Ok.`), which map to their checkpoint.
 
 use std::collections::HashSet;
 
 use compactbench_core::tools::{tool_kind, ToolKind};
-use compactbench_core::{EntryId, Message, Part, Role};
-use serde_json::json;
+use compactbench_core::{Checkpoint, Message, Origin, Part, Role, ViewMessage};
+use serde_json::{json, Value};
 
 use crate::{Case, Export};
 
 pub(crate) fn export(case: &Case) -> Result<Export, String> {
-    if case.log.checkpoints().next().is_some() {
-        return Err("aider keeps no record of earlier summaries to export checkpoints to".into());
-    }
-    let history: Vec<(EntryId, &Message)> = case.log.messages().skip_while(|(_, m)| m.role == Role::System).collect();
-
-    // Turns open at user messages; `done` ends with the newest turn before the last that
-    // applied an edit.
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain((1..history.len()).filter(|&i| history[i].1.role == Role::User))
-        .chain(std::iter::once(history.len()))
+    // After a compaction aider's done list is `[summary, tail…, "Ok."?]`; our crate's projection
+    // rebuilds exactly that list (the checkpoint's `details.layout`), so it is what is exported.
+    let strategy = compactbench_registry::find("aider").ok_or("the aider strategy is not registered")?;
+    let view = strategy.project(&case.log);
+    let history: Vec<&ViewMessage> = view
+        .messages
+        .iter()
+        .skip_while(|vm| vm.message.role == Role::System && matches!(vm.origin, Origin::Entry(_)))
         .collect();
-    let turns: Vec<&[(EntryId, &Message)]> =
-        starts.windows(2).filter(|w| w[0] < w[1]).map(|w| &history[w[0]..w[1]]).collect();
-    let mut done_len = 0;
-    let mut at = 0;
-    for (i, turn) in turns.iter().enumerate() {
-        at += turn.len();
-        if i + 1 < turns.len() && applied_edit(turn) {
-            done_len = at;
+    let base = done_base(case).min(history.len());
+
+    // Turns open at user messages of the log; `done` ends with the newest turn before the last
+    // one that applied an edit (or with what the previous compaction left as done).
+    let mut turns = Vec::new();
+    let mut start = base;
+    for i in base + 1..=history.len() {
+        if i == history.len() || (history[i].message.role == Role::User && matches!(history[i].origin, Origin::Entry(_))) {
+            turns.push(start..i);
+            start = i;
         }
     }
-    let edited = turns.last().is_some_and(|t| applied_edit(t));
+    let mut done_len = base;
+    for turn in turns.iter().rev().skip(1) {
+        if applied_edit(&history[turn.clone()]) {
+            done_len = turn.end;
+            break;
+        }
+    }
+    let edited = turns.last().is_some_and(|t| applied_edit(&history[t.clone()]));
 
-    let dict = |m: &Message| json!({"role": role(m.role), "content": content(m)});
-    let done: Vec<_> = history[..done_len].iter().map(|(_, m)| dict(m)).collect();
-    let cur: Vec<_> = history[done_len..].iter().map(|(_, m)| dict(m)).collect();
+    let dict = |vm: &&ViewMessage| json!({"role": role(vm.message.role), "content": content(&vm.message)});
+    let done: Vec<Value> = history[..done_len].iter().map(dict).collect();
+    let cur: Vec<Value> = history[done_len..].iter().map(dict).collect();
+    // Earlier summaries and `Ok.` replies are no log messages: they map to their checkpoint, and
+    // the driver leaves them out of what it reports as kept.
+    let synthetic: Vec<usize> = history.iter().enumerate().filter(|(_, vm)| vm.origin.entry().is_none()).map(|(i, _)| i).collect();
+    let ids = history
+        .iter()
+        .map(|vm| match vm.origin {
+            Origin::Entry(id) | Origin::Replaced(id, _) | Origin::Summary(id) | Origin::Injected(id) => id,
+        })
+        .collect();
     Ok(Export {
-        session: json!({"done_messages": done, "cur_messages": cur, "edited": edited}),
-        ids: history.iter().map(|(id, _)| *id).collect(),
+        session: json!({"done_messages": done, "cur_messages": cur, "edited": edited, "synthetic": synthetic}),
+        ids,
         settings: json!({}),
     })
+}
+
+/// How many items at the front of the history the newest aider checkpoint left as done.
+fn done_base(case: &Case) -> usize {
+    let newest = case.log.checkpoints().rev().map(|(_, cp): (_, &Checkpoint)| cp).find(|cp| cp.details.get("layout").is_some());
+    newest.and_then(|cp| cp.details.get("done")).and_then(Value::as_u64).unwrap_or(0) as usize
 }
 
 /// Aider has no tool role: command output goes into the chat as user messages.
@@ -78,24 +105,24 @@ fn content(message: &Message) -> String {
 }
 
 /// An edit or write call of this turn got a non-error result in it.
-fn applied_edit(turn: &[(EntryId, &Message)]) -> bool {
+fn applied_edit(turn: &[&ViewMessage]) -> bool {
     let calls: HashSet<&str> = turn
         .iter()
-        .filter(|(_, m)| m.role == Role::Assistant)
-        .flat_map(|(_, m)| &m.parts)
+        .filter(|vm| vm.message.role == Role::Assistant)
+        .flat_map(|vm| &vm.message.parts)
         .filter_map(|p| match p {
             Part::ToolCall { id, name, .. } if matches!(tool_kind(name), ToolKind::Edit | ToolKind::Write) => Some(id.as_str()),
             _ => None,
         })
         .collect();
     turn.iter()
-        .flat_map(|(_, m)| &m.parts)
+        .flat_map(|vm| &vm.message.parts)
         .any(|p| matches!(p, Part::ToolResult { call_id, is_error: false, .. } if calls.contains(call_id.as_str())))
 }
 
 #[cfg(test)]
 mod tests {
-    use compactbench_core::{Log, ModelProfile, Shape};
+    use compactbench_core::{EntryId, Log, ModelProfile, Shape};
     use expect_test::expect;
 
     use super::*;
@@ -117,9 +144,10 @@ mod tests {
             Message::assistant("because"),
         ]);
         let e = export(&c).unwrap();
-        expect![[r#"{"done_messages":[{"role":"user","content":"fix it"},{"role":"assistant","content":"edit {\"path\":\"a.rs\"}"},{"role":"user","content":"ok"},{"role":"assistant","content":"done"}],"cur_messages":[{"role":"user","content":"why?"},{"role":"assistant","content":"because"}],"edited":false}"#]]
+        expect![[r#"{"done_messages":[{"role":"user","content":"fix it"},{"role":"assistant","content":"edit {\"path\":\"a.rs\"}"},{"role":"user","content":"ok"},{"role":"assistant","content":"done"}],"cur_messages":[{"role":"user","content":"why?"},{"role":"assistant","content":"because"}],"edited":false,"synthetic":[]}"#]]
         .assert_eq(&e.session.to_string());
         assert_eq!(e.ids, (1..7).map(EntryId).collect::<Vec<_>>(), "the system prompt is not history");
+        assert_eq!(e.session["synthetic"], json!([]));
     }
 
     #[test]
@@ -138,5 +166,40 @@ mod tests {
         assert_eq!(e.session["done_messages"], json!([]));
         assert_eq!(e.session["cur_messages"].as_array().unwrap().len(), 8);
         assert_eq!(e.session["edited"], json!(true));
+    }
+
+    #[test]
+    fn after_a_compaction_the_summary_heads_done_and_is_synthetic() {
+        use compactbench_core::{Cx, Moment, VirtualStore};
+
+        let mut messages = vec![Message::system("sys")];
+        for i in 0..5 {
+            messages.push(Message::user(format!("request {i} {}", "x".repeat(600))));
+            messages.push(Message::assistant(format!("reply {i} {}", "y".repeat(600))));
+        }
+        messages.push(Message::user("fix it"));
+        messages.push(Message::tool_call("c1", "edit", json!({})));
+        messages.push(Message::tool_result("c1", "edit", "ok", false));
+        messages.push(Message::assistant("done"));
+        let mut c = case(messages);
+        c.model.window = 16_000;
+        let strategy = compactbench_registry::find("aider").unwrap();
+        let view = strategy.project(&c.log);
+        let mut store = VirtualStore::new();
+        let mut cx = Cx::new(&c.model, &crate::ours::FixedSummarizer, &mut store);
+        let checkpoints = strategy.compact(&c.log, &view, Moment::TurnEnd, &mut cx).unwrap();
+        assert_eq!(checkpoints.len(), 1);
+        let cp = c.log.push_checkpoint(checkpoints[0].clone());
+        c.log.push_message(Message::user("why?"));
+        c.log.push_message(Message::assistant("because"));
+
+        let e = export(&c).unwrap();
+        let done = e.session["done_messages"].as_array().unwrap();
+        assert!(done[0]["content"].as_str().unwrap().ends_with(crate::ours::FIXED_SUMMARY));
+        assert_eq!(done[0]["role"], "user");
+        assert_eq!(e.ids[0], cp, "the summary maps to its checkpoint");
+        assert_eq!(e.session["synthetic"], json!([0]));
+        assert_eq!(e.session["cur_messages"], json!([{"role": "user", "content": "why?"}, {"role": "assistant", "content": "because"}]));
+        assert_eq!(e.ids.len(), done.len() + 2);
     }
 }
