@@ -135,7 +135,7 @@ pub const ORIGINALS: &[Original] = &[
         args: &[],
         moment: Moment::TurnEnd,
         export: aider::export,
-        history: false,
+        history: true,
     },
     Original {
         name: "openhands-sdk 1.58.2",
