@@ -122,6 +122,26 @@
 //! - Deliberate: per-model retries with back-off inside `simple_send_with_retries` are left to
 //!   the summarizer; a failed or cancelled compaction records no summarizer usage, because an
 //!   error appends nothing.
+//!
+//! # Measured against the original (compactbench-fidelity)
+//! `fidelity/aider/driver.py` runs aider-chat 0.86.2's own `Coder.move_back_cur_messages` →
+//! `summarize_start` (`ChatSummary.too_big`) and `ChatSummary.summarize` (only the model call
+//! mocked) on aider's `done_messages` / `cur_messages` as mapped above, at turn ends, including
+//! lists left by earlier compactions (202 cases, of which 71 hold an earlier summary).
+//! - With the same code counting over our estimate (`--tokens estimate`): trigger 202/202,
+//!   selection 131/131, tokens-before 131/131. Trigger, tail walk, assistant snap, head budget,
+//!   recursion, `Ok.` and the repeated-compaction list all match.
+//! - With aider's own counts (the committed check): trigger 199/202, selection 76/131,
+//!   tokens-before 0/131. Deliberate: `Model.token_count` encodes with `litellm.encode`, which
+//!   for every scenario model name falls back to tiktoken `cl100k_base`
+//!   (`litellm.utils._select_tokenizer_helper`), and the list path (`litellm.token_counter`)
+//!   picks `tiktoken.encoding_for_model`; a strategy crate may not carry a tokenizer
+//!   (architecture invariant: core and serde_json only), so `ceil(len / 4)` stands in. On the
+//!   scenario sessions aider's counts are 1.02–1.25× ours (median 1.18×): we trigger later and
+//!   walk a longer tail than aider does.
+//! - Not observed but possible: the summary prefix is a paraphrase (9 characters longer than
+//!   `prompts.summary_prefix`), so the recursion test `tokens(summary) + tail < max_tokens` can
+//!   differ when it is within a few tokens.
 
 mod history;
 mod prompt;
