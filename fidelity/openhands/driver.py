@@ -100,7 +100,10 @@ def answer(case):
     out = {"id": case["id"], "first_kept": None, "kept": None, "error": None}
     out["compact"] = condenser.condensation_requirement(view, agent_llm=agent_llm) is not None
     out["tokens_before"] = count(view.events, agent_llm)
+    reasons = condenser.get_condensation_reasons(view, agent_llm=agent_llm)
     result = condenser.condense(view, agent_llm=agent_llm)
+    forgotten = len(result.forgotten_event_ids) if isinstance(result, Condensation) else None
+    print(case["id"], sorted(r.value for r in reasons), len(view), forgotten, "condensations", sum(isinstance(e, Condensation) for e in events), file=sys.stderr)
     if isinstance(result, Condensation):
         kept, batch = [], None
         for e in view.events:
