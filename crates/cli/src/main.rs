@@ -249,9 +249,10 @@ fn eval(
             .map(|s| compactbench_registry::find(&s.info().id).expect("selected from the registry"))
             .collect();
         bar.inc_length(2 * summarizing.len() as u64 * scenarios.len() as u64 * seeds);
-        let null: &SummarizerFactory<'_> = &|_| Box::new(Null);
+        let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
+        let null: &SummarizerFactory<'_> = &|session: &Session| Box::new(Null::new(primary.for_session(session), needles(session)));
         let oracle: &SummarizerFactory<'_> = &|session: &Session| {
-            Box::new(Oracle::new(session.facts.iter().map(|f| f.needle.clone()).collect(), TokenCounter::new(encoding)))
+            Box::new(Oracle::new(needles(session), TokenCounter::new(encoding)))
         };
         for factory in [null, oracle] {
             runs.extend(pool.install(|| run_matrix(&summarizing, &scenarios, seeds, &counter, factory, RunOptions::default(), &tick)));

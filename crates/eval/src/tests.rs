@@ -573,3 +573,47 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         pi/v0.58 garbage: ok 4, failed 0, calls 4, over-window requests 0
     "#]].assert_eq(&table);
 }
+
+/// The null bound is a lower bound: with every planted fact knocked out of the summaries
+/// (same size, so the same cadence), no summarizing strategy keeps more facts than with the
+/// summaries themselves, on any shipped scenario. Sessions are shortened (at most 12 turns,
+/// the window scaled with them) to keep the test fast; every strategy still compacts.
+#[test]
+fn null_bound_never_beats_the_real_summary_and_keeps_the_cadence() {
+    use compactbench_summarize::Null;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut scenarios = crate::scenario::load_dir(&dir).unwrap();
+    for sc in &mut scenarios {
+        let turns = sc.session.turns.min(12);
+        sc.model.window = (sc.model.window * u64::from(turns) / u64::from(sc.session.turns)).max(12_000);
+        sc.session.turns = turns;
+        for f in &mut sc.facts {
+            f.turn = f.turn.min(turns - 1);
+            f.until_turn = f.until_turn.map(|t| t.clamp(f.turn, turns - 1));
+        }
+    }
+    let strategies = compactbench_registry::all();
+    let counter = TokenCounter::default();
+    let extractive = run_matrix(&strategies, &scenarios, 1, &counter, &|_| Box::new(Extractive::default()), Default::default(), &|_| {});
+    let summarizing: Vec<_> = strategies
+        .into_iter()
+        .filter(|s| extractive.iter().any(|r| r.strategy == s.info().id && r.compactions.iter().any(|c| c.summarizer_calls > 0)))
+        .collect();
+    assert!(summarizing.len() >= 20, "only {} strategies summarized", summarizing.len());
+    let null = run_matrix(
+        &summarizing,
+        &scenarios,
+        1,
+        &counter,
+        &|session| Box::new(Null::new(Box::new(Extractive::default()), session.facts.iter().map(|f| f.needle.clone()).collect())),
+        Default::default(),
+        &|_| {},
+    );
+    let kept = |r: &crate::results::RunResult| r.facts.iter().filter(|f| f.last != crate::results::Status::Lost).count();
+    for n in &null {
+        let e = extractive.iter().find(|e| e.strategy == n.strategy && e.scenario == n.scenario).unwrap();
+        let id = format!("{} on {}", n.strategy, n.scenario);
+        assert_eq!(n.compactions.len(), e.compactions.len(), "{id}: the null bound changed the cadence");
+        assert!(kept(n) <= kept(e), "{id}: null keeps {} facts, the real summary {}", kept(n), kept(e));
+    }
+}

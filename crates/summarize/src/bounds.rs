@@ -6,16 +6,48 @@
 use compactbench_core::{Error, StopReason, Summarizer, Summary, SummaryRequest};
 use compactbench_tokens::TokenCounter;
 
-/// The lower bound: every summary is empty, so nothing survives through a summary.
-pub struct Null;
+/// The lower bound: the run's own summarizer writes the summary, then every planted needle in
+/// it is overwritten with filler of the same length, so no fact passes through a summary.
+///
+/// Why not an empty (or fixed) summary: strategies decide when to compact again from the
+/// size of what they kept, summary included, and several reject empty summaries as their
+/// originals do. A summary of another size changes how often a strategy compacts, and the
+/// "bound" then measures that cadence instead of what structure alone keeps. The same
+/// summary with its facts knocked out keeps the size (in characters and bytes; exact token
+/// counts may move by a few tokens where a needle was) and the cadence, and the report flags
+/// any row whose compaction count still differs from the primary run's.
+pub struct Null {
+    inner: Box<dyn Summarizer>,
+    needles: Vec<String>,
+}
+
+impl Null {
+    /// A null bound over `inner` (the run's primary summarizer) for a session whose planted
+    /// needles are `needles`.
+    pub fn new(inner: Box<dyn Summarizer>, needles: Vec<String>) -> Null {
+        Null { inner, needles }
+    }
+}
+
+/// Filler for a knocked-out needle: plain lowercase letters, as long as the needle in
+/// characters and in bytes when the needle is ASCII (needles are).
+fn filler(needle: &str) -> String {
+    "redacted".chars().cycle().take(needle.chars().count()).collect()
+}
 
 impl Summarizer for Null {
     fn name(&self) -> &str {
         "null"
     }
 
-    fn summarize(&self, _: &SummaryRequest) -> Result<Summary, Error> {
-        Ok(Summary { text: String::new(), input_tokens: 0, output_tokens: 0, stop: StopReason::Complete })
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        let mut summary = self.inner.summarize(request)?;
+        for needle in &self.needles {
+            if summary.text.contains(needle.as_str()) {
+                summary.text = summary.text.replace(needle.as_str(), &filler(needle));
+            }
+        }
+        Ok(summary)
     }
 }
 
@@ -69,9 +101,17 @@ mod tests {
     }
 
     #[test]
-    fn null_keeps_nothing() {
-        let s = Null.summarize(&request("error E42 happened", 100)).unwrap();
-        assert_eq!(s.text, "");
+    fn null_knocks_the_needles_out_of_the_inner_summary_and_keeps_its_size() {
+        let inner = crate::Extractive::default();
+        let transcript = "[Tool result]: error E42q7 happened\n\n[User]: keep the API stable k9z1";
+        let full = inner.summarize(&request(transcript, 100)).unwrap();
+        let null = Null::new(Box::new(crate::Extractive::default()), vec!["E42q7".into(), "k9z1".into(), "absent".into()]);
+        let s = null.summarize(&request(transcript, 100)).unwrap();
+        assert!(!s.text.contains("E42q7") && !s.text.contains("k9z1"), "{}", s.text);
+        assert_eq!(s.text.len(), full.text.len());
+        assert_eq!(s.text.chars().count(), full.text.chars().count());
+        assert_eq!(s.text.replace("redac", "E42q7").replace("reda", "k9z1"), full.text, "only the needles changed");
+        assert_eq!((s.input_tokens, s.stop), (full.input_tokens, full.stop));
     }
 
     #[test]
