@@ -15,8 +15,10 @@ mod bounds;
 mod cache;
 mod extractive;
 mod faults;
+mod prompted;
 
 pub use bounds::{Null, Oracle};
 pub use cache::{cache_key, CacheMode, CacheStats, ReplayCache, DEFAULT_ROOT};
 pub use extractive::{Extractive, MAX_LINE_CHARS, TARGET_TOKENS};
 pub use faults::{FaultKind, Faulty, Trigger, MAX_OVER_CAP_TOKENS};
+pub use prompted::{prompt, requested_sections, PromptFollowing, Section};
