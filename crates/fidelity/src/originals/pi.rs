@@ -13,10 +13,11 @@
 //! - Our Pi checkpoints are Pi `compaction` entries (summary, firstKeptEntryId, tokensBefore,
 //!   file lists as `details`; in 1.6.0 also the `systemMessage` snapshot `appendCompaction`
 //!   takes). Checkpoints of another shape are refused.
-//! - 1.6.0 is asked before a request (`Moment::BeforeRequest`), where it checks only between
-//!   the model calls of a run (`prepareNextTurnWithContext`, after tool results); a log ending
-//!   in the user message that opens a run is refused: Pi's check before a prompt runs before
-//!   that message is appended (`_prepareRun`), which is our `TurnEnd`.
+//! - 1.6.0 is asked twice over: at a turn's end (`_checkCompaction`), and before a request
+//!   (`Moment::BeforeRequest`), where it checks only between the model calls of a run
+//!   (`prepareNextTurnWithContext`, after tool results); there a log ending in the user message
+//!   that opens a run is refused: Pi's check before a prompt runs before that message is
+//!   appended (`_prepareRun`), which is our `TurnEnd`.
 
 use std::collections::HashMap;
 
@@ -40,6 +41,12 @@ pub(crate) fn export_1_6(case: &Case) -> Result<Export, String> {
     if last != Some(Role::Tool) {
         return Err("1.6.0 checks before a request only after tool results (prepareNextTurn); the check before a prompt is our TurnEnd".into());
     }
+    export(case, Release::V1_6)
+}
+
+/// `@earendil-works/pi-coding-agent` 1.6.0, asked at a turn's end (`_checkCompaction` on
+/// `agent_end`, and again before the next prompt).
+pub(crate) fn export_1_6_turn_end(case: &Case) -> Result<Export, String> {
     export(case, Release::V1_6)
 }
 

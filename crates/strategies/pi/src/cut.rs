@@ -58,7 +58,7 @@ pub(crate) fn find_cut_point(path: &[PathEntry<'_>], start: usize, end: usize, k
     let mut cut = first_cut_point;
     for i in (start..end).rev() {
         let Some(m) = path[i].message() else { continue };
-        accumulated += estimate_tokens(m);
+        accumulated += estimate_tokens(m, release);
         if accumulated >= keep {
             match cut_points.iter().find(|&&c| c >= i) {
                 Some(&c) => cut = c,

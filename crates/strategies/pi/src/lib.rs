@@ -130,9 +130,10 @@
 //! projection rebuilds Pi's `buildSessionContext`. Nothing else is re-injected.
 //!
 //! # Token estimator
-//! `estimateTokens` = `ceil(chars / 4)` over UTF-16 lengths per role: user text only;
-//! assistant text + thinking + tool name + `JSON.stringify(arguments)`; tool result text plus
-//! 4800 per image; a compaction summary its raw text. Provider usage comes from
+//! `estimateTokens` = `ceil(chars / 4)` over UTF-16 lengths per role: user text only (1.6.0:
+//! plus 4800 per image, `estimateTextAndImageContentChars`); assistant text + thinking + tool
+//! name + `JSON.stringify(arguments)`; tool result text plus 4800 per image; a compaction
+//! summary its raw text. Provider usage comes from
 //! [`Usage`](compactbench_core::Usage) (`totalTokens = input + output + cache_read`).
 //!
 //! # Failures
@@ -141,6 +142,22 @@
 //! transient one up to three times. A summary cut off at the output cap is accepted as it is
 //! up to 0.73.1 and fails the compaction in 1.6.0. When the last entry already is a
 //! compaction there is nothing to prepare and the compaction ends without a checkpoint.
+//!
+//! # Measured against the original (compactbench-fidelity)
+//! `fidelity/pi/driver.mjs` runs each release's own `AgentSession` checks on a bare session
+//! (`_compactBeforeNextAssistantResponse` for 1.6.0 before a request after tool results,
+//! `_checkCompaction` at a turn's end) and `prepareCompaction` for the selection, on sessions
+//! exported with our checkpoints as Pi `compaction` entries. Trigger, first kept entry,
+//! split-turn flag and `tokensBefore` agree on every case (1.6.0 before a request 346/346,
+//! at a turn's end 207/207; 0.73.1 213/213). Found and fixed: 1.6.0 counts images in user
+//! messages. Not covered by the measured sessions, and left as they are:
+//! - 1.6.0 keeps system prompt changes on the branch as `system` message entries and
+//!   estimates them (`estimateTokens`, case `system`); a later system message of ours counts
+//!   0 (see Deviations). Replayed scenarios have one leading system message only.
+//! - `_overflowRecoveryAttempted` is session state; the driver starts each case with it unset,
+//!   we read it back from the log (see Deviations).
+//! - Our `isSplitTurn` in checkpoint details is the preparation's flag, kept for this check
+//!   (Pi's entry has no such field).
 //!
 //! # Deviations
 //! - Deliberate: our messages carry no stop reason, so an assistant message without usage
@@ -160,7 +177,8 @@
 //!   over metadata entries (model/thinking changes); our log has none, so that walk is a no-op.
 //! - Deliberate: the system prompt is the log's leading system messages and is not part of
 //!   Pi's branch path; a system message later in the log counts 0 tokens, is no cut point and
-//!   is not serialized (Pi's sessions have none).
+//!   is not serialized (Pi's sessions have none up to 0.73.1; 1.6.0's are prompt changes, see
+//!   above).
 //! - Deliberate: a tool message with several results is read as several Pi tool-result
 //!   messages (one estimate and one `[Tool result]` block each), as Pi stores them.
 //! - Deliberate: truncation to 2000 UTF-16 units stops before a surrogate pair it would split.

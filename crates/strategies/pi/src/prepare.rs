@@ -73,8 +73,8 @@ pub(crate) fn prepare_compaction<'a>(
 
     let tokens_before = match release {
         Release::Npm1_6_0 => estimate_projected_context_tokens(path, &build_session_context(path), system_tokens),
-        Release::Npm0_73_1 => estimate_context_tokens(&build_session_context(path)).tokens,
-        Release::Canonical0_58 => estimate_context_tokens(&entry_messages(&path[prev.unwrap_or(0)..])).tokens,
+        Release::Npm0_73_1 => estimate_context_tokens(&build_session_context(path), release).tokens,
+        Release::Canonical0_58 => estimate_context_tokens(&entry_messages(&path[prev.unwrap_or(0)..]), release).tokens,
     };
 
     let cut = find_cut_point(path, boundary_start, boundary_end, keep_recent_tokens, release);

@@ -5,6 +5,8 @@
 use compactbench_core::estimate::utf16_len;
 use compactbench_core::{Checkpoint, Entry, EntryId, Log, Message, Part, Role, Usage, Window};
 
+use crate::Release;
+
 /// Literal wrapper Pi's `convertToLlm` puts around a compaction summary (messages.ts,
 /// `COMPACTION_SUMMARY_PREFIX`).
 pub(crate) const COMPACTION_SUMMARY_PREFIX: &str =
@@ -12,7 +14,8 @@ pub(crate) const COMPACTION_SUMMARY_PREFIX: &str =
 /// Literal closing wrapper (`COMPACTION_SUMMARY_SUFFIX`).
 pub(crate) const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
 
-/// Pi's estimate for one image block in a tool result: 4800 chars (about 1200 tokens).
+/// Pi's estimate for one image block in a tool result (and, in 1.6.0, in a user message):
+/// 4800 chars (about 1200 tokens).
 const IMAGE_CHARS: u64 = 4800;
 
 /// One entry of the branch path.
@@ -186,17 +189,20 @@ pub(crate) fn json_stringify(v: &serde_json::Value) -> String {
 }
 
 /// `estimateTokens`: `ceil(chars / 4)` with Pi's per-role char rules (UTF-16 lengths).
-/// User: text blocks only (images not counted). Assistant: text, thinking, and for each tool
-/// call its name plus its JSON arguments. Tool result: text, plus 4800 per image. Anything
-/// else (our mid-log system messages): 0.
-pub(crate) fn estimate_tokens(m: &Message) -> u64 {
+/// User: text blocks, plus 4800 per image in 1.6.0 (`estimateTextAndImageContentChars`;
+/// earlier releases count text only). Assistant: text, thinking, and for each tool call its
+/// name plus its JSON arguments. Tool result: text, plus 4800 per image. Anything else (our
+/// mid-log system messages): 0.
+pub(crate) fn estimate_tokens(m: &Message, release: Release) -> u64 {
     match m.role {
         Role::User => {
+            let image = if release == Release::Npm1_6_0 { IMAGE_CHARS } else { 0 };
             let chars: u64 = m
                 .parts
                 .iter()
                 .map(|p| match p {
                     Part::Text { text } => utf16_len(text),
+                    Part::Media { .. } => image,
                     _ => 0,
                 })
                 .sum();
@@ -220,9 +226,9 @@ pub(crate) fn estimate_tokens(m: &Message) -> u64 {
 }
 
 /// `estimateTokens` of a context message; a compaction summary counts its raw summary text.
-pub(crate) fn estimate_context_message(m: Context<'_>) -> u64 {
+pub(crate) fn estimate_context_message(m: Context<'_>, release: Release) -> u64 {
     match m {
-        Context::Message(m) => estimate_tokens(m),
+        Context::Message(m) => estimate_tokens(m, release),
         Context::Summary(s) => utf16_len(s).div_ceil(4),
     }
 }
@@ -292,17 +298,17 @@ pub(crate) struct ContextEstimate {
 
 /// `estimateContextTokens`: usage of the newest valid reply plus the estimates of every later
 /// message; without any valid usage, the sum of all estimates.
-pub(crate) fn estimate_context_tokens(messages: &[ContextMessage<'_>]) -> ContextEstimate {
+pub(crate) fn estimate_context_tokens(messages: &[ContextMessage<'_>], release: Release) -> ContextEstimate {
     match last_valid_usage(messages) {
         Some((i, usage)) => {
-            let trailing: u64 = messages[i + 1..].iter().map(|cm| estimate_context_message(cm.message)).sum();
+            let trailing: u64 = messages[i + 1..].iter().map(|cm| estimate_context_message(cm.message, release)).sum();
             ContextEstimate {
                 tokens: calculate_context_tokens(&ProviderUsage::from(usage)) + trailing,
                 last_usage_index: Some(i),
             }
         }
         None => ContextEstimate {
-            tokens: messages.iter().map(|cm| estimate_context_message(cm.message)).sum(),
+            tokens: messages.iter().map(|cm| estimate_context_message(cm.message, release)).sum(),
             last_usage_index: None,
         },
     }
@@ -323,12 +329,12 @@ pub(crate) fn estimate_projected_context_tokens(
     context: &[ContextMessage<'_>],
     system_tokens: u64,
 ) -> u64 {
-    let estimate = estimate_context_tokens(context);
+    let estimate = estimate_context_tokens(context, Release::Npm1_6_0);
     let latest_compaction = path.iter().rev().find(|e| matches!(e.item, Item::Compaction(_))).map(|e| e.id);
     if let Some(i) = estimate.last_usage_index {
         if latest_compaction.is_none_or(|c| context[i].id > c) {
             return estimate.tokens;
         }
     }
-    system_tokens + context.iter().map(|cm| estimate_context_message(cm.message)).sum::<u64>()
+    system_tokens + context.iter().map(|cm| estimate_context_message(cm.message, Release::Npm1_6_0)).sum::<u64>()
 }

@@ -377,7 +377,9 @@ pub(crate) fn compact(
     cp.tokens_before = prep.tokens_before;
     cp.summarizer = usage;
     // Pi's entry: `summary`, `firstKeptEntryId`, `tokensBefore`, `details = {readFiles,
-    // modifiedFiles}`; `reason` is ours, so the overflow path can tell it already ran.
+    // modifiedFiles}`; `reason` is ours, so the overflow path can tell it already ran;
+    // `isSplitTurn` is the preparation's flag, kept for reports (compactbench-fidelity
+    // compares it with the original's).
     cp.details = json!({
         "summary": summary,
         "firstKeptEntryId": prep.first_kept.0,
@@ -385,6 +387,7 @@ pub(crate) fn compact(
         "readFiles": prep.read_files,
         "modifiedFiles": prep.modified_files,
         "reason": trigger.as_str(),
+        "isSplitTurn": prep.split,
     });
     Ok(cp)
 }

@@ -226,6 +226,25 @@ fn case_03_last_usage_skips_aborted() {
     assert!(last_valid_usage(&build_session_context(&path)).is_none());
 }
 
+/// Measured against `@earendil-works/pi-coding-agent` 1.6.0 (`estimateTokens` →
+/// `estimateTextAndImageContentChars`): an image in a user message counts 4800 chars there;
+/// 0.73.1 counts a user message's text only.
+#[test]
+fn user_images_count_in_1_6_0_estimates() {
+    let mut s = Session::new(100_000);
+    s.push("u1", Message::user("1"));
+    s.push("a1", Message::assistant("a"));
+    s.push("u2", Message::new(Role::User, vec![Part::text("look"), Part::Media { mime: "image/png".into(), tokens: 1500 }]));
+    s.push("a2", Message::assistant("b"));
+    let path = branch_path(&s.h.log);
+    // 1.6.0: a2 (1) + u2 (1 + 1200) crosses 1000 at u2, which is kept.
+    let cut = find_cut_point(&path, 0, path.len(), 1000, Release::Npm1_6_0);
+    assert_eq!((cut.first_kept, cut.split), (2, false));
+    // 0.73.1: u2 is 1 token; the budget is never reached, everything is kept.
+    let cut = find_cut_point(&path, 0, path.len(), 1000, Release::Npm0_73_1);
+    assert_eq!((cut.first_kept, cut.split), (0, false));
+}
+
 #[test]
 fn case_04_degenerate_cuts() {
     let mut s = Session::new(100_000);
@@ -281,6 +300,7 @@ fn case_05_cut_after_tool_result_split_turn() {
 
     let cps = s.compact(&strategy, Moment::TurnEnd);
     assert_eq!(cps[0].window, Window::From(s.id("3 assistant")));
+    assert_eq!(cps[0].details["isSplitTurn"], true, "the flag is kept for reports");
     assert_eq!(s.labels(&strategy), names(&["system", "summary", "3 assistant", "4 user", "5 assistant"]));
 
     // No complete turn before the split turn: one call, for the prefix [0, 1, 2]; the call and
@@ -308,7 +328,8 @@ fn case_05_cut_after_tool_result_split_turn() {
     let path = branch_path(&s.h.log);
     let cut = find_cut_point(&path, 0, path.len(), 1_100, Release::Npm0_73_1);
     assert_eq!((cut.first_kept, cut.split), (4, false));
-    s.compact(&strategy, Moment::TurnEnd);
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].details["isSplitTurn"], false);
     assert_eq!(s.labels(&strategy), names(&["system", "summary", "4 user", "5 assistant"]));
     let requests = s.h.summarizer.requests();
     assert_eq!(requests.len(), 1);
@@ -494,7 +515,7 @@ fn case_13_threshold_from_error_reply() {
     err.usage = Some(Usage::default());
     s.push("err", err.clone());
     let path = branch_path(&s.h.log);
-    assert_eq!(estimate_context_tokens(&build_session_context(&path)).tokens, 190_000 + 4);
+    assert_eq!(estimate_context_tokens(&build_session_context(&path), Release::Npm0_73_1).tokens, 190_000 + 4);
     assert_eq!(s.decide(&strategy, Moment::TurnEnd), threshold());
 
     // Without the successful reply there is no usage at all.
@@ -551,7 +572,7 @@ fn case_15_repeated_compaction_moving_window() {
     assert_eq!(prep.first_kept, s.id("u2"));
     assert_eq!(prep.previous_summary, Some("First summary"));
     assert!(!serialize_conversation(&prep.to_summarize, Release::Npm0_73_1).contains("First summary"));
-    let rebuilt = estimate_context_tokens(&build_session_context(&path)).tokens;
+    let rebuilt = estimate_context_tokens(&build_session_context(&path), Release::Npm0_73_1).tokens;
     assert_eq!((prep.tokens_before, rebuilt), (10_000, 10_000));
     let strategy = pi(PiConfig::default());
     s.compact(&strategy, Moment::TurnEnd);

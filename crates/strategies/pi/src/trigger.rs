@@ -74,7 +74,7 @@ pub(crate) fn check_turn_end(log: &Log, config: &PiConfig, release: Release, win
     let context_tokens = if is_failed_reply(assistant) {
         // A failed reply has no usage: estimate from the last good reply plus what followed,
         // unless there is none or it predates the latest compaction.
-        let estimate = estimate_context_tokens(&context);
+        let estimate = estimate_context_tokens(&context, release);
         let usage_index = estimate.last_usage_index?;
         if latest_compaction.is_some_and(|c| context[usage_index].id < c) {
             return None;
