@@ -16,8 +16,9 @@ Only the model is replaced: `Model.simple_send_with_retries` (the summarizer's c
 returns a fixed text, and `Model.get_model_info` (aider's model catalog, which it would fetch
 from the network) returns the case's window, as a `--model-metadata-file` would. Token counts
 are aider's own `Model.token_count` (litellm's tokenizer for the model's name: tiktoken
-cl100k_base per message for every scenario model), or with `--tokens estimate` the same code
-over our crate's `ceil(len / 4)` estimate (see _Chars4).
+cl100k_base per message for every scenario model; our crate counts the same way through the
+injected exact tokenizer), or with `--tokens estimate` the same code over `ceil(len / 4)`
+(see _Chars4).
 """
 
 import json
@@ -60,9 +61,10 @@ models.Model.simple_send_with_retries = fake_send
 
 
 class _Chars4(list):
-    """`ceil(len / 4)` pseudo-tokens (our crate's documented estimate) in place of the BPE
-    encoder litellm selects, for `--tokens estimate`: the trigger and selection logic compared
-    apart from the tokenizer, which our crate may not have."""
+    """`ceil(len / 4)` pseudo-tokens (our crate's estimate before it had the exact tokenizer) in
+    place of the BPE encoder litellm selects, for `--tokens estimate`: aider's logic over a
+    character estimate, to tell logic differences from tokenizer ones. Our crate now counts with
+    the real encoder, so it agrees with the default mode, not with this one."""
 
     def __init__(self, text):
         super().__init__([0] * -(-len(text) // 4))

@@ -28,6 +28,7 @@ pub mod request;
 mod store;
 mod strategy;
 mod summarizer;
+mod tokenizer;
 pub mod tools;
 mod view;
 
@@ -39,6 +40,7 @@ pub use model::{ModelProfile, Pricing, Shape};
 pub use store::VirtualStore;
 pub use strategy::{Cx, Decision, Fidelity, Moment, Strategy, StrategyInfo};
 pub use summarizer::{StopReason, Summarizer, Summary, SummaryRequest};
+pub use tokenizer::{Encoding, Tokenizer};
 pub use view::{default_projection, Origin, View, ViewMessage};
 
 #[cfg(test)]

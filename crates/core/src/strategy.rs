@@ -1,6 +1,6 @@
 //! The Strategy seam.
 
-use crate::{default_projection, Checkpoint, Error, Log, ModelProfile, Summarizer, View, VirtualStore};
+use crate::{default_projection, Checkpoint, Error, Log, ModelProfile, Summarizer, Tokenizer, View, VirtualStore};
 
 /// How faithfully a strategy reproduces its original.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +69,9 @@ pub struct Cx<'a> {
     pub summarizer: &'a dyn Summarizer,
     /// The virtual file store for offloads; persists across compactions of one session.
     pub store: &'a mut VirtualStore,
+    /// Exact BPE counts, for strategies whose original decides with a real tokenizer (aider
+    /// through litellm); see [`Tokenizer`]. Others use [`crate::estimate`] and ignore it.
+    pub tokenizer: &'a dyn Tokenizer,
     /// Consecutive failed compaction attempts since the last successful one in this session.
     /// Failures append nothing to the log, so this is the one piece of in-memory harness
     /// state the runner keeps for strategies (e.g. Claude Code's circuit breaker).
@@ -77,16 +80,22 @@ pub struct Cx<'a> {
 
 impl<'a> Cx<'a> {
     /// A context with no failures so far.
-    pub fn new(model: &'a ModelProfile, summarizer: &'a dyn Summarizer, store: &'a mut VirtualStore) -> Cx<'a> {
-        Cx { model, summarizer, store, failures: 0 }
+    pub fn new(
+        model: &'a ModelProfile,
+        summarizer: &'a dyn Summarizer,
+        store: &'a mut VirtualStore,
+        tokenizer: &'a dyn Tokenizer,
+    ) -> Cx<'a> {
+        Cx { model, summarizer, store, tokenizer, failures: 0 }
     }
 }
 
 /// A compaction strategy.
 ///
 /// Object safe: the registry and runner hold `Box<dyn Strategy>`. A strategy decides with
-/// its original's own token estimator ([`crate::estimate`], or provider usage carried on
-/// assistant messages), never with the runner's exact counts.
+/// its original's own token estimator ([`crate::estimate`], the injected [`Cx::tokenizer`] in
+/// the original's encoding when the original counts with a real BPE, or provider usage carried
+/// on assistant messages), never with the runner's exact counts.
 pub trait Strategy: Send + Sync {
     /// Identity and provenance.
     fn info(&self) -> &StrategyInfo;

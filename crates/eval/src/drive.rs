@@ -147,7 +147,7 @@ impl Run<'_> {
         let view = self.view();
         let started = Instant::now();
         let decision = {
-            let cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store, failures: self.failures };
+            let cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store, tokenizer: self.env.counter, failures: self.failures };
             self.strategy.decide(&self.log, &view, at, &cx)
         };
         self.phases.decide += micros(started);
@@ -159,7 +159,7 @@ impl Run<'_> {
         let started = Instant::now();
         let observed = CutOffCounter { inner: self.env.summarizer, cut_off: AtomicU32::new(0), micros: AtomicU64::new(0) };
         let result = {
-            let mut cx = Cx { model: &self.scenario.model, summarizer: &observed, store: &mut self.store, failures: self.failures };
+            let mut cx = Cx { model: &self.scenario.model, summarizer: &observed, store: &mut self.store, tokenizer: self.env.counter, failures: self.failures };
             self.strategy.compact(&self.log, &view, at, &mut cx)
         };
         self.phases.compact += micros(started);

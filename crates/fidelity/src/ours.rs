@@ -2,7 +2,18 @@
 
 use compactbench_core::{Cx, Decision, Error, Log, ModelProfile, Moment, StopReason, Strategy, Summarizer, Summary, SummaryRequest, VirtualStore, Window};
 
+use std::sync::OnceLock;
+
+use compactbench_tokens::TokenCounter;
+
 use crate::{Answer, Case};
+
+/// The exact tokenizer our strategies count through (`Cx::tokenizer`), as the runner gives
+/// them: one memoized counter for the process.
+pub fn tokenizer() -> &'static TokenCounter {
+    static COUNTER: OnceLock<TokenCounter> = OnceLock::new();
+    COUNTER.get_or_init(TokenCounter::default)
+}
 
 /// The mocked model call: a short fixed summary (the originals' drivers mock theirs too, so
 /// neither side's selection depends on what a model would write).
@@ -30,7 +41,7 @@ impl Summarizer for FixedSummarizer {
 pub fn decides_to_compact(strategy: &dyn Strategy, log: &Log, moment: Moment, model: &ModelProfile) -> bool {
     let view = strategy.project(log);
     let mut store = VirtualStore::new();
-    let cx = Cx::new(model, &FixedSummarizer, &mut store);
+    let cx = Cx::new(model, &FixedSummarizer, &mut store, tokenizer());
     matches!(strategy.decide(log, &view, moment, &cx), Decision::Compact { .. })
 }
 
@@ -41,7 +52,7 @@ pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment) -> Answer {
     let compact = decides_to_compact(strategy, &case.log, moment, &case.model);
     let view = strategy.project(&case.log);
     let mut store = VirtualStore::new();
-    let mut cx = Cx::new(&case.model, &FixedSummarizer, &mut store);
+    let mut cx = Cx::new(&case.model, &FixedSummarizer, &mut store, tokenizer());
     let mut out = Answer { compact, ..Answer::default() };
     let Ok(checkpoints) = strategy.compact(&case.log, &view, moment, &mut cx) else { return out };
     if let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) {

@@ -2,15 +2,24 @@
 //!
 //! - [`FakeSummarizer`]: deterministic, records every request, can be told to fail.
 //! - [`model`]: a model profile with a given window.
+//! - [`tokenizer`]: the exact tokenizer to put in a `Cx` (the runner's, memoized).
 //! - [`Harness`]: a log plus store plus summarizer, with `check` / `compact` helpers that
 //!   apply a strategy the way the runner does and assert the log only grew.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use compactbench_core::{
     Checkpoint, Cx, Decision, Error, ErrorKind, Log, Message, ModelProfile, Moment, Pricing, Shape, StopReason,
-    Strategy, Summarizer, Summary, SummaryRequest, View, VirtualStore,
+    Strategy, Summarizer, Summary, SummaryRequest, Tokenizer, View, VirtualStore,
 };
+use compactbench_tokens::TokenCounter;
+
+/// The exact tokenizer for a test's `Cx` (`Cx::new(model, summarizer, store, tokenizer())`):
+/// the runner's `TokenCounter`, one per test process, memoized by content.
+pub fn tokenizer() -> &'static dyn Tokenizer {
+    static COUNTER: OnceLock<TokenCounter> = OnceLock::new();
+    COUNTER.get_or_init(TokenCounter::default)
+}
 
 /// A model profile with `window` tokens and `max_output` output tokens, Anthropic shape.
 pub fn model(window: u64, max_output: u64) -> ModelProfile {
@@ -113,7 +122,7 @@ impl Harness {
     /// The strategy's decision at `at`.
     pub fn decide(&mut self, strategy: &dyn Strategy, at: Moment) -> Decision {
         let view = strategy.project(&self.log);
-        let cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store, failures: self.failures };
+        let cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store, tokenizer: tokenizer(), failures: self.failures };
         strategy.decide(&self.log, &view, at, &cx)
     }
 
@@ -123,7 +132,7 @@ impl Harness {
     pub fn compact(&mut self, strategy: &dyn Strategy, at: Moment) -> Result<Vec<Checkpoint>, Error> {
         let before = self.log.clone();
         let view = strategy.project(&self.log);
-        let mut cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store, failures: self.failures };
+        let mut cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store, tokenizer: tokenizer(), failures: self.failures };
         let checkpoints = match strategy.compact(&self.log, &view, at, &mut cx) {
             Ok(c) => c,
             Err(e) => {

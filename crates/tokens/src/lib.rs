@@ -2,60 +2,34 @@
 //!
 //! The runner measures every request with a real BPE (o200k_base by default, cl100k_base
 //! selectable). Each unique message is tokenized once per [`TokenCounter`]: counts are cached
-//! by a 64-bit hash of the message's role and searchable text. Strategies never use these
-//! counts for their decisions; they use their original's estimator, re-exported here as
-//! [`estimate`].
+//! by a 64-bit hash of the message's role and searchable text. Strategies never use the
+//! runner's request counts for their decisions; they use their original's estimator,
+//! re-exported here as [`estimate`], or, when the original counts with a real BPE, this
+//! counter through core's [`Tokenizer`] seam in the original's encoding (either encoding,
+//! whatever the counter's own).
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use compactbench_core::{Message, Part};
+use compactbench_core::{Message, Part, Tokenizer};
 use dashmap::DashMap;
 use tiktoken_rs::CoreBPE;
 
-pub use compactbench_core::estimate;
+pub use compactbench_core::{estimate, Encoding};
 
 /// Framing tokens per message (role markers), as OpenAI's chat format charges them.
 pub const PER_MESSAGE_OVERHEAD: u64 = 4;
 /// Tokens that prime the reply, charged once per request.
 pub const PER_REQUEST_OVERHEAD: u64 = 3;
 
-/// Which BPE to count with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Encoding {
-    /// GPT-4o and later.
-    #[default]
-    O200kBase,
-    /// GPT-4 and GPT-3.5.
-    Cl100kBase,
-}
-
-impl Encoding {
-    /// Name as used on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Encoding::O200kBase => "o200k_base",
-            Encoding::Cl100kBase => "cl100k_base",
-        }
-    }
-
-    /// Parses `o200k_base` or `cl100k_base`.
-    pub fn parse(s: &str) -> Option<Encoding> {
-        match s {
-            "o200k_base" => Some(Encoding::O200kBase),
-            "cl100k_base" => Some(Encoding::Cl100kBase),
-            _ => None,
-        }
-    }
-
-    fn bpe(self) -> &'static CoreBPE {
-        static O200K: OnceLock<CoreBPE> = OnceLock::new();
-        static CL100K: OnceLock<CoreBPE> = OnceLock::new();
-        match self {
-            Encoding::O200kBase => O200K.get_or_init(|| tiktoken_rs::o200k_base().expect("o200k_base ships with tiktoken-rs")),
-            Encoding::Cl100kBase => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().expect("cl100k_base ships with tiktoken-rs")),
-        }
+/// The BPE for `encoding`, loaded once per process.
+fn bpe(encoding: Encoding) -> &'static CoreBPE {
+    static O200K: OnceLock<CoreBPE> = OnceLock::new();
+    static CL100K: OnceLock<CoreBPE> = OnceLock::new();
+    match encoding {
+        Encoding::O200kBase => O200K.get_or_init(|| tiktoken_rs::o200k_base().expect("o200k_base ships with tiktoken-rs")),
+        Encoding::Cl100kBase => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().expect("cl100k_base ships with tiktoken-rs")),
     }
 }
 
@@ -80,23 +54,13 @@ impl TokenCounter {
 
     /// Exact tokens of `text` (not memoized: use for one-off strings).
     pub fn count_text(&self, text: &str) -> u64 {
-        self.encoding.bpe().encode_ordinary(text).len() as u64
+        bpe(self.encoding).encode_ordinary(text).len() as u64
     }
 
     /// Exact tokens of `text`, memoized by content: for strings that recur, such as the
     /// lines a summarizer weighs again at every compaction.
     pub fn count_text_cached(&self, text: &str) -> u64 {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        // A tag keeps text keys apart from message keys in the shared cache.
-        "text".hash(&mut hasher);
-        text.hash(&mut hasher);
-        let key = hasher.finish();
-        if let Some(n) = self.cache.get(&key) {
-            return *n;
-        }
-        let n = self.count_text(text);
-        self.cache.insert(key, n);
-        n
+        self.count(self.encoding, text)
     }
 
     /// Exact tokens of a long `text` that shares most of its lines with earlier texts (a
@@ -156,6 +120,26 @@ fn is_unicode_space_start(rest: &str) -> bool {
     rest.chars().next().is_some_and(|c| !c.is_ascii() && c.is_whitespace())
 }
 
+/// The seam strategies count through ([`compactbench_core::Cx::tokenizer`]): exact tokens of
+/// `text` in any encoding, whatever the counter's own, memoized by encoding and content in the
+/// counter's cache (so one counter per run serves the runner and every strategy).
+impl Tokenizer for TokenCounter {
+    fn count(&self, encoding: Encoding, text: &str) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        // A tag keeps text keys apart from message keys in the shared cache.
+        "text".hash(&mut hasher);
+        encoding.hash(&mut hasher);
+        text.hash(&mut hasher);
+        let key = hasher.finish();
+        if let Some(n) = self.cache.get(&key) {
+            return *n;
+        }
+        let n = bpe(encoding).encode_ordinary(text).len() as u64;
+        self.cache.insert(key, n);
+        n
+    }
+}
+
 impl Default for TokenCounter {
     fn default() -> Self {
         TokenCounter::new(Encoding::default())
@@ -213,6 +197,21 @@ mod tests {
         assert_ne!(o, c);
         assert_eq!(Encoding::parse("cl100k_base"), Some(Encoding::Cl100kBase));
         assert_eq!(Encoding::parse("gpt2"), None);
+    }
+
+    #[test]
+    fn the_tokenizer_seam_counts_in_either_encoding() {
+        let counter = TokenCounter::default();
+        let text = "fn main() { println!(\"Καλημέρα κόσμε\"); } <|endoftext|>";
+        let cl = TokenCounter::new(Encoding::Cl100kBase).count_text(text);
+        let tokenizer: &dyn Tokenizer = &counter;
+        assert_eq!(tokenizer.count(Encoding::Cl100kBase, text), cl, "another encoding than the counter's own");
+        assert_eq!(tokenizer.count(Encoding::O200kBase, text), counter.count_text(text));
+        // Memoized per encoding: the cached answers stay apart.
+        assert_eq!(tokenizer.count(Encoding::Cl100kBase, text), cl);
+        assert_eq!(counter.count_text_cached(text), counter.count_text(text));
+        // Special-token text is ordinary text (tiktoken's `disallowed_special=()`).
+        assert!(tokenizer.count(Encoding::Cl100kBase, "<|endoftext|>") > 1);
     }
 
     #[test]

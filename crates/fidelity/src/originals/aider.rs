@@ -186,7 +186,7 @@ mod tests {
         let strategy = compactbench_registry::find("aider").unwrap();
         let view = strategy.project(&c.log);
         let mut store = VirtualStore::new();
-        let mut cx = Cx::new(&c.model, &crate::ours::FixedSummarizer, &mut store);
+        let mut cx = Cx::new(&c.model, &crate::ours::FixedSummarizer, &mut store, crate::ours::tokenizer());
         let checkpoints = strategy.compact(&c.log, &view, Moment::TurnEnd, &mut cx).unwrap();
         assert_eq!(checkpoints.len(), 1);
         let cp = c.log.push_checkpoint(checkpoints[0].clone());

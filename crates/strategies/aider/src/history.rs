@@ -2,7 +2,8 @@
 
 use compactbench_core::{EntryId, Error, Message, Summarizer, SummarizerUsage, SummaryRequest};
 
-use crate::{prompt, tokens};
+use crate::prompt;
+use crate::tokens::Counter;
 
 /// Aider's `min_split`: at most this many messages are summarized whole.
 const MIN_SPLIT: usize = 4;
@@ -38,13 +39,14 @@ pub(crate) struct Item {
 }
 
 impl Item {
-    pub(crate) fn new(role: &'static str, content: String, source: Source) -> Item {
-        let tokens = tokens::message_tokens(role, &content);
+    /// The item with its size as `tokenize` counts it (`token_count(msg)`).
+    pub(crate) fn new(counter: &Counter<'_>, role: &'static str, content: String, source: Source) -> Item {
+        let tokens = counter.message(role, &content);
         Item { role, content, tokens, source }
     }
 
-    fn ok() -> Item {
-        Item::new("assistant", OK.into(), Source::Injected(Message::assistant(OK)))
+    fn ok(counter: &Counter<'_>) -> Item {
+        Item::new(counter, "assistant", OK.into(), Source::Injected(Message::assistant(OK)))
     }
 }
 
@@ -74,6 +76,7 @@ pub(crate) struct ChatSummary<'a> {
     models: u32,
     max_output: u64,
     summarizer: &'a dyn Summarizer,
+    counter: Counter<'a>,
     pub(crate) usage: SummarizerUsage,
     /// Deepest recursion reached.
     pub(crate) depth: u32,
@@ -88,6 +91,7 @@ impl<'a> ChatSummary<'a> {
         models: u32,
         max_output: u64,
         summarizer: &'a dyn Summarizer,
+        counter: Counter<'a>,
     ) -> ChatSummary<'a> {
         let base = if weak_max_input == 0 { UNKNOWN_MAX_INPUT } else { weak_max_input };
         ChatSummary {
@@ -96,6 +100,7 @@ impl<'a> ChatSummary<'a> {
             models,
             max_output,
             summarizer,
+            counter,
             usage: SummarizerUsage::default(),
             depth: 0,
             dropped: Vec::new(),
@@ -107,7 +112,7 @@ impl<'a> ChatSummary<'a> {
     pub(crate) fn summarize(&mut self, messages: Vec<Item>) -> Result<Vec<Item>, Error> {
         let mut out = self.summarize_real(messages, 0)?;
         if out.last().is_some_and(|m| m.role != "assistant") {
-            out.push(Item::ok());
+            out.push(Item::ok(&self.counter));
         }
         Ok(out)
     }
@@ -166,7 +171,7 @@ impl<'a> ChatSummary<'a> {
         }));
 
         let mut result = self.summarize_all(&keep)?;
-        let summary_tokens = tokens::list_tokens(result.iter().map(|i| (i.role, i.content.as_str())));
+        let summary_tokens = self.counter.list(result.iter().map(|i| (i.role, i.content.as_str())));
         let tail_tokens = total(&tail);
         result.extend(tail);
         if ((summary_tokens + tail_tokens) as f64) < self.max_tokens {
@@ -192,7 +197,7 @@ impl<'a> ChatSummary<'a> {
                     self.usage.input_tokens += summary.input_tokens;
                     self.usage.output_tokens += summary.output_tokens;
                     let content = format!("{}{}", prompt::SUMMARY_PREFIX, summary.text);
-                    return Ok(vec![Item::new("user", content, Source::Summary)]);
+                    return Ok(vec![Item::new(&self.counter, "user", content, Source::Summary)]);
                 }
                 Err(e) => {
                     // Aider prints the error and tries the next model.

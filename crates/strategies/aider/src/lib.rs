@@ -74,14 +74,24 @@
 //! an `Ok.` can sit after the tail), then every later message.
 //!
 //! # Token estimator
-//! Aider counts a message with the main model's tokenizer over `json.dumps(msg)` of the
-//! `{"role", "content"}` dict, and a list of messages with `litellm.token_counter`. With no
-//! tokenizer allowed, both are estimated privately (module `tokens`): `ceil(len / 4)` over the
-//! exact `json.dumps` string (ASCII-escaped as Python does), and, for a list, 3 tokens per
-//! message plus `ceil(code points / 4)` of role and content, plus 3 (litellm's chat overhead).
-//! A message's Aider dict has role `user` / `assistant` / `system` (tool results become `user`,
-//! as Aider adds command output to the chat as user messages) and content = its text parts,
-//! tool calls as `name {json args}`, tool result texts and `[mime]` for media, joined by
+//! Aider counts with its model's real tokenizer, so this crate counts exactly through the
+//! injected tokenizer ([`Cx::tokenizer`]) in the encodings litellm picks (module `tokens`;
+//! litellm 1.81.10 and tiktoken 0.12.0, as aider-chat 0.86.2 pins them):
+//! - one message (`Model.token_count(msg)` → `litellm.encode`): `cl100k_base` tokens of
+//!   `json.dumps({"role": role, "content": content})` (default separators, ASCII-escaped as
+//!   Python does). litellm's default encoding, for every name it gives no Hugging Face
+//!   tokenizer, `gpt-4o` and the profile's other names included. `too_big`, the tail walk, the
+//!   head budget and `tokens_before` use this.
+//! - a list (`litellm.token_counter`, the recursion test's summary): 3 per message plus the
+//!   tokens of `role` and of `content`, plus 3 for the reply, in `o200k_base` when the model
+//!   name is one of litellm's OpenAI chat names that tiktoken maps to it (`gpt-4o*`, `gpt-4.1*`,
+//!   `gpt-5` and its dated/mini/nano/pro/chat/codex forms, `o1`/`o3`/`o4-mini*`; the list is in
+//!   `tokens`), else `cl100k_base` (litellm counts any other name as `gpt-3.5-turbo`).
+//!
+//! The model name is the profile's (our weak model is the main model, as `--weak-model` set to
+//! it). A message's Aider dict has role `user` / `assistant` / `system` (tool results become
+//! `user`, as Aider adds command output to the chat as user messages) and content = its text
+//! parts, tool calls as `name {json args}`, tool result texts and `[mime]` for media, joined by
 //! newlines; reasoning is left out (Aider strips it from the stored reply).
 //!
 //! # Failures
@@ -127,18 +137,18 @@
 //! `fidelity/aider/driver.py` runs aider-chat 0.86.2's own `Coder.move_back_cur_messages` →
 //! `summarize_start` (`ChatSummary.too_big`) and `ChatSummary.summarize` (only the model call
 //! mocked) on aider's `done_messages` / `cur_messages` as mapped above, at turn ends, including
-//! lists left by earlier compactions (202 cases, of which 71 hold an earlier summary).
-//! - With the same code counting over our estimate (`--tokens estimate`): trigger 202/202,
-//!   selection 131/131, tokens-before 131/131. Trigger, tail walk, assistant snap, head budget,
+//! lists left by earlier compactions, with aider's own `Model.token_count`.
+//! - With the exact tokenizer (the committed check, 207 cases): trigger 207/207, selection
+//!   138/138, tokens-before 138/138. Trigger, tail walk, assistant snap, head budget,
 //!   recursion, `Ok.` and the repeated-compaction list all match.
-//! - With aider's own counts (the committed check): trigger 199/202, selection 76/131,
-//!   tokens-before 0/131. Deliberate: `Model.token_count` encodes with `litellm.encode`, which
-//!   for every scenario model name falls back to tiktoken `cl100k_base`
-//!   (`litellm.utils._select_tokenizer_helper`), and the list path (`litellm.token_counter`)
-//!   picks `tiktoken.encoding_for_model`; a strategy crate may not carry a tokenizer
-//!   (architecture invariant: core and serde_json only), so `ceil(len / 4)` stands in. On the
-//!   scenario sessions aider's counts are 1.02–1.25× ours (median 1.18×): we trigger later and
-//!   walk a longer tail than aider does.
+//! - Before (the crate estimated `ceil(len / 4)` of the same strings, 202 cases): trigger
+//!   199/202, selection 76/131, tokens-before 0/131; aider's counts were 1.02–1.25× ours
+//!   (median 1.18×), so we triggered later and walked a longer tail. With that estimate swapped
+//!   into aider's code (`--tokens estimate`) everything agreed: the logic was never the gap.
+//! - Not reproduced (names the scenarios never use): litellm gives cohere `command-r`, Anthropic
+//!   catalog names other than `claude-3*` (e.g. `claude-sonnet-4-5`, the `sonnet` alias),
+//!   `llama-2` / `replicate` and `llama-3` names a Hugging Face tokenizer; we count those with
+//!   `cl100k_base`. Aider's other aliases are not resolved (only `4o` changes an encoding).
 //! - Not observed but possible: the summary prefix is a paraphrase (9 characters longer than
 //!   `prompts.summary_prefix`), so the recursion test `tokens(summary) + tail < max_tokens` can
 //!   differ when it is within a few tokens.

@@ -11,6 +11,7 @@ use compactbench_core::{
 use serde_json::{json, Value};
 
 use crate::history::{self, ChatSummary, Item, Source};
+use crate::tokens::Counter;
 use crate::AiderConfig;
 
 /// The role of a message's Aider dict. Tool results become user messages: Aider puts command
@@ -40,12 +41,12 @@ fn aider_content(message: &Message) -> String {
     pieces.join("\n")
 }
 
-fn item(vm: &ViewMessage) -> Item {
+fn item(counter: &Counter<'_>, vm: &ViewMessage) -> Item {
     let source = match vm.origin {
         Origin::Entry(id) | Origin::Replaced(id, _) => Source::Entry(id),
         Origin::Summary(_) | Origin::Injected(_) => Source::Injected(vm.message.clone()),
     };
-    Item::new(aider_role(vm.message.role), aider_content(&vm.message), source)
+    Item::new(counter, aider_role(vm.message.role), aider_content(&vm.message), source)
 }
 
 /// The view split as Aider holds it: leading system messages (not history), `done_messages`,
@@ -65,7 +66,7 @@ fn done_base(log: &Log) -> usize {
     anchor(log).and_then(|(_, cp, _)| cp.details.get("done")).and_then(Value::as_u64).unwrap_or(0) as usize
 }
 
-fn lists(log: &Log, view: &View) -> Lists {
+fn lists(log: &Log, view: &View, counter: &Counter<'_>) -> Lists {
     let history: Vec<&ViewMessage> = view
         .messages
         .iter()
@@ -87,7 +88,7 @@ fn lists(log: &Log, view: &View) -> Lists {
             start = i;
         }
     }
-    let items: Vec<Item> = history.iter().map(|vm| item(vm)).collect();
+    let items: Vec<Item> = history.iter().map(|vm| item(counter, vm)).collect();
     let mut done = items;
     let cur = done.split_off(boundary);
     Lists { done, cur }
@@ -116,6 +117,12 @@ fn max_tokens(config: &AiderConfig, cx: &Cx<'_>) -> f64 {
     history::max_tokens(config.max_chat_history_tokens, cx.model.window)
 }
 
+/// `ChatSummary.token_count`: the first summarizer model's (the weak model, named as the main
+/// model here: one summarizer), through the injected tokenizer.
+fn counter<'a>(cx: &Cx<'a>) -> Counter<'a> {
+    Counter::new(cx.tokenizer, &cx.model.name)
+}
+
 fn chat_summary<'a>(config: &AiderConfig, cx: &Cx<'a>) -> ChatSummary<'a> {
     ChatSummary::new(
         max_tokens(config, cx),
@@ -123,6 +130,7 @@ fn chat_summary<'a>(config: &AiderConfig, cx: &Cx<'a>) -> ChatSummary<'a> {
         config.summarizer_models,
         cx.model.max_output,
         cx.summarizer,
+        counter(cx),
     )
 }
 
@@ -133,7 +141,7 @@ pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, cx: &Cx<'_>) 
     if matches!(log.entries().next_back(), Some((_, Entry::Checkpoint(_)))) {
         return Decision::Skip;
     }
-    let l = lists(log, view);
+    let l = lists(log, view, &counter(cx));
     let moved = l.cur.is_empty() && l.done.len() > done_base(log);
     if moved && history::too_big(&l.done, max_tokens(config, cx)) {
         Decision::compact("max_chat_history_tokens")
@@ -144,7 +152,7 @@ pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, cx: &Cx<'_>) 
 
 /// `summarize_start` → `summarize_worker` → `summarize_end`.
 pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-    let Lists { done, cur } = lists(log, view);
+    let Lists { done, cur } = lists(log, view, &counter(cx));
     let limit = max_tokens(config, cx);
     if !history::too_big(&done, limit) {
         return Ok(Vec::new());
@@ -190,7 +198,7 @@ pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<
 /// on failure the full history is kept (Aider warns and continues).
 #[cfg_attr(not(test), expect(dead_code, reason = "the runner's sessions never switch chat modes"))]
 pub(crate) fn switch_chat_mode(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Vec<Checkpoint> {
-    let Lists { done, cur } = lists(log, view);
+    let Lists { done, cur } = lists(log, view, &counter(cx));
     if done.is_empty() {
         return Vec::new();
     }

@@ -1,9 +1,9 @@
 //! Section (j) of `shared/specs/aider.md`, one test per case, plus the behaviour around them.
 //!
-//! Message sizes are Aider's per-message counts as this crate estimates them
-//! (`ceil(len(json.dumps(msg)) / 4)`); `msg` builds a message of an exact size. Every history
+//! Message sizes are Aider's per-message counts (`cl100k_base` tokens of `json.dumps(msg)`,
+//! through the testkit's exact tokenizer); `msg` builds a message of an exact size. Every history
 //! needs a turn that applied an edit at its end, or nothing moves into `done_messages`: `edit`
-//! adds an assistant edit call (16 tokens) and its result (9 tokens).
+//! adds an assistant edit call (21 tokens) and its result (12 tokens).
 
 use std::sync::Mutex;
 
@@ -15,13 +15,21 @@ use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
 
 use crate::{history, prompt, session, tokens, AiderConfig, AiderStrategy};
 
-/// A `role` message of exactly `tokens` whose text starts with `label:`.
+/// The crate's counter for the test model (`list` path in `cl100k_base`, as for every name
+/// outside litellm's OpenAI catalog).
+fn counter() -> tokens::Counter<'static> {
+    tokens::Counter::new(compactbench_testkit::tokenizer(), "test-model")
+}
+
+/// A `role` message of exactly `tokens` whose text is `label:` then ` x` words (one token each).
 fn msg(role: Role, label: &str, tokens: u64) -> Message {
-    let overhead = if role == Role::Assistant { 36 } else { 31 };
-    let n = (4 * tokens - overhead) as usize;
-    let head = format!("{label}:");
-    assert!(head.len() <= n, "{label} too small");
-    Message::new(role, vec![Part::text(format!("{head}{}", "x".repeat(n - head.len())))])
+    let aider_role = if role == Role::Assistant { "assistant" } else { "user" };
+    let text = |words: u64| format!("{label}:{}", " x".repeat(words as usize));
+    let one = counter().message(aider_role, &text(1));
+    assert!(tokens >= one, "{label} too small");
+    let text = text(tokens - one + 1);
+    assert_eq!(counter().message(aider_role, &text), tokens, "{label}");
+    Message::new(role, vec![Part::text(text)])
 }
 
 fn u(label: &str, tokens: u64) -> Message {
@@ -32,7 +40,7 @@ fn a(label: &str, tokens: u64) -> Message {
     msg(Role::Assistant, label, tokens)
 }
 
-/// An applied edit: the assistant's edit call and its successful result (25 tokens together).
+/// An applied edit: the assistant's edit call and its successful result (33 tokens together).
 fn edit(id: &str) -> [Message; 2] {
     [
         Message::tool_call(id, "edit", json!({"path": "src/a.rs"})),
@@ -62,7 +70,8 @@ fn with_max(max: u64) -> AiderStrategy {
     AiderStrategy::new(AiderConfig { max_chat_history_tokens: Some(max), ..AiderConfig::default() })
 }
 
-/// The worked example's history (spec (i)), the edit in the last turn: 1,595 tokens.
+/// The worked example's history (spec (i)), the edit in the last turn: 1,603 tokens (the spec's
+/// 1,595 with our 33-token edit pair in place of its 25).
 fn worked_example() -> Vec<Message> {
     let mut m = vec![
         Message::system("sys"),
@@ -91,10 +100,14 @@ fn ids(h: &Harness, wanted: &[&str]) -> Vec<compactbench_core::EntryId> {
 
 #[test]
 fn edit_pair_and_sizes_are_as_the_tests_assume() {
-    assert_eq!(tokens::message_tokens("assistant", r#"edit {"path":"src/a.rs"}"#), 16);
-    assert_eq!(tokens::message_tokens("user", "ok"), 9);
-    assert_eq!(tokens::message_tokens("user", &u("m0", 300).text()), 300);
-    assert_eq!(tokens::message_tokens("assistant", &a("m1", 200).text()), 200);
+    // Model("test-model").token_count(…) in aider-chat 0.86.2: 21, 12, and 13 for `Ok.`.
+    assert_eq!(counter().message("assistant", r#"edit {"path":"src/a.rs"}"#), 21);
+    assert_eq!(counter().message("user", "ok"), 12);
+    assert_eq!(counter().message("assistant", history::OK), 13);
+    assert_eq!(counter().message("user", &u("m0", 300).text()), 300);
+    assert_eq!(counter().message("assistant", &a("m1", 200).text()), 200);
+    let summary = format!("{}{}", prompt::SUMMARY_PREFIX, summary_of(298));
+    assert_eq!(counter().list([("user", summary.as_str())]), 298);
 }
 
 #[test]
@@ -113,7 +126,7 @@ fn case_01_history_budget() {
         assert_eq!(history::max_tokens(flag, window), budget as f64, "window {window}");
         let s = AiderStrategy::new(AiderConfig { max_chat_history_tokens: flag, ..AiderConfig::default() });
         for (total, expect) in [(budget, false), (budget + 1, true)] {
-            let mut m = vec![Message::system("sys"), u("q", total - 125)];
+            let mut m = vec![Message::system("sys"), u("q", total - 133)];
             m.extend(edit("e1"));
             m.push(a("r", 100));
             let mut h = Harness::new(m, model(window, 4_096));
@@ -126,8 +139,8 @@ fn case_01_history_budget() {
 #[test]
 fn case_02_strict_trigger() {
     let s = with_max(1_024);
-    for (user, expect) in [(899, Decision::Skip), (900, Decision::compact("max_chat_history_tokens"))] {
-        // user + 25 (edit) + 100 = 1,024 / 1,025.
+    for (user, expect) in [(891, Decision::Skip), (892, Decision::compact("max_chat_history_tokens"))] {
+        // user + 33 (edit) + 100 = 1,024 / 1,025.
         let mut m = vec![Message::system("sys"), u("q", user)];
         m.extend(edit("e1"));
         m.push(a("r", 100));
@@ -142,7 +155,7 @@ fn case_03_only_applied_edit_history() {
     // done: one edit turn of 200; cur: a 5,000-token question and answer without edits.
     let mut m = vec![Message::system("sys"), u("e", 100)];
     m.extend(edit("e1"));
-    m.extend([a("done", 75), u("q", 2_500), a("ans", 2_500)]);
+    m.extend([a("done", 67), u("q", 2_500), a("ans", 2_500)]);
     let mut h = Harness::new(m, model(128_000, 4_096));
     let before = labels(&h.view(&s));
 
@@ -182,7 +195,7 @@ fn case_04_split_and_snap() {
 
     assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "call", "result", "m9"]);
     assert_eq!(cp.kind, CheckpointKind::Summary);
-    assert_eq!(cp.tokens_before, 1_595);
+    assert_eq!(cp.tokens_before, 1_603);
     let tail: Vec<_> = (7..=12).map(compactbench_core::EntryId).collect();
     assert_eq!(cp.window, Window::Kept(tail));
     assert!(cp.injected.is_empty(), "the tail ends with an assistant message: no Ok.");
@@ -299,8 +312,20 @@ fn case_07_head_budget_drops_messages() {
     assert!(h.view(&s).messages.iter().all(|vm| !vm.message.text().starts_with("m4:")));
 }
 
-/// Case 8's history: head 6 × 200, tail 500 (`t0`–`t3` with the edit); max 1,024.
-fn recursion_case(summary_chars: usize) -> (Harness, AiderStrategy) {
+/// The summarizer's reply (` y` words) that makes the summary message, prefix included, exactly
+/// `tokens` as the recursion test counts it (`token_count([summary])`, litellm's list path).
+fn summary_of(tokens: u64) -> String {
+    let reply = |words: u64| " y".repeat(words as usize);
+    let size = |reply: &str| counter().list([("user", format!("{}{reply}", prompt::SUMMARY_PREFIX).as_str())]);
+    let one = size(&reply(1));
+    let reply = reply(tokens - one + 1);
+    assert_eq!(size(&reply), tokens);
+    reply
+}
+
+/// Case 8's history: head 6 × 200, tail 500 (`t0`–`t3` with the edit); max 1,024. The summary
+/// is `summary_tokens` as the recursion test counts it.
+fn recursion_case(summary_tokens: u64) -> (Harness, AiderStrategy) {
     let mut m = vec![Message::system("sys")];
     for i in 0..6 {
         let label = format!("h{i}");
@@ -308,30 +333,30 @@ fn recursion_case(summary_chars: usize) -> (Harness, AiderStrategy) {
     }
     m.extend([u("t0", 150), a("t1", 100), u("t2", 100)]);
     m.extend(edit("e1"));
-    m.push(a("t3", 125));
+    m.push(a("t3", 117));
     let mut h = Harness::new(m, model(128_000, 4_096));
-    h.summarizer = FakeSummarizer::new(FakeMode::Fixed("y".repeat(summary_chars)));
+    h.summarizer = FakeSummarizer::new(FakeMode::Fixed(summary_of(summary_tokens)));
     (h, with_max(1_024))
 }
 
 #[test]
 fn case_08_recursion_test_counts_the_tail() {
-    // S ≈ 298 tokens: 298 + 500 < 1,024 → summary + tail, one call.
-    let (mut h, s) = recursion_case(1_100);
+    // S = 523 tokens: 523 + 500 < 1,024 → summary + tail, one call.
+    let (mut h, s) = recursion_case(523);
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
     assert_eq!(labels(&h.view(&s)), ["sys", "S", "t0", "t1", "t2", "call", "result", "t3"]);
     assert_eq!(h.summarizer.requests().len(), 1);
     assert_eq!(cps[0].details["depth"], json!(0));
 
-    // S ≈ 898 tokens: under 1,024 alone (the spec's older source stops here), but 898 + 500 is
-    // not, so the release recurses on [S, tail…]; the tail walk now reaches S, the split is 1,
-    // and everything is summarized again.
-    let (mut h, s) = recursion_case(3_500);
+    // S = 524 tokens: 524 + 500 = 1,024 is not under 1,024 (strict), so the release recurses
+    // on [S, tail…]; the tail walk now reaches S, the split is 1, and everything is summarized
+    // again. (A summary under 1,024 alone is where the spec's older source stops.)
+    let (mut h, s) = recursion_case(524);
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
     assert_eq!(cps[0].details["depth"], json!(1));
     let reqs = h.summarizer.requests();
     assert_eq!(reqs.len(), 2);
-    assert!(reqs[1].transcript.starts_with(&format!("# USER\n{}yyy", prompt::SUMMARY_PREFIX)));
+    assert!(reqs[1].transcript.starts_with(&format!("# USER\n{} y y", prompt::SUMMARY_PREFIX)));
     assert!(reqs[1].transcript.contains("# USER\nt0:") && reqs[1].transcript.contains("# ASSISTANT\nt3:"));
     assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
     assert_eq!(cps[0].summarizer.calls, 2);
@@ -340,7 +365,7 @@ fn case_08_recursion_test_counts_the_tail() {
 #[test]
 fn an_oversized_summary_is_summarized_again_whole() {
     // A summary larger than the limit: the recursion summarizes it and the tail again, whole.
-    let (mut h, _) = recursion_case(20_000);
+    let (mut h, _) = recursion_case(5_000);
     let s = with_max(1_024);
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
     assert_eq!(cps[0].details["depth"], json!(1));
@@ -404,7 +429,7 @@ fn a_failed_model_falls_back_to_the_next() {
     let h = Harness::new(worked_example(), model(128_000, 4_096));
     let summarizer = FailFirst(Mutex::new(0));
     let mut store = h.store.clone();
-    let mut cx = Cx::new(&h.model, &summarizer, &mut store);
+    let mut cx = Cx::new(&h.model, &summarizer, &mut store, compactbench_testkit::tokenizer());
     let view = s.project(&h.log);
     let cps = s.compact(&h.log, &view, Moment::TurnEnd, &mut cx).unwrap();
     // A reply cut off by the cap is accepted as it is.
@@ -441,11 +466,11 @@ fn case_11_chat_mode_switch() {
     // done 300 (under the limit), then a question without edits (cur).
     let mut m = vec![Message::system("sys"), u("m0", 100)];
     m.extend(edit("e1"));
-    m.extend([a("m1", 175), u("q", 50), a("ans", 50)]);
+    m.extend([a("m1", 167), u("q", 50), a("ans", 50)]);
     let mut h = Harness::new(m, model(128_000, 4_096));
     let view = s.project(&h.log);
     let cps = {
-        let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store);
+        let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store, compactbench_testkit::tokenizer());
         session::switch_chat_mode(&config, &h.log, &view, &mut cx)
     };
     assert_eq!(cps.len(), 1);
@@ -475,7 +500,7 @@ fn case_11_chat_mode_switch() {
     let mut h = Harness::new(worked_example(), model(128_000, 4_096));
     h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
     let view = s.project(&h.log);
-    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store);
+    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store, compactbench_testkit::tokenizer());
     assert!(session::switch_chat_mode(&config, &h.log, &view, &mut cx).is_empty());
 }
 

@@ -177,7 +177,7 @@ fn case_04_goal_is_carried_verbatim() {
     let mut h = Harness::new(oauth_thread(), w200k());
     let goal = "Also add logout, keeping the session cookie name `sid`.";
     let cps = {
-        let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store);
+        let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store, compactbench_testkit::tokenizer());
         s.handoff(&h.log, goal, &mut cx).unwrap()
     };
     assert_eq!(cps[0].details["trigger"], "manual");

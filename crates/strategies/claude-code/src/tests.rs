@@ -124,7 +124,7 @@ fn compact_with(
 ) -> Result<Vec<Checkpoint>, Error> {
     let mut store = VirtualStore::new();
     let view = strategy.project(log);
-    let mut cx = Cx::new(profile, summarizer, &mut store);
+    let mut cx = Cx::new(profile, summarizer, &mut store, compactbench_testkit::tokenizer());
     strategy.compact(log, &view, at, &mut cx)
 }
 

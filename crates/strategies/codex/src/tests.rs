@@ -144,7 +144,7 @@ fn compact_with(
     let model = model(window, 8_000);
     let mut store = VirtualStore::new();
     let view = s.project(&log);
-    let mut cx = Cx::new(&model, summarizer, &mut store);
+    let mut cx = Cx::new(&model, summarizer, &mut store, compactbench_testkit::tokenizer());
     let result = s.compact(&log, &view, at, &mut cx);
     if let Ok(cps) = &result {
         for cp in cps {

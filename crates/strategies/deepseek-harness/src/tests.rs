@@ -141,7 +141,7 @@ fn compact_with(
 ) -> Result<Vec<Checkpoint>, Error> {
     let before = h.log.clone();
     let view = s.project(&h.log);
-    let mut cx = Cx::new(&h.model, summarizer, &mut h.store);
+    let mut cx = Cx::new(&h.model, summarizer, &mut h.store, compactbench_testkit::tokenizer());
     let out = s.compact(&h.log, &view, at, &mut cx);
     if let Ok(cps) = &out {
         for cp in cps {

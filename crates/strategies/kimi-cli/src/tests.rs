@@ -177,7 +177,7 @@ fn case_04_custom_instruction() {
     let mut h = Harness::new(conversation(), model(200_000, 8_000));
     let instruction = "Preserve all discussions about the database";
     let view = h.view(&s);
-    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store);
+    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store, compactbench_testkit::tokenizer());
     let cps = manual(&s, &h.log, &view, &format!("  {instruction} "), &mut cx).unwrap();
     assert_eq!(cps[0].details["trigger"], "manual-with-prompt");
     let req = &h.summarizer.requests()[0];
@@ -188,7 +188,7 @@ fn case_04_custom_instruction() {
 
     let mut h = Harness::new(conversation(), model(200_000, 8_000));
     let view = h.view(&s);
-    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store);
+    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store, compactbench_testkit::tokenizer());
     let cps = manual(&s, &h.log, &view, "", &mut cx).unwrap();
     assert_eq!(cps[0].details["trigger"], "manual");
     let req = &h.summarizer.requests()[0];
@@ -491,7 +491,7 @@ fn case_12_trigger_placement() {
     let mut h = Harness::new([Message::system("sys")], model(100_000, 8_000));
     let before = h.log.clone();
     let view = h.view(&s);
-    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store);
+    let mut cx = Cx::new(&h.model, &h.summarizer, &mut h.store, compactbench_testkit::tokenizer());
     let err = manual(&s, &h.log, &view, "", &mut cx).unwrap_err();
     assert_eq!((err.kind, err.message.as_str()), (ErrorKind::NothingToCompact, "The context is empty."));
     assert!(h.summarizer.requests().is_empty());
@@ -661,7 +661,7 @@ fn reply_stopped_by_the_cap_is_accepted() {
     let h = four_turns();
     let view = s.project(&h.log);
     let mut store = VirtualStore::new();
-    let mut cx = Cx::new(&h.model, &CutOff, &mut store);
+    let mut cx = Cx::new(&h.model, &CutOff, &mut store, compactbench_testkit::tokenizer());
     let cps = s.compact(&h.log, &view, Moment::BeforeRequest, &mut cx).unwrap();
     assert_eq!(cps[0].summary.as_ref().unwrap().parts[1], Part::text("<current_focus>half a sum"));
     assert_eq!(cps[0].summarizer.calls, 1);

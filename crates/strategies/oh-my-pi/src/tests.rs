@@ -490,7 +490,7 @@ fn case_10_repeated_compaction_window() {
     // The soft request carries the previous summary and u2, not u1.
     let strategy = OhMyPiStrategy::new(OhMyPiConfig { keep_recent_tokens: 1, ..order(&["soft"]) });
     let mut work = Work::new(&s.h.log);
-    let mut cx = Cx::new(&s.h.model, &s.h.summarizer, &mut s.h.store);
+    let mut cx = Cx::new(&s.h.model, &s.h.summarizer, &mut s.h.store, compactbench_testkit::tokenizer());
     let mut pass = crate::maintain::Pass {
         config: &strategy.config,
         work: &mut work,

@@ -876,7 +876,7 @@ fn truncated_summary_is_accepted() {
     let log = compactbench_core::Log::from_messages(case_07_log(150_000));
     let m = big();
     let mut store = compactbench_core::VirtualStore::new();
-    let mut cx = compactbench_core::Cx::new(&m, &Cut, &mut store);
+    let mut cx = compactbench_core::Cx::new(&m, &Cut, &mut store, compactbench_testkit::tokenizer());
     let view = s.project(&log);
     let cps = s.compact(&log, &view, Moment::TurnEnd, &mut cx).unwrap();
     assert_eq!(cps[0].summary, Some(Message::assistant("## Objective\n- half")));

@@ -434,7 +434,7 @@ fn case_11_summarizer_emits_a_tool_call() {
         }
     }
     let view = v2().project(&h.log);
-    let mut cx = compactbench_core::Cx::new(&h.model, &Cut, &mut h.store);
+    let mut cx = compactbench_core::Cx::new(&h.model, &Cut, &mut h.store, compactbench_testkit::tokenizer());
     let cps = v2().compact(&h.log, &view, Moment::BeforeRequest, &mut cx).unwrap();
     assert_eq!(cps.len(), 1);
     assert_eq!(cps[0].details["finish"], "length");

@@ -131,7 +131,7 @@ fn compact_with(
 ) -> Result<Vec<Checkpoint>, Error> {
     let mut store = compactbench_core::VirtualStore::new();
     let profile = roomy();
-    let mut cx = compactbench_core::Cx::new(&profile, summarizer, &mut store);
+    let mut cx = compactbench_core::Cx::new(&profile, summarizer, &mut store, compactbench_testkit::tokenizer());
     let view = s.project(log);
     let cps = s.compact(log, &view, at, &mut cx)?;
     for cp in &cps {

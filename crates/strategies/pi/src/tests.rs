@@ -756,7 +756,7 @@ fn length_stopped_summary_is_accepted_up_to_0_73_and_rejected_by_1_6() {
         let s = worked_example();
         let mut store = VirtualStore::new();
         let model = model(50_000, 8192);
-        let mut cx = Cx::new(&model, &CutOff, &mut store);
+        let mut cx = Cx::new(&model, &CutOff, &mut store, compactbench_testkit::tokenizer());
         let view = strategy.project(&s.h.log);
         let cps = strategy.compact(&s.h.log, &view, Moment::TurnEnd, &mut cx).unwrap();
         assert!(stored_summary(&cps[0]).starts_with("## Goal\nFix the pars\n\n<read-files>"));
@@ -766,7 +766,7 @@ fn length_stopped_summary_is_accepted_up_to_0_73_and_rejected_by_1_6() {
     let s = worked_example();
     let mut store = VirtualStore::new();
     let model = model(50_000, 8192);
-    let mut cx = Cx::new(&model, &CutOff, &mut store);
+    let mut cx = Cx::new(&model, &CutOff, &mut store, compactbench_testkit::tokenizer());
     let view = strategy.project(&s.h.log);
     let e = strategy.compact(&s.h.log, &view, Moment::TurnEnd, &mut cx).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Rejected);
@@ -920,7 +920,7 @@ fn release_1_6_retries_transient_failures_only() {
         for (strategy, retries) in [(pi(PiConfig::default()), retried), (v073(PiConfig::default()), false)] {
             let fails = FailsOnce { kind, calls: Default::default() };
             let mut store = VirtualStore::new();
-            let mut cx = Cx::new(&model, &fails, &mut store);
+            let mut cx = Cx::new(&model, &fails, &mut store, compactbench_testkit::tokenizer());
             let view = strategy.project(&s.h.log);
             let got = strategy.compact(&s.h.log, &view, Moment::TurnEnd, &mut cx);
             assert_eq!(got.is_ok(), retries, "{} {kind:?}", strategy.info().id);
