@@ -55,10 +55,13 @@ pub(crate) fn import<R: Read>(
     let doc: Obj = match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(o)) => o,
         Ok(v) => {
+            // Name the line the document starts on.
+            let start = text.len() - text.trim_start().len();
+            let line = text[..start].matches('\n').count() + 1;
             return Err(ctx.error(
-                None,
+                Some(line),
                 format!("expected a JSON object, found {}", json::kind(&v)),
-            ))
+            ));
         }
         Err(e) => return Err(ctx.error(Some(e.line().max(1)), format!("invalid JSON: {e}"))),
     };

@@ -894,3 +894,13 @@ fn media_estimates() {
         }
     ));
 }
+
+/// Found by the importer fuzz target: a `.traj` that is valid JSON but not an object named
+/// neither a line nor a field.
+#[test]
+fn a_traj_that_is_not_an_object_names_its_line() {
+    let err = run(b"\n  [1, 2]\n", Some(Format::SweAgent), false).unwrap_err();
+    assert_eq!(err.line, Some(2), "{err}");
+    assert_eq!(err.message, "expected a JSON object, found an array");
+    assert!(err.to_string().ends_with(":2: expected a JSON object, found an array"), "{err}");
+}
