@@ -23,7 +23,8 @@ pub struct StrategyMeta {
 pub struct Row {
     pub scenario: String,
     pub strategy: String,
-    /// The summarizer the strategy was given (`extractive`, or a bound: `null`, `oracle`).
+    /// The summarizer the strategy was given (`extractive`, the prompt-following `prompted`, or a
+    /// bound: `null`, `oracle`).
     pub summarizer: String,
     pub seeds: u32,
     pub requests: f64,

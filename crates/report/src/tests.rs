@@ -165,11 +165,11 @@ fn markdown_report_snapshot() {
 
         Discriminates: **yes** — facts kept by some strategies are lost by sum, sum+delegate, trunc; kept by sum, sum+delegate, trunc.
 
-        Summary bounds — retained % (verbatim + recoverable) with the extractive summarizer, a null summary and an oracle summary:
+        Summary bounds — retained % (verbatim + recoverable) with the extractive summarizer, the prompted summarizer (offline: the sections the strategy's own summary prompt asks for, filled with matching transcript lines), a null summary (the extractive summary with every planted fact knocked out, same size) and an oracle summary (every planted fact that fits):
 
-        | strategy | extractive | null | oracle |
-        |---|---:|---:|---:|
-        | sum | 50 | – | 100 |
+        | strategy | extractive | prompted | null | oracle |
+        |---|---:|---:|---:|---:|
+        | sum | 50 | – | – | 100 |
 
         Thread isolation vs in-place compaction (per session; cost includes subagents and prompt caching):
 
