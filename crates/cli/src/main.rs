@@ -15,7 +15,7 @@ use compactbench_eval::matrix::{run_matrix, SummarizerFactory};
 use compactbench_eval::results::RunResult;
 use compactbench_eval::scenario::{load_dir, Scenario};
 use compactbench_report::StrategyMeta;
-use compactbench_summarize::{Extractive, Null, Oracle};
+use compactbench_summarize::{Extractive, Null, Oracle, PromptFollowing};
 use compactbench_tokens::{Encoding, TokenCounter};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -47,8 +47,8 @@ enum Command {
         /// Worker threads (default: all cores). Results do not depend on it.
         #[arg(long)]
         jobs: Option<usize>,
-        /// Skip the null and oracle summarizer bounds (run by default for every strategy that
-        /// calls its summarizer).
+        /// Skip the null and oracle summarizer bounds and the prompt-following `prompted`
+        /// summarizer (run by default for every strategy that calls its summarizer).
         #[arg(long)]
         no_bounds: bool,
         /// Also run this strategy with subagent delegation of the scenarios' exploration spans
@@ -248,13 +248,15 @@ fn eval(
             .filter(|s| runs.iter().any(|r| r.strategy == s.info().id && r.compactions.iter().any(|c| c.summarizer_calls > 0)))
             .map(|s| compactbench_registry::find(&s.info().id).expect("selected from the registry"))
             .collect();
-        bar.inc_length(2 * summarizing.len() as u64 * scenarios.len() as u64 * seeds);
+        bar.inc_length(3 * summarizing.len() as u64 * scenarios.len() as u64 * seeds);
         let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
         let null: &SummarizerFactory<'_> = &|session: &Session| Box::new(Null::new(primary.for_session(session), needles(session)));
         let oracle: &SummarizerFactory<'_> = &|session: &Session| {
             Box::new(Oracle::new(needles(session), TokenCounter::new(encoding)))
         };
-        for factory in [null, oracle] {
+        // An offline summarizer that writes the sections the strategy's own prompt asks for.
+        let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(TokenCounter::new(encoding)));
+        for factory in [null, oracle, prompted] {
             runs.extend(pool.install(|| run_matrix(&summarizing, &scenarios, seeds, &counter, factory, RunOptions::default(), &tick)));
         }
     }
@@ -265,7 +267,7 @@ fn eval(
             scenarios.iter().position(|s| s.name == r.scenario),
             strategies.iter().position(|s| r.strategy.strip_suffix("+delegate").unwrap_or(&r.strategy) == s.info().id),
             r.strategy.ends_with("+delegate"),
-            [primary.name(), "null", "oracle"].iter().position(|n| *n == r.summarizer),
+            [primary.name(), "prompted", "null", "oracle"].iter().position(|n| *n == r.summarizer),
             r.seed,
         )
     };
