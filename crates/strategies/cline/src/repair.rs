@@ -55,11 +55,11 @@ pub(crate) fn repair(view: &mut View, by: Option<EntryId>) {
 /// The rebuilt run, or `None` when it already starts with exactly the right results.
 fn rebuild(run: &[ViewMessage], calls: &[(String, String)], by: EntryId) -> Option<Vec<ViewMessage>> {
     let blocks: Vec<&Part> = run.iter().flat_map(|m| m.message.parts.iter()).collect();
-    let mut results: HashMap<&str, (Part, Origin)> = HashMap::new();
+    let mut results: HashMap<&str, (Part, &ViewMessage)> = HashMap::new();
     for m in run {
         for p in &m.message.parts {
             if let Part::ToolResult { call_id, .. } = p {
-                results.insert(call_id.as_str(), (p.clone(), m.origin));
+                results.insert(call_id.as_str(), (p.clone(), m));
             }
         }
     }
@@ -90,21 +90,34 @@ fn rebuild(run: &[ViewMessage], calls: &[(String, String)], by: EntryId) -> Opti
     }
     let mut out = Vec::new();
     for (id, name) in calls {
-        let (part, origin) = match results.get(id.as_str()) {
-            Some((part, origin)) => (part.clone(), *origin),
+        let (part, from) = match results.get(id.as_str()) {
+            Some((part, from)) => (part.clone(), Some(*from)),
             None => (
                 Part::ToolResult { call_id: id.clone(), name: name.clone(), text: RESULT_MISSING.to_owned(), is_error: false },
-                Origin::Injected(by),
+                None,
             ),
         };
-        out.push(ViewMessage { origin, message: Message::new(Role::Tool, vec![part]) });
+        let message = Message::new(Role::Tool, vec![part]);
+        let origin = from.map_or(Origin::Injected(by), |m| piece_origin(m, &message, by));
+        out.push(ViewMessage { origin, message });
     }
     for m in run {
         let others: Vec<Part> = m.message.parts.iter().filter(|p| !matches!(p, Part::ToolResult { .. })).cloned().collect();
         if !others.is_empty() {
             let message = Message { role: m.message.role, parts: others, usage: m.message.usage };
-            out.push(ViewMessage { origin: m.origin, message });
+            out.push(ViewMessage { origin: piece_origin(m, &message, by), message });
         }
     }
     Some(out)
+}
+
+/// The origin of `piece`, built from view message `m`: `m`'s own when the piece is all of it;
+/// a log message shown only in part (a result split from media or from other results) is shown
+/// through the repair, attributed to checkpoint `by`, since an `Entry` origin promises the log
+/// message as it is.
+fn piece_origin(m: &ViewMessage, piece: &Message, by: EntryId) -> Origin {
+    match m.origin {
+        Origin::Entry(e) if *piece != m.message => Origin::Replaced(e, by),
+        origin => origin,
+    }
 }

@@ -601,3 +601,50 @@ fn simulated_session_compacts_repeatedly_and_stays_paired() {
     assert!(kinds.contains(&CheckpointKind::Summary), "{kinds:?}");
     assert!(violations.iter().all(Vec::is_empty), "{:?}", violations.iter().find(|v| !v.is_empty()));
 }
+
+/// Found by the strategy property suite (crates/eval/tests/fuzz_strategies.rs): the repair split
+/// a tool message holding a result and an image into two messages that both claimed to show
+/// the log message as it is (`Origin::Entry`), which the runner's token cache relies on.
+#[test]
+fn repair_labels_a_split_tool_message_as_replaced() {
+    let log = vec![
+        Message::user("Initial task"),
+        Message::new(
+            Role::Assistant,
+            vec![
+                Part::ToolCall { id: "a".into(), name: "read_file".into(), args: json!({}) },
+                Part::ToolCall { id: "b".into(), name: "read_file".into(), args: json!({}) },
+            ],
+        ),
+        // Results out of call order, the first with an image attached.
+        Message::new(
+            Role::Tool,
+            vec![
+                Part::ToolResult { call_id: "b".into(), name: "read_file".into(), text: "B".into(), is_error: false },
+                Part::Media { mime: "image/png".into(), tokens: 100 },
+            ],
+        ),
+        Message::tool_result("a", "read_file", "A", false),
+        Message::assistant("Done"),
+    ];
+    // A range that hides nothing: the checkpoint alone turns the repair on.
+    let view = view_with_range(log.clone(), [1, 1]);
+    let cp = EntryId(5);
+    let origins: Vec<Origin> = view.messages.iter().map(|m| m.origin).collect();
+    assert_eq!(
+        origins,
+        [
+            Origin::Entry(EntryId(0)),
+            Origin::Entry(EntryId(1)),
+            Origin::Entry(EntryId(3)),
+            Origin::Replaced(EntryId(2), cp),
+            Origin::Replaced(EntryId(2), cp),
+            Origin::Entry(EntryId(4)),
+        ]
+    );
+    for m in &view.messages {
+        if let Origin::Entry(e) = m.origin {
+            assert_eq!(m.message, log[e.index()], "{e} is shown as it is");
+        }
+    }
+}
