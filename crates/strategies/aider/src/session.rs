@@ -41,12 +41,17 @@ fn aider_content(message: &Message) -> String {
     pieces.join("\n")
 }
 
-fn item(counter: &Counter<'_>, vm: &ViewMessage) -> Item {
+/// The Aider dict of `vm`, sized when `counter` is given (done items; cur items are never sized).
+fn item(counter: Option<&Counter<'_>>, vm: &ViewMessage) -> Item {
     let source = match vm.origin {
         Origin::Entry(id) | Origin::Replaced(id, _) => Source::Entry(id),
         Origin::Summary(_) | Origin::Injected(_) => Source::Injected(vm.message.clone()),
     };
-    Item::new(counter, aider_role(vm.message.role), aider_content(&vm.message), source)
+    let (role, content) = (aider_role(vm.message.role), aider_content(&vm.message));
+    match counter {
+        Some(counter) => Item::new(counter, role, content, source),
+        None => Item { role, content, tokens: 0, source },
+    }
 }
 
 /// The view split as Aider holds it: leading system messages (not history), `done_messages`,
@@ -66,7 +71,9 @@ fn done_base(log: &Log) -> usize {
     anchor(log).and_then(|(_, cp, _)| cp.details.get("done")).and_then(Value::as_u64).unwrap_or(0) as usize
 }
 
-fn lists(log: &Log, view: &View, counter: &Counter<'_>) -> Lists {
+/// The history part of the view (after the leading system messages), how many of its items
+/// the newest checkpoint left as done, and where done ends now.
+fn split<'v>(log: &Log, view: &'v View) -> (Vec<&'v ViewMessage>, usize, usize) {
     let history: Vec<&ViewMessage> = view
         .messages
         .iter()
@@ -88,10 +95,16 @@ fn lists(log: &Log, view: &View, counter: &Counter<'_>) -> Lists {
             start = i;
         }
     }
-    let items: Vec<Item> = history.iter().map(|vm| item(counter, vm)).collect();
-    let mut done = items;
-    let cur = done.split_off(boundary);
-    Lists { done, cur }
+    (history, base, boundary)
+}
+
+fn lists(log: &Log, view: &View, counter: &Counter<'_>) -> Lists {
+    let (history, _, boundary) = split(log, view);
+    let (done, cur) = history.split_at(boundary);
+    Lists {
+        done: done.iter().map(|vm| item(Some(counter), vm)).collect(),
+        cur: cur.iter().map(|vm| item(None, vm)).collect(),
+    }
 }
 
 /// Whether an assistant edit or write call of this turn got a non-error result in it (Aider
@@ -141,9 +154,15 @@ pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, cx: &Cx<'_>) 
     if matches!(log.entries().next_back(), Some((_, Entry::Checkpoint(_)))) {
         return Decision::Skip;
     }
-    let l = lists(log, view, &counter(cx));
-    let moved = l.cur.is_empty() && l.done.len() > done_base(log);
-    if moved && history::too_big(&l.done, max_tokens(config, cx)) {
+    // Sizes are counted only once something moved (turns without an applied edit are free).
+    let (history, base, boundary) = split(log, view);
+    let moved = boundary == history.len() && boundary > base;
+    if !moved {
+        return Decision::Skip;
+    }
+    let counter = counter(cx);
+    let done: Vec<Item> = history.iter().map(|vm| item(Some(&counter), vm)).collect();
+    if history::too_big(&done, max_tokens(config, cx)) {
         Decision::compact("max_chat_history_tokens")
     } else {
         Decision::Skip
