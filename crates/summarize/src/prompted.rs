@@ -14,7 +14,8 @@
 //!    paragraph, label block or record).
 //! 3. Each section has its candidate lines, from patterns of the line alone (error lines,
 //!    lines naming a file path, "no matches"/"not found", user lines with must/never/always/
-//!    don't, decided/chose/will use, TODO/next/pending, definitions, ...), newest first;
+//!    don't, decided/chose/will use, TODO/pending/still open before a bare "next", definitions,
+//!    ...), newest first; a JSON record's pieces are read with one level of escapes undone;
 //!    `Recent context` takes every line with the extractive ranking.
 //! 4. The budget `min(max_output_tokens, TARGET_TOKENS)` exact tokens (heading and newline
 //!    included) is shared among the requested sections, filled in prompt order within three
@@ -30,6 +31,7 @@
 //! candidates were left out because of the caller's own cap (not the target), as for
 //! [`Extractive`].
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use compactbench_core::{Error, StopReason, Summarizer, Summary, SummaryRequest};
@@ -172,7 +174,7 @@ pub fn prompt(request: &SummaryRequest) -> String {
 
 /// One transcript line as the summarizer weighs it.
 struct Line<'a> {
-    text: &'a str,
+    text: Cow<'a, str>,
     lower: String,
     user: bool,
     lead: bool,
@@ -201,6 +203,31 @@ fn label(line: &str) -> Option<String> {
     ["user", "human", "assistant", "ai", "model", "tool", "system"].contains(&head.as_str()).then_some(head)
 }
 
+/// One level of JSON string escapes undone (`\"`, `\\`, `\/`, `\t`), so that a line quoted
+/// inside another record (an earlier summary or draft sent back) reads as, and dedups with,
+/// the line itself.
+fn unescape(piece: &str) -> Cow<'_, str> {
+    if !piece.contains('\\') {
+        return Cow::Borrowed(piece);
+    }
+    let mut out = String::with_capacity(piece.len());
+    let mut chars = piece.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some(&n @ ('"' | '\\' | '/'))) => {
+                out.push(n);
+                chars.next();
+            }
+            ('\\', Some('t')) => {
+                out.push('\t');
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
 fn lines(transcript: &str) -> Vec<Line<'_>> {
     let mut out = Vec::new();
     // Role of the current label block in a text transcript.
@@ -224,11 +251,17 @@ fn lines(transcript: &str) -> Vec<Line<'_>> {
             }
             user_block
         };
-        for (i, piece) in line.split("\\n").map(str::trim).filter(|p| !p.is_empty()).enumerate() {
-            let text = cut(piece);
+        let pieces = line.split("\\n").map(|p| p.trim().trim_end_matches('\\').trim_end()).filter(|p| !p.is_empty());
+        for (i, piece) in pieces.enumerate() {
+            let text = if line.starts_with('{') { unescape(piece) } else { Cow::Borrowed(piece) };
+            let text = match text {
+                Cow::Borrowed(t) => Cow::Borrowed(cut(t)),
+                Cow::Owned(t) => Cow::Owned(cut(&t).to_owned()),
+            };
             // Headings and placeholders of an earlier summary carry nothing.
             let heading = text.starts_with("# ") || text.starts_with("##") || text == "(none)";
-            out.push(Line { text, lower: text.to_lowercase(), user, lead: (i == 0 && (record || lead_next)), skip: heading });
+            let lower = text.to_lowercase();
+            out.push(Line { text, lower, user, lead: (i == 0 && (record || lead_next)), skip: heading });
         }
         lead_next = false;
     }
@@ -257,8 +290,10 @@ const NEGATIVE: &[&str] = &[
 const CONSTRAINT: &[&str] =
     &["must", "never", "always", "don't", "do not", "should not", "shouldn't", "make sure", "important", "avoid", "prefer", "without"];
 const DECISION: &[&str] = &["decided", "decision", "decide", "chose", "choose", "will use", "going with", "opted", "settled on", "instead of"];
-const NEXT: &[&str] =
-    &["todo", "next", "pending", "still open", "remaining", "left to do", "not yet", "in progress", "follow up", "follow-up", "[ ]"];
+/// Explicit open items; a bare "next" (a user's "Next: do X", often the task itself) ranks after
+/// them.
+const OPEN: &[&str] =
+    &["todo", "next step", "pending", "still open", "remaining", "left to do", "not yet", "in progress", "follow up", "follow-up", "[ ]", "open question"];
 const MODIFIED: &[&str] = &["applied edit", "edited", "modified", "created", "wrote", "updated", "renamed", "deleted", "+++ "];
 const DEFINITION: &[&str] =
     &["fn ", "def ", "class ", "struct ", "enum ", "trait ", "interface ", "func ", "function ", "const ", "type "];
@@ -314,12 +349,16 @@ fn candidates(section: Section, lines: &[Line<'_>]) -> Vec<usize> {
         }
         Section::Errors => newest_first(&|l| is_error(&l.lower)),
         Section::Files => {
-            let mut c = newest_first(&|l| names_path(l.text) && MODIFIED.iter().any(|m| l.lower.contains(m)));
-            c.extend(newest_first(&|l| names_path(l.text) && !MODIFIED.iter().any(|m| l.lower.contains(m))));
+            let mut c = newest_first(&|l| names_path(&l.text) && MODIFIED.iter().any(|m| l.lower.contains(m)));
+            c.extend(newest_first(&|l| names_path(&l.text) && !MODIFIED.iter().any(|m| l.lower.contains(m))));
             c
         }
         Section::Decisions => newest_first(&|l| has_any(&l.lower, DECISION)),
-        Section::NextSteps => newest_first(&|l| has_any(&l.lower, NEXT)),
+        Section::NextSteps => {
+            let mut c = newest_first(&|l| has_any(&l.lower, OPEN));
+            c.extend(newest_first(&|l| !has_any(&l.lower, OPEN) && has_word(&l.lower, "next")));
+            c
+        }
         Section::NegativeResults => newest_first(&|l| NEGATIVE.iter().any(|p| l.lower.contains(p))),
         Section::Identifiers => newest_first(&|l| is_definition(&l.lower)),
         Section::Recent => {
@@ -389,7 +428,7 @@ impl Summarizer for PromptFollowing {
                     if limit - used < 2 {
                         break;
                     }
-                    let text = lines[i].text;
+                    let text = lines[i].text.as_ref();
                     if seen.contains(text) {
                         continue;
                     }
@@ -403,7 +442,7 @@ impl Summarizer for PromptFollowing {
                 }
             }
         }
-        let left_out = fills.iter().any(|f| f.candidates.iter().any(|&i| !seen.contains(lines[i].text)));
+        let left_out = fills.iter().any(|f| f.candidates.iter().any(|&i| !seen.contains(lines[i].text.as_ref())));
         let mut blocks = Vec::new();
         for fill in &mut fills {
             if fill.taken.is_empty() {
@@ -413,7 +452,7 @@ impl Summarizer for PromptFollowing {
             let mut block = format!("## {}", fill.section.heading());
             for &i in &fill.taken {
                 block.push('\n');
-                block.push_str(lines[i].text);
+                block.push_str(&lines[i].text);
             }
             blocks.push(block);
         }
@@ -691,6 +730,17 @@ test result: FAILED. 11 passed; 1 failed; 0 ignored
         .join("\n");
         let s = PromptFollowing::default().summarize(&request("", &transcript, "List the user's constraints, then the errors.", 500)).unwrap();
         assert_eq!(s.text, "## Constraints\nNever touch the vendored code.\",\"type\":\"text\"}],\"role\":\"user\"}\n\n## Errors\nerror: build failed\",\"tool_use_id\":\"t1\",\"type\":\"tool_result\"}],\"role\":\"user\"}");
+    }
+
+    #[test]
+    fn a_line_quoted_back_inside_another_record_is_taken_once() {
+        // Gemini CLI's verification pass sends the draft back as a model record: its lines
+        // arrive escaped once more.
+        let tool = r#"{"parts":[{"functionResponse":{"response":{"output":"error: \"x\" failed"}}}],"role":"user"}"#;
+        let draft = format!("## Errors\n{}\n(end)", unescape(tool));
+        let transcript = format!("{tool}\n{}", serde_json::json!({"parts": [{"text": draft}], "role": "model"}));
+        let s = PromptFollowing::default().summarize(&request("", &transcript, "List the errors.", 500)).unwrap();
+        assert_eq!(s.text, "## Errors\n{\"parts\":[{\"functionResponse\":{\"response\":{\"output\":\"error: \"x\" failed\"}}}],\"role\":\"user\"}");
     }
 
     #[test]
