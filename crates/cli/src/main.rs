@@ -1,17 +1,20 @@
 //! The `compactbench` command.
 
+mod journal;
 mod summarizer;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use compactbench_core::request::Rule;
 use compactbench_core::{Fidelity, Strategy};
 use compactbench_eval::drive::{run, Env, RunOptions};
 use compactbench_eval::generate::generate;
 use compactbench_eval::generate::Session;
-use compactbench_eval::matrix::{run_matrix, SummarizerFactory};
+use compactbench_eval::matrix::{run_matrix_skipping, SummarizerFactory};
 use compactbench_eval::results::RunResult;
 use compactbench_eval::scenario::{load_dir, Scenario};
 use compactbench_report::StrategyMeta;
@@ -58,6 +61,14 @@ enum Command {
         /// Run no delegation rows.
         #[arg(long)]
         no_delegation: bool,
+        /// Resume an interrupted eval into the same --out: reuse the finished cells (strategy,
+        /// scenario, seed, summarizer, delegation) journaled in <out>/cells.jsonl and run only
+        /// the rest; the reports come out byte for byte as an uninterrupted run's. Refused when
+        /// the configuration differs (flags, scenario contents, a rebuilt binary). Every eval
+        /// journals its cells there and deletes the journal once its reports are written;
+        /// without --resume an old journal is discarded.
+        #[arg(long)]
+        resume: bool,
         #[command(flatten)]
         summarizer: summarizer::SummarizerArgs,
         #[command(flatten)]
@@ -197,7 +208,18 @@ fn meta(s: &dyn Strategy) -> StrategyMeta {
             Fidelity::Baseline => "baseline",
         },
         summary: i.summary.clone(),
+        agreement: agreement(&i.id),
+        violation_notes: Rule::ALL.iter().filter_map(|r| s.explain_violation(r.as_str()).map(|n| (r.as_str(), n.to_owned()))).collect(),
     }
+}
+
+/// The measured agreement of strategy `id` with its original, from the committed fidelity
+/// report (`cargo xtask fidelity` writes it).
+fn agreement(id: &str) -> Option<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/fidelity");
+    let all = compactbench_fidelity::report::read_agreements(&dir);
+    let mine: Vec<String> = all.iter().filter(|a| a.strategy == id).map(|a| a.short()).collect();
+    (!mine.is_empty()).then(|| mine.join("; "))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -209,6 +231,7 @@ fn eval(
     jobs: Option<usize>,
     bounds: bool,
     delegate: &[String],
+    resume: bool,
     summarizer: &summarizer::SummarizerArgs,
     common: &Common,
 ) -> Result<()> {
@@ -219,36 +242,62 @@ fn eval(
     let scenarios = select_scenarios(common.scenarios()?, names, &common.dir())?;
     let counter = common.counter()?;
     let encoding = counter.encoding();
-    let bar = ProgressBar::new(strategies.len() as u64 * scenarios.len() as u64 * seeds).with_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}").expect("valid template"),
-    );
-    let tick = |r: &RunResult| {
-        bar.set_message(format!("{} on {} ({})", r.strategy, r.scenario, r.summarizer));
-        bar.inc(1);
-    };
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
     let primary = summarizer::Primary::new(summarizer, encoding)?;
-    let extractive: &SummarizerFactory<'_> = &|session| primary.for_session(session);
-    let mut runs = pool.install(|| {
-        run_matrix(&strategies, &scenarios, seeds, &counter, &extractive, RunOptions { judge: primary.judge(), ..Default::default() }, &tick)
-    });
-    // Delegation rows for the chosen strategies, on the same sessions.
     let delegating: Vec<Box<dyn Strategy>> =
         strategies.iter().filter(|s| delegate.contains(&s.info().id)).map(|s| compactbench_registry::find(&s.info().id).expect("from the registry")).collect();
+    let config = journal::Config {
+        strategies: strategies.iter().map(|s| s.info().id.clone()).collect(),
+        scenarios: &scenarios,
+        seeds,
+        bounds,
+        delegate: delegating.iter().map(|s| s.info().id.clone()).collect(),
+        encoding: &common.encoding,
+        summarizer: summarizer.settings(&primary),
+    };
+    let (journal, mut runs) = if resume { journal::Journal::resume(out, &config)? } else { (journal::Journal::create(out, &config)?, Vec::new()) };
+    let reused = runs.len();
+    if resume && reused > 0 {
+        eprintln!("resuming: {reused} finished runs reused from {}", out.join(journal::FILE).display());
+    }
+    let done: HashSet<(String, String, u64, String)> =
+        runs.iter().map(|r| (r.scenario.clone(), r.strategy.clone(), r.seed, r.summarizer.clone())).collect();
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}").expect("valid template"),
+    );
+    let tick = |r: &RunResult| {
+        journal.record(r);
+        bar.set_message(format!("{} on {} ({})", r.strategy, r.scenario, r.summarizer));
+        bar.inc(1);
+    };
+    // One section of the matrix (strategies under one summarizer, delegating or not), without
+    // the cells the journal already holds.
+    let section = |strategies: &[Box<dyn Strategy>], factory: &SummarizerFactory<'_>, options: RunOptions<'_>, name: &str| {
+        let suffix = if options.delegate { "+delegate" } else { "" };
+        let skip = |scenario: &str, id: &str, seed: u64| done.contains(&(scenario.to_owned(), format!("{id}{suffix}"), seed, name.to_owned()));
+        let cells = scenarios.iter().flat_map(|sc| (0..seeds).flat_map(move |seed| strategies.iter().map(move |st| (sc, seed, st))));
+        bar.inc_length(strategies.len() as u64 * scenarios.len() as u64 * seeds);
+        bar.inc(cells.filter(|(sc, seed, st)| skip(&sc.name, &st.info().id, *seed)).count() as u64);
+        pool.install(|| run_matrix_skipping(strategies, &scenarios, seeds, &counter, factory, options, &skip, &tick))
+    };
+    let extractive: &SummarizerFactory<'_> = &|session| primary.for_session(session);
+    runs.extend(section(&strategies, extractive, RunOptions { judge: primary.judge(), ..Default::default() }, primary.name()));
+    // Delegation rows for the chosen strategies, on the same sessions.
     if !delegating.is_empty() {
-        bar.inc_length(delegating.len() as u64 * scenarios.len() as u64 * seeds);
-        let options = RunOptions { delegate: true, judge: primary.judge() };
-        runs.extend(pool.install(|| run_matrix(&delegating, &scenarios, seeds, &counter, &extractive, options, &tick)));
+        runs.extend(section(&delegating, extractive, RunOptions { delegate: true, judge: primary.judge() }, primary.name()));
     }
     if bounds {
         // Bounds only mean something for strategies that called the summarizer.
         let summarizing: Vec<Box<dyn Strategy>> = strategies
             .iter()
-            .filter(|s| runs.iter().any(|r| r.strategy == s.info().id && r.compactions.iter().any(|c| c.summarizer_calls > 0)))
+            .filter(|s| {
+                runs.iter().any(|r| {
+                    r.strategy == s.info().id && r.summarizer == primary.name() && r.compactions.iter().any(|c| c.summarizer_calls > 0)
+                })
+            })
             .map(|s| compactbench_registry::find(&s.info().id).expect("selected from the registry"))
             .collect();
-        bar.inc_length(3 * summarizing.len() as u64 * scenarios.len() as u64 * seeds);
         let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
         let null: &SummarizerFactory<'_> = &|session: &Session| Box::new(Null::new(primary.for_session(session), needles(session)));
         let oracle: &SummarizerFactory<'_> = &|session: &Session| {
@@ -256,8 +305,8 @@ fn eval(
         };
         // An offline summarizer that writes the sections the strategy's own prompt asks for.
         let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(TokenCounter::new(encoding)));
-        for factory in [null, oracle, prompted] {
-            runs.extend(pool.install(|| run_matrix(&summarizing, &scenarios, seeds, &counter, factory, RunOptions::default(), &tick)));
+        for (factory, name) in [(null, "null"), (oracle, "oracle"), (prompted, "prompted")] {
+            runs.extend(section(&summarizing, factory, RunOptions::default(), name));
         }
     }
     bar.finish_and_clear();
@@ -276,13 +325,15 @@ fn eval(
     let phases = [("generate sessions and run the matrix", started.elapsed())];
     compactbench_report::write(out, &scenarios, &meta, &runs, primary.name(), &phases)
         .with_context(|| format!("writing reports to {}", out.display()))?;
+    journal.finish();
     if let Some(c) = primary.cache_stats() {
         eprintln!("summary cache: {} calls served from cache, {} sent to the model", c.hits, c.misses);
     }
     let (misses, hits) = counter.stats();
     eprintln!(
-        "{} runs in {:.1}s ({} unique messages tokenized, {} cache hits); wrote {}",
+        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits); wrote {}",
         runs.len(),
+        if reused > 0 { format!(" ({reused} reused)") } else { String::new() },
         started.elapsed().as_secs_f64(),
         misses,
         hits,
@@ -295,7 +346,8 @@ fn list(common: &Common) -> Result<()> {
     println!("strategies:");
     for s in compactbench_registry::all() {
         let i = s.info();
-        println!("  {:<28} {:<9} {}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
+        let measured = agreement(&i.id).map(|a| format!(" [agreement with the original: {a}]")).unwrap_or_default();
+        println!("  {:<28} {:<9} {}{measured}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
     }
     println!("scenarios ({}):", common.dir().display());
     for s in common.scenarios()? {
@@ -384,9 +436,9 @@ fn relative(path: &Path, dir: &Path) -> PathBuf {
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, summarizer, common } => {
+        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, resume, summarizer, common } => {
             let delegate = if no_delegation { Vec::new() } else { delegate };
-            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &summarizer, &common)
+            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, resume, &summarizer, &common)
         }
         Command::List { common } => list(&common),
         Command::Import { file, format, lenient, row, scenario } => import(&file, &format, lenient, row, scenario.as_deref()),

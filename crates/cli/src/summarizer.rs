@@ -60,6 +60,18 @@ pub(crate) struct SummarizerArgs {
     fault: Option<String>,
 }
 
+impl SummarizerArgs {
+    /// What of these flags can change a run's result, for the resume journal's configuration.
+    pub(crate) fn settings(&self, primary: &Primary) -> serde_json::Value {
+        serde_json::json!({
+            "name": primary.name(),
+            "judge": primary.judge().map(|j| j.name().to_owned()),
+            "openai_fold_system": self.openai_fold_system,
+            "openai_max_tokens": self.openai_max_tokens,
+        })
+    }
+}
+
 /// A summarizer shared by every session of a run (one HTTP client, one cache).
 struct Shared(Arc<dyn Summarizer>);
 

@@ -377,7 +377,7 @@ struct Tally {
 }
 
 /// What subagents cost: their own requests, with their own prompt-cache prefixes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChildCost {
     /// Subagent requests.
     pub requests: u32,

@@ -14,12 +14,12 @@
 use std::collections::HashMap;
 
 use compactbench_core::{Part, Role, Summarizer, SummaryRequest, View};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::{Fact, FactKind};
 
 /// What the judge's answer held for one fact.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
     /// The whole needle, verbatim.
@@ -45,7 +45,7 @@ impl Answer {
 }
 
 /// The judged probe of one fact.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Judged {
     /// The request the judge saw (the last one that needed the fact).
     pub request: u32,

@@ -15,6 +15,10 @@ type SessionJob = (usize, u64, Session, Box<dyn Summarizer>);
 /// Builds the summarizer for one session (the oracle bound needs the session's needles).
 pub type SummarizerFactory<'a> = dyn Fn(&Session) -> Box<dyn Summarizer> + Sync + 'a;
 
+/// Says whether a cell is already done (by scenario name, strategy id, seed), so the matrix
+/// leaves it out: a resumed eval skips the cells it journaled.
+pub type Skip<'a> = dyn Fn(&str, &str, u64) -> bool + Sync + 'a;
+
 /// Runs every strategy on every scenario for seeds `0..seeds`, on the current rayon pool.
 /// `tick` is called once per finished run (from worker threads) for progress display.
 /// Results come back ordered by scenario, then strategy, then seed, whatever the thread
@@ -28,19 +32,41 @@ pub fn run_matrix(
     options: RunOptions<'_>,
     tick: &(dyn Fn(&RunResult) + Sync),
 ) -> Vec<RunResult> {
+    run_matrix_skipping(strategies, scenarios, seeds, counter, summarizer, options, &|_, _, _| false, tick)
+}
+
+/// [`run_matrix`] without the cells `skip` names (and without generating a session whose
+/// cells are all skipped). A cell's result does not depend on which others run.
+#[allow(clippy::too_many_arguments)]
+pub fn run_matrix_skipping(
+    strategies: &[Box<dyn Strategy>],
+    scenarios: &[Scenario],
+    seeds: u64,
+    counter: &TokenCounter,
+    summarizer: &SummarizerFactory<'_>,
+    options: RunOptions<'_>,
+    skip: &Skip<'_>,
+    tick: &(dyn Fn(&RunResult) + Sync),
+) -> Vec<RunResult> {
+    let todo = |sc: &Scenario, seed: u64, st: &dyn Strategy| !skip(&sc.name, &st.info().id, seed);
     let sessions: Vec<SessionJob> = scenarios
         .par_iter()
         .enumerate()
         .flat_map(|(i, sc)| {
-            (0..seeds).into_par_iter().map(move |seed| {
-                let session = generate(sc, seed);
-                let s = summarizer(&session);
-                (i, seed, session, s)
-            })
+            (0..seeds)
+                .into_par_iter()
+                .filter(move |seed| strategies.iter().any(|st| todo(sc, *seed, st.as_ref())))
+                .map(move |seed| {
+                    let session = generate(sc, seed);
+                    let s = summarizer(&session);
+                    (i, seed, session, s)
+                })
         })
         .collect();
-    let jobs: Vec<(&SessionJob, &Box<dyn Strategy>)> =
-        sessions.iter().flat_map(|s| strategies.iter().map(move |st| (s, st))).collect();
+    let jobs: Vec<(&SessionJob, &Box<dyn Strategy>)> = sessions
+        .iter()
+        .flat_map(|s| strategies.iter().filter(|st| todo(&scenarios[s.0], s.1, st.as_ref())).map(move |st| (s, st)))
+        .collect();
     let mut results: Vec<RunResult> = jobs
         .par_iter()
         .map(|((i, seed, session, summarizer), strategy)| {

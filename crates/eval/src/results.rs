@@ -1,15 +1,17 @@
 //! What one run of one strategy over one session produced.
 //!
-//! These are the eval's own types; the report crate converts them into its flat rows.
+//! These are the eval's own types; the report crate converts them into its flat rows. They
+//! deserialize too, so an interrupted eval can resume from the cells it journaled (the CLI's
+//! `eval --resume`).
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::facts::FactKind;
 
 /// A fact's state in one request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// The needle is in the request, in a kept (or replaced) log message.
@@ -43,7 +45,7 @@ impl Status {
 }
 
 /// One model request as it would have been sent.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
     /// Request number, from 0.
     pub index: u32,
@@ -63,8 +65,11 @@ pub struct RequestRecord {
     pub violations: [u32; 4],
 }
 
+/// `&'static str` by another name: serde's derive would otherwise tie the field to its input.
+type StaticName = &'static str;
+
 /// One compaction attempt.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompactionRecord {
     /// The request it preceded.
     pub request: u32,
@@ -74,10 +79,12 @@ pub struct CompactionRecord {
     /// inherits the previous window).
     pub first_kept_step: Option<u32>,
     /// `turn_end`, `before_request` or `overflow`.
-    pub moment: &'static str,
+    #[serde(deserialize_with = "names::one")]
+    pub moment: StaticName,
     /// The strategy's reason.
     pub reason: String,
     /// Kinds of the appended checkpoints, in order (empty when it failed or did nothing).
+    #[serde(deserialize_with = "names::list")]
     pub kinds: Vec<&'static str>,
     /// Exact tokens of the view before.
     pub tokens_before: u64,
@@ -101,7 +108,7 @@ pub struct CompactionRecord {
 }
 
 /// What happened to one planted fact.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FactOutcome {
     /// Fact id.
     pub id: String,
@@ -130,7 +137,7 @@ pub struct FactOutcome {
 }
 
 /// One run: one strategy, one scenario, one seed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// Strategy id.
     pub strategy: String,
@@ -151,6 +158,7 @@ pub struct RunResult {
     /// Facts that were needed at least once.
     pub facts: Vec<FactOutcome>,
     /// Violation counts per shape and rule over all requests.
+    #[serde(deserialize_with = "names::nested")]
     pub violations: BTreeMap<&'static str, BTreeMap<&'static str, u32>>,
     /// Entries in the log at the end (messages plus checkpoints).
     pub log_entries: usize,
@@ -165,7 +173,7 @@ pub struct RunResult {
 }
 
 /// Wall time of one run by phase, in microseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Phases {
     /// `Strategy::project`: building views.
     pub project: u64,
@@ -193,5 +201,38 @@ impl Phases {
         self.measure += other.measure;
         self.validate += other.validate;
         self.probe += other.probe;
+    }
+}
+
+/// Reading back the `&'static str` names (moments, checkpoint kinds, shapes, rules): each
+/// distinct name is leaked once and shared after, so a resumed eval holds a few dozen.
+mod names {
+    use std::collections::{BTreeMap, HashSet};
+    use std::sync::{Mutex, OnceLock};
+
+    use serde::{Deserialize, Deserializer};
+
+    fn intern(name: String) -> &'static str {
+        static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+        let mut names = NAMES.get_or_init(Mutex::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(known) = names.get(name.as_str()) {
+            return known;
+        }
+        let leaked: &'static str = Box::leak(name.into_boxed_str());
+        names.insert(leaked);
+        leaked
+    }
+
+    pub(super) fn one<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+        String::deserialize(d).map(intern)
+    }
+
+    pub(super) fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<&'static str>, D::Error> {
+        Ok(Vec::<String>::deserialize(d)?.into_iter().map(intern).collect())
+    }
+
+    pub(super) fn nested<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<&'static str, BTreeMap<&'static str, u32>>, D::Error> {
+        let outer = BTreeMap::<String, BTreeMap<String, u32>>::deserialize(d)?;
+        Ok(outer.into_iter().map(|(k, inner)| (intern(k), inner.into_iter().map(|(k, n)| (intern(k), n)).collect())).collect())
     }
 }
