@@ -34,8 +34,8 @@ pub(crate) fn system_text(view: &View) -> String {
 }
 
 /// The thread's messages after its system prompt (the seed message included).
-pub(crate) fn thread_messages(view: &View) -> Vec<Message> {
-    view.messages.iter().skip_while(|m| m.message.role == Role::System).map(|m| m.message.clone()).collect()
+pub(crate) fn thread_messages(view: &View) -> Vec<&Message> {
+    view.messages.iter().skip_while(|m| m.message.role == Role::System).map(|m| &m.message).collect()
 }
 
 /// The newest user request the thread received (not its seed message).

@@ -17,7 +17,7 @@ fn string(out: &mut Vec<u8>, s: &str) {
 }
 
 fn block(out: &mut Vec<u8>, part: &Part) {
-    let mut field = |out: &mut Vec<u8>, key: &str, value: &str| {
+    let field = |out: &mut Vec<u8>, key: &str, value: &str| {
         out.extend_from_slice(b",\"");
         out.extend_from_slice(key.as_bytes());
         out.extend_from_slice(b"\":");
@@ -56,28 +56,32 @@ fn block(out: &mut Vec<u8>, part: &Part) {
     out.push(b'}');
 }
 
-/// One message as one line of JSON: `{"role":..,"content":[blocks]}`. Written directly rather
-/// than through a `serde_json::Value` (same bytes): Amp serializes the whole thread at every
-/// compaction, and building the values was most of its time.
-pub(crate) fn line(message: &Message) -> String {
-    let mut out = Vec::with_capacity(64 + message.parts.iter().map(|p| if let Part::ToolResult { text, .. } | Part::Text { text } = p { text.len() } else { 32 }).sum::<usize>());
+/// Appends one message as one line of JSON: `{"role":..,"content":[blocks]}`. Written
+/// directly rather than through a `serde_json::Value` (same bytes): Amp serializes the whole
+/// thread at every compaction, and building the values was most of its time.
+pub(crate) fn write_line(out: &mut Vec<u8>, message: &Message) {
     out.extend_from_slice(br#"{"role":"#);
-    string(&mut out, role(message.role));
+    string(out, role(message.role));
     out.extend_from_slice(br#","content":["#);
     for (i, part) in message.parts.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        block(&mut out, part);
+        block(out, part);
     }
     out.extend_from_slice(b"]}");
-    String::from_utf8(out).expect("JSON of valid strings is UTF-8")
 }
 
 #[cfg(test)]
 mod tests {
     use compactbench_core::{Message, Part, Role};
     use serde_json::json;
+
+    fn line(message: &Message) -> String {
+        let mut out = Vec::new();
+        super::write_line(&mut out, message);
+        String::from_utf8(out).unwrap()
+    }
 
     /// The `serde_json::Value` form `line` must reproduce byte for byte.
     fn reference(message: &Message) -> String {
@@ -106,8 +110,8 @@ mod tests {
         ];
         for role in [Role::System, Role::User, Role::Assistant, Role::Tool] {
             let m = Message::new(role, parts.clone());
-            assert_eq!(super::line(&m), reference(&m));
+            assert_eq!(line(&m), reference(&m));
         }
-        assert_eq!(super::line(&Message::new(Role::User, vec![])), reference(&Message::new(Role::User, vec![])));
+        assert_eq!(line(&Message::new(Role::User, vec![])), reference(&Message::new(Role::User, vec![])));
     }
 }

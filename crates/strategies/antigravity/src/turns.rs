@@ -27,6 +27,18 @@ fn turn_starts(view: &View, body: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The estimate of view messages `from..to` if it is at most `budget`, else `None`.
+fn tokens_within(view: &View, from: usize, to: usize, budget: u64) -> Option<u64> {
+    let mut sum = 0;
+    for m in &view.messages[from..to] {
+        sum += message_tokens(&m.message);
+        if sum > budget {
+            return None;
+        }
+    }
+    Some(sum)
+}
+
 /// The cut for `retain` tokens; `None` when nothing before the latest kept turn would be
 /// summarized (no turn, or nothing but the previous summary before the window).
 pub(crate) fn select(view: &View, retain: u64) -> Option<Selection> {
@@ -38,7 +50,10 @@ pub(crate) fn select(view: &View, retain: u64) -> Option<Selection> {
     let mut kept_tokens = tokens(latest, view.len());
     let mut kept_turns = 1;
     for &start in earlier.iter().rev() {
-        let t = tokens(start, cut);
+        // The turn's estimate when it fits the rest of the budget; counting stops at the first
+        // message past it (the sum only grows), so the turn that ends the window, often most
+        // of the history, is not counted in full.
+        let Some(t) = tokens_within(view, start, cut, retain.saturating_sub(kept_tokens)) else { break };
         if kept_tokens + t > retain {
             break;
         }

@@ -9,7 +9,7 @@ use compactbench_core::{
 };
 use serde_json::{json, Value};
 
-use crate::count::{message_tokens, text_tokens};
+use crate::count::{part_tokens, text_tokens};
 use crate::full::split_system;
 use crate::microcompact::apply;
 use crate::{prompt, wire, ClaudeCodeConfig};
@@ -25,18 +25,15 @@ pub(crate) const COMPACT_TRIGGER_MIN: u64 = 50_000;
 /// What a cleared result shows (\[assume\]: the API does not document its placeholder).
 pub(crate) const PLACEHOLDER: &str = "[cleared]";
 
-/// The prompt as the client sent it: our own earlier clearings undone (the client's history
-/// is never edited; the server re-applies the edits to every request).
-fn unedited(log: &Log, view: &View) -> View {
-    let mut raw = view.clone();
-    for vm in &mut raw.messages {
-        if let Origin::Replaced(entry, _) = vm.origin {
-            if let Some(original) = log.message(entry) {
-                vm.message = original.clone();
-            }
-        }
-    }
-    raw
+/// The prompt as the client sent it, message by message: our own earlier clearings undone (the
+/// client's history is never edited; the server re-applies the edits to every request).
+/// Borrowed from the view and the log rather than built as a cloned view: the server plans
+/// every request, and copying the whole prompt each time was most of this variant's cost.
+fn unedited<'a>(log: &'a Log, view: &'a View) -> impl Iterator<Item = &'a Message> + 'a {
+    view.messages.iter().map(move |vm| match vm.origin {
+        Origin::Replaced(entry, _) => log.message(entry).unwrap_or(&vm.message),
+        _ => &vm.message,
+    })
 }
 
 /// What the server does to this request.
@@ -54,20 +51,33 @@ struct Plan {
 }
 
 fn plan(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
-    let raw_view = unedited(log, view);
-    let raw: u64 = raw_view.iter().map(message_tokens).sum();
+    // One estimating pass: the prompt's total, and each tool result's own estimate (its part's
+    // share of that total), kept in prompt order for the clearing edit below.
+    let mut raw = 0;
+    let mut result_tokens = Vec::new();
+    for message in unedited(log, view) {
+        for part in &message.parts {
+            let tokens = part_tokens(part);
+            raw += tokens;
+            if matches!(part, Part::ToolResult { .. }) {
+                result_tokens.push(tokens);
+            }
+        }
+    }
     let mut out = Plan { raw, replacements: Vec::new(), cleared: None, after_clear: raw, compact: false };
 
     if config.api_clear_trigger.is_some_and(|t| raw > t) {
         // Tool uses in order: (view index of the call, part index, id, name).
         let mut calls = Vec::new();
         let mut results: BTreeMap<&str, (usize, usize, u64)> = BTreeMap::new();
-        for (i, vm) in raw_view.messages.iter().enumerate() {
-            for (k, part) in vm.message.parts.iter().enumerate() {
+        let mut result_tokens = result_tokens.into_iter();
+        for (i, message) in unedited(log, view).enumerate() {
+            for (k, part) in message.parts.iter().enumerate() {
                 match part {
                     Part::ToolCall { id, name, .. } => calls.push((i, k, id.as_str(), name.as_str())),
-                    Part::ToolResult { call_id, text, .. } => {
-                        results.insert(call_id.as_str(), (i, k, text_tokens(text)));
+                    Part::ToolResult { call_id, .. } => {
+                        let tokens = result_tokens.next().expect("one estimate per tool result");
+                        results.insert(call_id.as_str(), (i, k, tokens));
                     }
                     _ => {}
                 }
@@ -95,19 +105,41 @@ fn plan(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
 }
 
 /// Replacements that show `candidates` cleared in `view`, for messages not already showing
-/// that.
+/// that. A message is copied only when an edit changes it: the view already shows every
+/// earlier clearing, so most candidates are no-ops, and copying their messages only to find
+/// them unchanged cost as much as the estimate.
 fn clear(config: &ClaudeCodeConfig, view: &View, candidates: &[(usize, usize, usize, usize, u64)]) -> Vec<Replacement> {
     let mut edited: BTreeMap<usize, Message> = BTreeMap::new();
-    for &(ci, ck, ri, rk, _) in candidates {
-        let result = edited.entry(ri).or_insert_with(|| view.messages[ri].message.clone());
-        if let Part::ToolResult { text, .. } = &mut result.parts[rk] {
-            *text = PLACEHOLDER.to_owned();
+    // Sets part `k` of view message `i` by `edit` when `stale` says it does not show the edit
+    // yet; a part already showing it stays as it is, as the edit would leave it.
+    let mut set = |i: usize, k: usize, stale: &dyn Fn(&Part) -> bool, edit: &dyn Fn(&mut Part)| {
+        let current = edited.get(&i).unwrap_or(&view.messages[i].message);
+        if current.parts.get(k).is_some_and(stale) {
+            edit(&mut edited.entry(i).or_insert_with(|| view.messages[i].message.clone()).parts[k]);
         }
+    };
+    for &(ci, ck, ri, rk, _) in candidates {
+        set(
+            ri,
+            rk,
+            &|p| matches!(p, Part::ToolResult { text, .. } if text != PLACEHOLDER),
+            &|p| {
+                if let Part::ToolResult { text, .. } = p {
+                    *text = PLACEHOLDER.to_owned();
+                }
+            },
+        );
         if config.api_clear_tool_inputs {
-            let call = edited.entry(ci).or_insert_with(|| view.messages[ci].message.clone());
-            if let Part::ToolCall { args, .. } = &mut call.parts[ck] {
-                *args = json!({});
-            }
+            set(
+                ci,
+                ck,
+                &|p| matches!(p, Part::ToolCall { args, .. } if *args != json!({})),
+                &|p| {
+                    if let Part::ToolCall { args, .. } = p {
+                        *args = json!({});
+                    }
+                },
+            );
         }
     }
     edited

@@ -1,6 +1,8 @@
 //! The Claude Code client: when to compact, and the order of micro-compaction and full
 //! compaction within one request.
 
+use std::borrow::Cow;
+
 use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Error, Log, Moment, Role, View, Window};
 use serde_json::json;
 
@@ -49,12 +51,13 @@ pub(crate) fn compact(
 ) -> Result<Vec<Checkpoint>, Error> {
     let tokens_before = count::context_tokens(view);
     let mut out = Vec::new();
-    let mut working = view.clone();
+    // The view itself unless micro-compaction edits it (no copy of the whole prompt).
+    let mut working = Cow::Borrowed(view);
     let mut tokens = tokens_before;
     if at == Moment::BeforeRequest && microcompact::fires(config, view) {
         let cleared = microcompact::clear(view);
         if cleared.count > 0 {
-            working = microcompact::apply(view, &cleared.replacements);
+            working = Cow::Owned(microcompact::apply(view, &cleared.replacements));
             tokens = tokens_before.saturating_sub(cleared.saved);
             let mut cp = Checkpoint::new(CheckpointKind::Prune, Window::Inherit);
             cp.replacements = cleared.replacements;

@@ -8,9 +8,10 @@
 //! messages, its instructions the block. The prompt texts are paraphrased; the element marker,
 //! the section names and the tool shape are kept because the model and the handler rely on them.
 
-use compactbench_core::request::{lower, Block};
+use compactbench_core::request::{lower, Block, WireMessage};
 use compactbench_core::{Message, Role, Shape, SummaryRequest, View};
-use serde_json::{json, Value};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 
 /// The instruction block appended to the user message (paraphrase; literal marker).
 const SUMMARIZE_TASK: &str = r#"<explicit_instructions type="summarize_task">
@@ -57,17 +58,53 @@ pub(crate) fn summary_message(summary: &str) -> Message {
     Message::user(format!("{RESULT_HEADER}{}", continuation(summary)))
 }
 
-/// One content block as the Anthropic Messages API spells it.
-fn block_json(block: &Block) -> Value {
-    match block {
-        Block::Text { text } => json!({"type": "text", "text": text}),
-        Block::Reasoning { text } => json!({"type": "thinking", "thinking": text}),
-        Block::ToolCall { id, name, args } => json!({"type": "tool_use", "id": id, "name": name, "input": args}),
-        Block::ToolResult { call_id, text, is_error, .. } => {
-            json!({"type": "tool_result", "tool_use_id": call_id, "content": [{"type": "text", "text": text}], "is_error": is_error})
+/// One content block as the Anthropic Messages API spells it: the JSON object of `json!({..})`
+/// with these keys in this order, serialized in place instead of built as a `Value` (the
+/// whole view is serialized at every condense; the test below compares the bytes).
+struct AnthropicBlock<'a>(&'a Block<'a>);
+
+impl Serialize for AnthropicBlock<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let entries = match self.0 {
+            Block::Text { .. } | Block::Reasoning { .. } | Block::Media { .. } => 2,
+            Block::ToolCall { .. } | Block::ToolResult { .. } => 4,
+        };
+        let mut map = serializer.serialize_map(Some(entries))?;
+        match self.0 {
+            Block::Text { text } => {
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", text)?;
+            }
+            Block::Reasoning { text } => {
+                map.serialize_entry("type", "thinking")?;
+                map.serialize_entry("thinking", text)?;
+            }
+            Block::ToolCall { id, name, args } => {
+                map.serialize_entry("type", "tool_use")?;
+                map.serialize_entry("id", id)?;
+                map.serialize_entry("name", name)?;
+                map.serialize_entry("input", args)?;
+            }
+            Block::ToolResult { call_id, text, is_error, .. } => {
+                map.serialize_entry("type", "tool_result")?;
+                map.serialize_entry("tool_use_id", call_id)?;
+                map.serialize_entry("content", &[AnthropicBlock(&Block::Text { text })])?;
+                map.serialize_entry("is_error", is_error)?;
+            }
+            Block::Media { tokens } => {
+                map.serialize_entry("type", "image")?;
+                map.serialize_entry("tokens", tokens)?;
+            }
         }
-        Block::Media { tokens } => json!({"type": "image", "tokens": tokens}),
+        map.end()
     }
+}
+
+/// One message as the Anthropic Messages API spells it: `{"role": .., "content": [blocks]}`.
+#[derive(Serialize)]
+struct AnthropicMessage<'a> {
+    role: &'a str,
+    content: Vec<AnthropicBlock<'a>>,
 }
 
 /// The request the agent model gets on the summarizing turn: the view it would have sent
@@ -75,16 +112,67 @@ fn block_json(block: &Block) -> Value {
 pub(crate) fn request(view: &View, max_output_tokens: u64) -> SummaryRequest {
     let system: Vec<String> = view.iter().take_while(|m| m.role == Role::System).map(Message::text).collect();
     let lowered = lower(view, Shape::Anthropic);
-    let messages: Vec<Value> = lowered
-        .messages
-        .iter()
-        .map(|m| json!({"role": m.role, "content": m.blocks.iter().map(block_json).collect::<Vec<_>>()}))
-        .collect();
     SummaryRequest {
         purpose: "summarize_task".into(),
         system: system.join("\n\n"),
-        transcript: serde_json::to_string_pretty(&messages).expect("messages serialize"),
+        transcript: transcript(&lowered.messages),
         instructions: SUMMARIZE_TASK.into(),
         max_output_tokens,
+    }
+}
+
+/// The lowered messages as a pretty-printed JSON array.
+fn transcript(messages: &[WireMessage<'_>]) -> String {
+    let messages: Vec<AnthropicMessage<'_>> = messages
+        .iter()
+        .map(|m| AnthropicMessage { role: m.role, content: m.blocks.iter().map(AnthropicBlock).collect() })
+        .collect();
+    serde_json::to_string_pretty(&messages).expect("messages serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::request::{Block, WireMessage};
+    use serde_json::{json, Value};
+
+    /// The `Value` form the serialization must reproduce byte for byte.
+    fn block_json(block: &Block) -> Value {
+        match block {
+            Block::Text { text } => json!({"type": "text", "text": text}),
+            Block::Reasoning { text } => json!({"type": "thinking", "thinking": text}),
+            Block::ToolCall { id, name, args } => json!({"type": "tool_use", "id": id, "name": name, "input": args}),
+            Block::ToolResult { call_id, text, is_error, .. } => {
+                json!({"type": "tool_result", "tool_use_id": call_id, "content": [{"type": "text", "text": text}], "is_error": is_error})
+            }
+            Block::Media { tokens } => json!({"type": "image", "tokens": tokens}),
+        }
+    }
+
+    fn reference(messages: &[WireMessage<'_>]) -> String {
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.blocks.iter().map(block_json).collect::<Vec<_>>()}))
+            .collect();
+        serde_json::to_string_pretty(&messages).unwrap()
+    }
+
+    #[test]
+    fn transcript_is_the_pretty_json_values_bytes() {
+        let args = json!({"path": "src/é😀.rs", "q": "a\"b\\c\n\u{1}", "empty": {}, "list": [], "n": [1, null, true]});
+        let blocks = vec![
+            Block::Text { text: "say \"hi\"\n\tthen é😀 \u{7f}\u{2028}" },
+            Block::Reasoning { text: "" },
+            Block::ToolCall { id: "c1", name: "read_file", args: &args },
+            Block::ToolResult { call_id: "c1", name: "read_file", text: "line\r\n", is_error: false },
+            Block::ToolResult { call_id: "c2", name: "x", text: "", is_error: true },
+            Block::Media { tokens: 1200 },
+        ];
+        let messages = vec![
+            WireMessage { role: "user", blocks: blocks.clone(), from_view: vec![0] },
+            WireMessage { role: "assistant", blocks: Vec::new(), from_view: vec![] },
+            WireMessage { role: "user", blocks: blocks[3..4].to_vec(), from_view: vec![1] },
+        ];
+        assert_eq!(super::transcript(&messages), reference(&messages));
+        assert_eq!(super::transcript(&messages[..0]), reference(&messages[..0]));
     }
 }

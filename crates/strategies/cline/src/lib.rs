@@ -198,7 +198,10 @@ impl ClineStrategy {
         if !need_summary {
             return Ok(());
         }
-        let view = {
+        // The log as it will be with the staged checkpoints (copied only when there are some).
+        let view = if staged.out.is_empty() {
+            self.project(staged.log)
+        } else {
             let mut log = staged.log.clone();
             for cp in &staged.out {
                 log.push_checkpoint(cp.clone());

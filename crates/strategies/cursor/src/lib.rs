@@ -86,6 +86,8 @@
 //! - Deliberate: "excluded" attachments (the third condensation level) are not separated from
 //!   name-only ones; folder condensation is not modelled (no folders are attached in a replay).
 
+use std::borrow::Cow;
+
 use compactbench_core::{
     Checkpoint, Cx, Decision, Error, Fidelity, Log, Message, Moment, Strategy, StrategyInfo, View, VirtualStore,
 };
@@ -195,10 +197,11 @@ impl Strategy for CursorStrategy {
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let tokens = count::context_tokens(log, view);
         let mut out = Vec::new();
-        let mut working = view.clone();
+        // The view itself unless outputs were offloaded (no copy of the whole context).
+        let mut working = Cow::Borrowed(view);
         let mut tokens_now = tokens;
         if let Some(done) = offload::run(&self.config, log, view, tokens, cx) {
-            working = done.view;
+            working = Cow::Owned(done.view);
             tokens_now = tokens.saturating_sub(done.saved);
             out.push(done.checkpoint);
             if at != Moment::Overflow && tokens_now < self.config.threshold(cx.model.window) {

@@ -15,7 +15,22 @@ fn output_path(call_id: &str) -> String {
 }
 
 fn too_long(config: &CursorConfig, part: &Part) -> bool {
-    matches!(part, Part::ToolResult { text, .. } if utf16_len(text) > config.offload_chars)
+    matches!(part, Part::ToolResult { text, .. } if longer_than(text, config.offload_chars))
+}
+
+/// `utf16_len(text) > limit`, mostly decided by the byte length alone: every UTF-16 unit takes
+/// one to three UTF-8 bytes (a 1-3 byte character is one unit, a 4-byte one two), so
+/// `bytes / 3 <= utf16_len <= bytes`. Only a text in between is counted. The check runs over
+/// every tool output in view before every request.
+fn longer_than(text: &str, limit: u64) -> bool {
+    let bytes = text.len() as u64;
+    if bytes <= limit {
+        false
+    } else if bytes > limit.saturating_mul(3) {
+        true
+    } else {
+        utf16_len(text) > limit
+    }
 }
 
 /// View indices of tool messages (as the log holds them) with an output over the limit.
@@ -76,4 +91,24 @@ pub(crate) fn run(config: &CursorConfig, log: &Log, view: &View, tokens_before: 
     cp.tokens_before = tokens_before;
     cp.details = json!({ "outputs": cp.offloads.len(), "saved_tokens": saved });
     Some(Offloaded { checkpoint: cp, view: working, saved })
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::estimate::utf16_len;
+
+    /// The byte-length shortcut agrees with counting, at and around every bound.
+    #[test]
+    fn longer_than_is_the_utf16_comparison() {
+        let texts: Vec<String> = ["", "a", "é", "日", "😀", "a😀é日"]
+            .iter()
+            .flat_map(|unit| (0..14).map(move |n| unit.repeat(n)))
+            .collect();
+        for text in &texts {
+            for limit in 0..30 {
+                assert_eq!(super::longer_than(text, limit), utf16_len(text) > limit, "{text:?} {limit}");
+            }
+        }
+        assert!(!super::longer_than("abc", u64::MAX));
+    }
 }
