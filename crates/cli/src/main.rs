@@ -301,7 +301,7 @@ fn eval(
         let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
         let null: &SummarizerFactory<'_> = &|session: &Session| Box::new(Null::new(primary.for_session(session), needles(session)));
         let oracle: &SummarizerFactory<'_> = &|session: &Session| {
-            Box::new(Oracle::new(needles(session), TokenCounter::new(encoding)))
+            Box::new(Oracle::new(primary.for_session(session), needles(session), TokenCounter::new(encoding)))
         };
         // An offline summarizer that writes the sections the strategy's own prompt asks for.
         let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(TokenCounter::new(encoding)));

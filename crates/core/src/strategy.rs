@@ -114,4 +114,14 @@ pub trait Strategy: Send + Sync {
     fn project(&self, log: &Log) -> View {
         default_projection(log)
     }
+
+    /// Why requests built from this strategy's views break `rule` (a
+    /// [`crate::request::Rule`] name such as `orphan_result`), when they do by design:
+    /// whether the original sends the same request, and what the report should read into it.
+    /// `None` (the default) means such a violation is unexplained, which the eval reports and
+    /// its tests treat as a bug.
+    fn explain_violation(&self, rule: &str) -> Option<&str> {
+        let _ = rule;
+        None
+    }
 }

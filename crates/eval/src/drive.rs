@@ -13,7 +13,7 @@ use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
 use crate::generate::{Session, Step};
 use crate::judge::Judged;
-use crate::results::{CompactionRecord, FactOutcome, Phases, RequestRecord, RunResult, Status};
+use crate::results::{CompactionRecord, FactOutcome, Phases, RequestRecord, RunResult, Status, ViolationExample};
 use crate::scenario::Scenario;
 
 /// What the driver needs besides the strategy and session.
@@ -366,6 +366,8 @@ pub const SUBAGENT_REPORT_TOKENS: u64 = 2_000;
 struct Tally {
     requests: Vec<RequestRecord>,
     violations: BTreeMap<&'static str, BTreeMap<&'static str, u32>>,
+    /// The first violation of each (shape, rule), as it happened.
+    examples: Vec<ViolationExample>,
     prev_keys: Vec<Key>,
     probes: Vec<Vec<Probe>>,
     /// The judge's verdict per fact, when a judge is set.
@@ -411,7 +413,11 @@ impl Run<'_> {
             let found = validate(&lower(&view, shape));
             per_shape[i] = found.len() as u32;
             for v in found {
-                *tally.violations.entry(shape.as_str()).or_default().entry(v.rule.as_str()).or_default() += 1;
+                let count = tally.violations.entry(shape.as_str()).or_default().entry(v.rule.as_str()).or_default();
+                if *count == 0 {
+                    tally.examples.push(example(self.request, shape, &v, &view));
+                }
+                *count += 1;
             }
         }
         self.phases.validate += micros(started);
@@ -499,6 +505,18 @@ impl Run<'_> {
     }
 }
 
+/// The first violation of a rule in a shape: where, what, and which log messages are involved
+/// (those whose tool calls or results the violation names; the view message at the violation's
+/// position where it names none).
+fn example(request: u32, shape: Shape, v: &compactbench_core::request::Violation, view: &View) -> ViolationExample {
+    let named = |m: &Message| m.tool_call_ids().chain(m.tool_result_ids()).any(|id| v.detail.contains(id));
+    let mut entries: Vec<u32> = view.messages.iter().filter(|vm| named(&vm.message)).filter_map(|vm| vm.origin.entry()).map(|e| e.0).collect();
+    if entries.is_empty() {
+        entries.extend(view.messages.get(v.at).and_then(|vm| vm.origin.entry()).map(|e| e.0));
+    }
+    ViolationExample { shape: shape.as_str(), rule: v.rule.as_str(), request, detail: v.detail.clone(), entries }
+}
+
 /// The run's summarizer, counting the summaries that stopped at their output cap: strategies
 /// report calls and tokens in their checkpoints, but a cut-off summary they rejected leaves no
 /// checkpoint, and the report must count it all the same.
@@ -578,6 +596,7 @@ pub fn run_with(
     let mut tally = Tally {
         requests: Vec::new(),
         violations: BTreeMap::new(),
+        examples: Vec::new(),
         prev_keys: Vec::new(),
         probes: vec![Vec::new(); facts.len()],
         judged: vec![None; facts.len()],
@@ -646,6 +665,7 @@ pub fn run_with(
         requests: tally.requests,
         compactions: run.compactions,
         violations: tally.violations,
+        violation_examples: tally.examples,
         log_entries: run.log.len(),
         output_tokens: tally.output_tokens,
         child: tally.child,

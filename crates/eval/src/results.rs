@@ -160,6 +160,9 @@ pub struct RunResult {
     /// Violation counts per shape and rule over all requests.
     #[serde(deserialize_with = "names::nested")]
     pub violations: BTreeMap<&'static str, BTreeMap<&'static str, u32>>,
+    /// The first violation of each (shape, rule), in the order they happened.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violation_examples: Vec<ViolationExample>,
     /// Entries in the log at the end (messages plus checkpoints).
     pub log_entries: usize,
     /// Output tokens of the session's assistant messages (priced as output).
@@ -170,6 +173,23 @@ pub struct RunResult {
     /// `results.json` and reported in `timing.md` only.
     #[serde(skip)]
     pub phases: Phases,
+}
+
+/// The first request that broke a provider rule, for the report's explanation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViolationExample {
+    /// Provider shape (`anthropic`, ...).
+    #[serde(deserialize_with = "names::one")]
+    pub shape: StaticName,
+    /// Rule name (`orphan_result`, ...).
+    #[serde(deserialize_with = "names::one")]
+    pub rule: StaticName,
+    /// Request index.
+    pub request: u32,
+    /// The validator's words (call ids, roles).
+    pub detail: String,
+    /// Log entry ids of the messages involved.
+    pub entries: Vec<u32>,
 }
 
 /// Wall time of one run by phase, in microseconds.

@@ -576,10 +576,12 @@ fn summarizer_faults_follow_each_strategys_fallback() {
 
 /// The null bound is a lower bound: with every planted fact knocked out of the summaries
 /// (same size, so the same cadence), no summarizing strategy keeps more facts than with the
-/// summaries themselves, on any shipped scenario. Sessions are shortened (at most 12 turns,
-/// the window scaled with them) to keep the test fast; every strategy still compacts.
+/// summaries themselves, on any shipped scenario. And every provider rule any strategy breaks
+/// there is one its crate explains (`Strategy::explain_violation`). Sessions are shortened (at
+/// most 12 turns, the window scaled with them) to keep the test fast; every strategy still
+/// compacts.
 #[test]
-fn null_bound_never_beats_the_real_summary_and_keeps_the_cadence() {
+fn null_bound_never_beats_the_real_summary_and_every_violation_is_explained() {
     use compactbench_summarize::Null;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
     let mut scenarios = crate::scenario::load_dir(&dir).unwrap();
@@ -595,6 +597,21 @@ fn null_bound_never_beats_the_real_summary_and_keeps_the_cadence() {
     let strategies = compactbench_registry::all();
     let counter = TokenCounter::default();
     let extractive = run_matrix(&strategies, &scenarios, 1, &counter, &|_| Box::new(Extractive::default()), Default::default(), &|_| {});
+    for r in &extractive {
+        let strategy = strategies.iter().find(|s| s.info().id == r.strategy).unwrap();
+        for ex in &r.violation_examples {
+            assert!(
+                strategy.explain_violation(ex.rule).is_some(),
+                "{} on {}: unexplained {} in {} at request {}: {}",
+                r.strategy,
+                r.scenario,
+                ex.rule,
+                ex.shape,
+                ex.request,
+                ex.detail
+            );
+        }
+    }
     let summarizing: Vec<_> = strategies
         .into_iter()
         .filter(|s| extractive.iter().any(|r| r.strategy == s.info().id && r.compactions.iter().any(|c| c.summarizer_calls > 0)))

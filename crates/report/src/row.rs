@@ -16,6 +16,12 @@ pub struct StrategyMeta {
     pub fidelity: &'static str,
     /// One line.
     pub summary: String,
+    /// Measured agreement with the original's own code (`compactbench-fidelity`), e.g.
+    /// `trigger 100.0% · selection 100.0% (346 cases)`; `None` where not measured.
+    pub agreement: Option<String>,
+    /// The strategy's own explanation of each provider rule its requests break by design
+    /// (`Strategy::explain_violation`), by rule name.
+    pub violation_notes: Vec<(&'static str, String)>,
 }
 
 /// One strategy on one scenario, averaged over seeds. Column meanings: reports/README.md.

@@ -76,6 +76,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
         compactions: vec![],
         facts: vec![],
         violations: BTreeMap::new(),
+        violation_examples: Vec::new(),
         log_entries: 5,
         output_tokens: 50,
         child: Default::default(),
@@ -109,7 +110,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
 
 #[test]
 fn markdown_report_snapshot() {
-    let meta = vec![StrategyMeta { id: "sum".into(), source: "owner/repo@abc1234".into(), fidelity: "source", summary: "summarizes".into() }];
+    let meta = vec![StrategyMeta { id: "sum".into(), source: "owner/repo@abc1234".into(), fidelity: "source", summary: "summarizes".into(), agreement: None, violation_notes: Vec::new() }];
     let runs = runs();
     let md = markdown(&[scenario()], &meta, &rows(&[scenario()], &runs), &runs, "extractive");
     expect![[r#"

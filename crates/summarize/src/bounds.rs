@@ -51,18 +51,27 @@ impl Summarizer for Null {
     }
 }
 
-/// The upper bound: the summary is every planted needle found in the request (system,
-/// transcript or instructions), one per line in order of first appearance, as many as fit
-/// `max_output_tokens` (exact count). It knows the needles, so it is only a bound.
+/// The upper bound: every planted needle found in the request (system, transcript or
+/// instructions), one per line in order of first appearance, as many as fit
+/// `max_output_tokens` (exact count); then the run's own summary, line by line, while the
+/// whole stays within the size of that summary (or the cap, if larger). It knows the needles,
+/// so it is only a bound.
+///
+/// Why the fill: a summary of needles alone is a few dozen tokens (and empty where a span has
+/// none, which providers reject as empty content), so the strategy would compact at another
+/// cadence and the bound would measure that. Filled to the run's own summary size, it keeps
+/// (nearly) the same cadence as the run it bounds.
 pub struct Oracle {
+    inner: Box<dyn Summarizer>,
     needles: Vec<String>,
     counter: TokenCounter,
 }
 
 impl Oracle {
-    /// An oracle for a session whose planted needles are `needles`.
-    pub fn new(needles: Vec<String>, counter: TokenCounter) -> Oracle {
-        Oracle { needles, counter }
+    /// An oracle over `inner` (the run's primary summarizer) for a session whose planted
+    /// needles are `needles`.
+    pub fn new(inner: Box<dyn Summarizer>, needles: Vec<String>, counter: TokenCounter) -> Oracle {
+        Oracle { inner, needles, counter }
     }
 }
 
@@ -72,11 +81,12 @@ impl Summarizer for Oracle {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        let own = self.inner.summarize(request)?;
         let input = format!("{}\n{}", request.system, request.user_message());
         let mut found: Vec<(usize, &str)> = self.needles.iter().filter_map(|n| input.find(n.as_str()).map(|at| (at, n.as_str()))).collect();
         found.sort_unstable();
         let mut used = 0;
-        let mut kept = Vec::new();
+        let mut kept: Vec<&str> = Vec::new();
         let mut stop = StopReason::Complete;
         for (_, needle) in found {
             let cost = self.counter.count_text_cached(needle) + 1;
@@ -87,8 +97,20 @@ impl Summarizer for Oracle {
             used += cost;
             kept.push(needle);
         }
+        // The own summary's size, measured as lines are weighed here (tokens plus one per line).
+        let line_cost = |line: &str| self.counter.count_text_cached(line) + 1;
+        let size = own.text.lines().map(line_cost).sum::<u64>().min(request.max_output_tokens).max(used);
+        for line in own.text.lines() {
+            let cost = line_cost(line);
+            // Skip what does not fit; later, shorter lines may still (as the extractive does).
+            if used + cost > size || kept.contains(&line) {
+                continue;
+            }
+            used += cost;
+            kept.push(line);
+        }
         let text = kept.join("\n");
-        Ok(Summary { output_tokens: self.counter.count_text_segmented(&text), input_tokens: self.counter.count_text_segmented(&input), text, stop })
+        Ok(Summary { output_tokens: self.counter.count_text_segmented(&text), input_tokens: own.input_tokens, text, stop })
     }
 }
 
@@ -115,13 +137,17 @@ mod tests {
     }
 
     #[test]
-    fn oracle_keeps_present_needles_in_order_within_the_cap() {
-        let oracle = Oracle::new(vec!["beta q1".into(), "alpha z9".into(), "absent x0".into()], TokenCounter::default());
-        let s = oracle.summarize(&request("... alpha z9 ... beta q1 ...", 100)).unwrap();
-        assert_eq!(s.text, "alpha z9\nbeta q1");
+    fn oracle_keeps_present_needles_in_order_within_the_cap_then_fills_with_the_own_summary() {
+        let oracle = Oracle::new(Box::new(crate::Extractive::default()), vec!["beta q1".into(), "alpha z9".into(), "absent x0".into()], TokenCounter::default());
+        let transcript = "... alpha z9 ... beta q1 ...\n\nsecond paragraph";
+        let s = oracle.summarize(&request(transcript, 100)).unwrap();
+        assert!(s.text.starts_with("alpha z9\nbeta q1\n"), "{}", s.text);
+        assert!(s.text.contains("second paragraph"), "filled with the own summary: {}", s.text);
         assert_eq!(s.stop, StopReason::Complete);
-        let tight = oracle.summarize(&request("... alpha z9 ... beta q1 ...", 5)).unwrap();
+        let tight = oracle.summarize(&request(transcript, 5)).unwrap();
         assert_eq!(tight.text, "alpha z9");
         assert_eq!(tight.stop, StopReason::Length);
+        let none = oracle.summarize(&request("nothing planted here", 100)).unwrap();
+        assert_eq!(none.text, "nothing planted here", "never empty where the own summary is not");
     }
 }
