@@ -15,9 +15,14 @@ pub fn utf16_len(s: &str) -> u64 {
 /// UTF-16 code units of UTF-8 `bytes` (any slicing of valid UTF-8): one per byte that starts a
 /// character, plus one more per four-byte lead (characters outside the BMP take two units).
 /// Counted byte by byte so the loop vectorizes: estimators run over every message before every
-/// request, and decoding characters was the eval's single hottest function.
+/// request, and decoding characters was the eval's single hottest function. The counts are
+/// summed in blocks of 127 bytes into a `u8` (each byte adds at most 2, so a block adds at
+/// most 254): byte-wide vector adds, about ten times faster than widening every byte to `u64`.
 fn utf16_units(bytes: &[u8]) -> u64 {
-    bytes.iter().map(|&b| u64::from((b & 0xC0) != 0x80) + u64::from(b >= 0xF0)).sum()
+    bytes
+        .chunks(127)
+        .map(|block| u64::from(block.iter().fold(0u8, |n, &b| n + u8::from((b & 0xC0) != 0x80) + u8::from(b >= 0xF0))))
+        .sum()
 }
 
 /// `utf16_len` of `value` serialized as compact JSON (`JSON.stringify` of a tool call's
@@ -117,6 +122,16 @@ mod tests {
     fn utf16_lengths_match_encode_utf16() {
         for s in ["", "ascii", "é😀", "\u{10FFFF}\u{800}\u{7FF}\u{80}\u{7F}", "日本語 text 🎉🎉 mixed\n"] {
             assert_eq!(utf16_len(s), s.encode_utf16().count() as u64, "{s:?}");
+        }
+        // Across the 127-byte blocks, with blocks made only of four-byte characters (the most
+        // a block can add) and characters split between blocks.
+        for unit in ["a", "é", "日", "😀", "a😀é日"] {
+            for n in [31, 32, 42, 43, 63, 64, 127, 128, 300, 1000] {
+                let s = unit.repeat(n);
+                assert_eq!(utf16_len(&s), s.encode_utf16().count() as u64, "{unit:?} × {n}");
+                let shifted = format!("x{s}");
+                assert_eq!(utf16_len(&shifted), shifted.encode_utf16().count() as u64, "{unit:?} × {n}, shifted");
+            }
         }
         let args = serde_json::json!({"path": "src/é😀.rs", "n": 3, "nested": {"quote": "a\"b\\c\n", "list": [1, null, true]}});
         assert_eq!(json_utf16_len(&args), utf16_len(&args.to_string()));
