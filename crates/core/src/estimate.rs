@@ -43,6 +43,27 @@ pub fn json_utf16_len(value: &serde_json::Value) -> u64 {
     units.0
 }
 
+/// `utf16_len` of `s` written as a JSON string literal (its quotes and escapes, as
+/// `serde_json` writes them), without building it: with [`json_utf16_len`], lets a strategy
+/// add up the length of a JSON document member by member instead of serializing it.
+///
+/// Counted in one pass over the bytes: the two quotes, plus per byte its UTF-16 units (as in
+/// [`utf16_len`]) and what its escape adds: one for `\"`, `\\` and the short escapes `\b`
+/// `\t` `\n` `\f` `\r`, five for any other control character (`\u00XX`); nothing else is
+/// escaped. A byte adds at most 6, so the bytes are summed in a `u8` per 42-byte chunk
+/// (byte-wide vector adds) and widened once per chunk.
+pub fn json_str_utf16_len(s: &str) -> u64 {
+    let added = |b: u8| {
+        let units = u8::from((b & 0xC0) != 0x80) + u8::from(b >= 0xF0);
+        let quoted = u8::from(b == b'"' || b == b'\\');
+        let control = u8::from(b < 0x20);
+        // Only control characters have short escapes, so this never goes below zero.
+        let short = u8::from(matches!(b, 0x08 | 0x09 | 0x0A | 0x0C | 0x0D));
+        units + quoted + 5 * control - 4 * short
+    };
+    2 + s.as_bytes().chunks(42).map(|chunk| u64::from(chunk.iter().fold(0u8, |n, &b| n + added(b)))).sum::<u64>()
+}
+
 /// Python `len(str)`: Unicode code points.
 pub fn code_points(s: &str) -> u64 {
     s.chars().count() as u64
@@ -135,6 +156,19 @@ mod tests {
         }
         let args = serde_json::json!({"path": "src/é😀.rs", "n": 3, "nested": {"quote": "a\"b\\c\n", "list": [1, null, true]}});
         assert_eq!(json_utf16_len(&args), utf16_len(&args.to_string()));
+        let json_len = |s: &str| utf16_len(&serde_json::Value::from(s).to_string());
+        for s in ["", "plain", "q\"b\\s/", "\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}", "é😀\u{2028}"] {
+            assert_eq!(json_str_utf16_len(s), json_len(s), "{s:?}");
+        }
+        // Every ASCII character (escaped or not) and every UTF-8 width, alone and repeated
+        // across the 42-byte chunks (control characters are the most a chunk can add).
+        let chars = (0..=0x7Fu8).map(char::from).chain(['é', '日', '😀', '\u{2028}', '\u{FFFF}', '\u{10FFFF}']);
+        for c in chars {
+            for n in [1, 41, 42, 43, 100] {
+                let s = c.to_string().repeat(n);
+                assert_eq!(json_str_utf16_len(&s), json_len(&s), "{c:?} × {n}");
+            }
+        }
     }
 
     #[test]

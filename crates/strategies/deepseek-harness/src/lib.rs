@@ -279,7 +279,7 @@ impl DeepseekHarnessStrategy {
     }
 
     fn would_prune(&self, view: &View) -> bool {
-        self.config.prune_tool_results && prune::prune(view, &self.config).is_some()
+        self.config.prune_tool_results && prune::would_prune(view, &self.config)
     }
 }
 

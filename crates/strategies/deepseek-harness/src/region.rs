@@ -1,6 +1,8 @@
 //! `compactIfNeeded`, `selectCompactableRange` and the compaction transaction
 //! (`compaction-basic/src/{index,region}.ts`).
 
+use std::borrow::Cow;
+
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Role, StopReason, Strategy, SummarizerUsage,
     SummaryPosition, SummaryRequest, View, Window,
@@ -92,18 +94,19 @@ pub(crate) fn overflow_recoveries(log: &Log) -> u32 {
     count
 }
 
-/// A compaction in progress: the log with what has landed so far, and its projection.
+/// A compaction in progress: the log with what has landed so far, and its projection
+/// (borrowed from the caller until something lands).
 struct Work<'a> {
     strategy: &'a DeepseekHarnessStrategy,
-    log: Log,
-    view: View,
+    log: Cow<'a, Log>,
+    view: Cow<'a, View>,
     landed: Vec<Checkpoint>,
 }
 
 impl Work<'_> {
     fn land(&mut self, checkpoint: Checkpoint) {
-        self.log.push_checkpoint(checkpoint.clone());
-        self.view = self.strategy.project(&self.log);
+        self.log.to_mut().push_checkpoint(checkpoint.clone());
+        self.view = Cow::Owned(self.strategy.project(&self.log));
         self.landed.push(checkpoint);
     }
 
@@ -134,15 +137,15 @@ impl Work<'_> {
 }
 
 /// `compactIfNeeded(agent, trigger)`.
-pub(crate) fn compact_if_needed(
-    strategy: &DeepseekHarnessStrategy,
+pub(crate) fn compact_if_needed<'a>(
+    strategy: &'a DeepseekHarnessStrategy,
     config: &DeepseekHarnessConfig,
-    log: &Log,
-    view: &View,
+    log: &'a Log,
+    view: &'a View,
     trigger: Trigger,
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
-    let mut work = Work { strategy, log: log.clone(), view: view.clone(), landed: Vec::new() };
+    let mut work = Work { strategy, log: Cow::Borrowed(log), view: Cow::Borrowed(view), landed: Vec::new() };
     let system = system_prompt(log).unwrap_or_default();
     let mut m = work.measure();
 
