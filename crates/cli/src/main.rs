@@ -5,7 +5,8 @@ mod summarizer;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -266,10 +267,22 @@ fn eval(
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}").expect("valid template"),
     );
+    // Where stderr is not a terminal (CI, a log file) the bar draws nothing: print a plain
+    // progress line every few seconds instead.
+    let plain = !std::io::stderr().is_terminal();
+    let last_line = std::sync::Mutex::new(Instant::now());
     let tick = |r: &RunResult| {
         journal.record(r);
         bar.set_message(format!("{} on {} ({})", r.strategy, r.scenario, r.summarizer));
         bar.inc(1);
+        if plain {
+            let mut last = last_line.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let (pos, len) = (bar.position(), bar.length().unwrap_or(0));
+            if last.elapsed() >= Duration::from_secs(5) || pos == len {
+                eprintln!("eval: {pos}/{len} runs, {:.0}s elapsed, about {:.0}s left", started.elapsed().as_secs_f64(), bar.eta().as_secs_f64());
+                *last = Instant::now();
+            }
+        }
     };
     // One section of the matrix (strategies under one summarizer, delegating or not), without
     // the cells the journal already holds.
