@@ -5,10 +5,12 @@ mod summarizer;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use compactbench_core::request::Rule;
 use compactbench_core::{Fidelity, Strategy};
 use compactbench_eval::drive::{run, Env, RunOptions};
 use compactbench_eval::generate::generate;
@@ -207,7 +209,18 @@ fn meta(s: &dyn Strategy) -> StrategyMeta {
             Fidelity::Baseline => "baseline",
         },
         summary: i.summary.clone(),
+        agreement: agreement(&i.id),
+        violation_notes: Rule::ALL.iter().filter_map(|r| s.explain_violation(r.as_str()).map(|n| (r.as_str(), n.to_owned()))).collect(),
     }
+}
+
+/// The measured agreement of strategy `id` with its original, from the committed fidelity
+/// report (`cargo xtask fidelity` writes it).
+fn agreement(id: &str) -> Option<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/fidelity");
+    let all = compactbench_fidelity::report::read_agreements(&dir);
+    let mine: Vec<String> = all.iter().filter(|a| a.strategy == id).map(|a| a.short()).collect();
+    (!mine.is_empty()).then(|| mine.join("; "))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -254,10 +267,22 @@ fn eval(
     let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}").expect("valid template"),
     );
+    // Where stderr is not a terminal (CI, a log file) the bar draws nothing: print a plain
+    // progress line every few seconds instead.
+    let plain = !std::io::stderr().is_terminal();
+    let last_line = std::sync::Mutex::new(Instant::now());
     let tick = |r: &RunResult| {
         journal.record(r);
         bar.set_message(format!("{} on {} ({})", r.strategy, r.scenario, r.summarizer));
         bar.inc(1);
+        if plain {
+            let mut last = last_line.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let (pos, len) = (bar.position(), bar.length().unwrap_or(0));
+            if last.elapsed() >= Duration::from_secs(5) || pos == len {
+                eprintln!("eval: {pos}/{len} runs, {:.0}s elapsed, about {:.0}s left", started.elapsed().as_secs_f64(), bar.eta().as_secs_f64());
+                *last = Instant::now();
+            }
+        }
     };
     // One section of the matrix (strategies under one summarizer, delegating or not), without
     // the cells the journal already holds.
@@ -289,7 +314,7 @@ fn eval(
         let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
         let null: &SummarizerFactory<'_> = &|session: &Session| Box::new(Null::new(primary.for_session(session), needles(session)));
         let oracle: &SummarizerFactory<'_> = &|session: &Session| {
-            Box::new(Oracle::new(needles(session), TokenCounter::new(encoding)))
+            Box::new(Oracle::new(primary.for_session(session), needles(session), TokenCounter::new(encoding)))
         };
         // An offline summarizer that writes the sections the strategy's own prompt asks for.
         let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(TokenCounter::new(encoding)));
@@ -334,7 +359,8 @@ fn list(common: &Common) -> Result<()> {
     println!("strategies:");
     for s in compactbench_registry::all() {
         let i = s.info();
-        println!("  {:<28} {:<9} {}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
+        let measured = agreement(&i.id).map(|a| format!(" [agreement with the original: {a}]")).unwrap_or_default();
+        println!("  {:<28} {:<9} {}{measured}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
     }
     println!("scenarios ({}):", common.dir().display());
     for s in common.scenarios()? {
