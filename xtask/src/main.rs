@@ -13,7 +13,10 @@ tasks:
   eval [ARGS...]          run the full default matrix into reports/latest/ (release build);
                           extra ARGS go to `compactbench eval` (e.g. --seeds 3)
   new-strategy NAME       scaffold crates/strategies/NAME and register it
-  bench [ARGS...]         run the criterion benchmarks
+  bench [ARGS...]         time the full default matrix beside the tokenize-once floor, the
+                          quick matrix at 1x/2x/4x session length, peak RSS and results.json
+                          size, printed side by side (ARGS go to the full `compactbench eval`);
+                          `bench --criterion [ARGS...]` runs the criterion benchmarks instead
   fidelity [--setup] [ARGS...]
                           check source-based strategies against their originals' own code:
                           --setup installs the pinned npm/PyPI packages into target/fidelity/;
@@ -67,9 +70,73 @@ fn fidelity(args: &[String]) -> ExitCode {
 }
 
 fn bench(args: &[String]) -> ExitCode {
-    let mut c = cargo();
-    c.args(["bench", "-p", "compactbench-bench"]).args(args);
-    status(c)
+    if args.first().map(String::as_str) == Some("--criterion") {
+        let mut c = cargo();
+        c.args(["bench", "-p", "compactbench-bench"]).args(&args[1..]);
+        return status(c);
+    }
+    match matrix_bench(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the release `compactbench` with `args`, passing its stderr through, and returns its
+/// closing line (`N runs in S s (...)` or `floor: ...`).
+fn compactbench(args: &[&str]) -> Result<String, String> {
+    let exe = project_root().join("target/release/compactbench");
+    let out = Command::new(&exe).args(args).current_dir(project_root()).output().map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!("compactbench {} failed:\n{stderr}", args.join(" ")));
+    }
+    Ok(stdout.lines().chain(stderr.lines()).filter(|l| l.contains(" runs") && l.contains(" in ") || l.starts_with("floor:")).last().unwrap_or_default().to_owned())
+}
+
+/// The number right before `unit` in `line` (`in 53.2s` -> 53.2 for unit "s").
+fn number_before(line: &str, unit: &str) -> Option<f64> {
+    line.split_whitespace().find_map(|w| w.strip_suffix(unit).and_then(|n| n.parse().ok()))
+}
+
+/// The full default matrix beside the tokenize-once floor of the same content, the cost of
+/// longer sessions, and peak memory: the numbers the performance targets are stated in.
+fn matrix_bench(extra: &[String]) -> Result<(), String> {
+    let mut build = cargo();
+    build.args(["build", "--release", "--quiet", "-p", "compactbench-cli"]);
+    if status(build) != ExitCode::SUCCESS {
+        return Err("build failed".into());
+    }
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let out = "target/bench/matrix";
+    eprintln!("xtask bench: full default matrix ...");
+    let full = compactbench(&[&["eval", "--out", out][..], &extra].concat())?;
+    let wall = number_before(&full, "s").ok_or_else(|| format!("no time in {full:?}"))?;
+    let rss = full.split("peak RSS ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("?").to_owned();
+    let json_mb = std::fs::metadata(project_root().join(out).join("results.json")).map(|m| m.len() as f64 / 1e6).unwrap_or(f64::NAN);
+    eprintln!("xtask bench: tokenize-once floor ...");
+    let floor_line = compactbench(&["floor"])?;
+    let floor = number_before(&floor_line, "s").ok_or_else(|| format!("no time in {floor_line:?}"))?;
+    let mut scaled = Vec::new();
+    for k in ["1", "2", "4"] {
+        eprintln!("xtask bench: quick matrix at {k}x session length ...");
+        let line = compactbench(&["eval", "--no-bounds", "--no-delegation", "--session-scale", k, "--out", &format!("target/bench/scale-{k}")])?;
+        scaled.push((k, number_before(&line, "s").ok_or_else(|| format!("no time in {line:?}"))?));
+    }
+    println!("| measure | value |\n|---|---:|");
+    println!("| full default matrix, wall | {wall:.1} s |");
+    println!("| tokenize-once floor (each unique session message once, all cores) | {floor:.2} s |");
+    println!("| matrix / floor | {:.1}x |", wall / floor);
+    println!("| peak RSS of the full matrix | {rss} MiB |");
+    println!("| results.json of the full matrix | {json_mb:.1} MB |");
+    for (i, (k, s)) in scaled.iter().enumerate() {
+        let per_doubling = if i == 0 { String::new() } else { format!(" ({:.2}x the {}x run)", s / scaled[i - 1].1, scaled[i - 1].0) };
+        println!("| quick matrix (no bounds, no delegation) at {k}x session length | {s:.1} s{per_doubling} |");
+    }
+    Ok(())
 }
 
 mod local_model;

@@ -80,8 +80,6 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
-    /// Compare two runs: per strategy and scenario, what changed (tokens, retention,
-    /// violations, compactions), as a Markdown table on stdout.
     /// Import a recorded transcript: print what it holds, and optionally write a replay scenario.
     Import {
         /// The transcript file.
@@ -99,10 +97,22 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         scenario: Option<PathBuf>,
     },
+    /// Compare two runs: per strategy and scenario, what changed (tokens, retention,
+    /// violations, compactions), as a Markdown table on stdout.
     Report {
         /// The two runs to compare: run folders (holding results.json) or results.json files.
         #[arg(long, num_args = 2, value_names = ["RUN_A", "RUN_B"], required = true)]
         compare: Vec<PathBuf>,
+    },
+    /// The tokenize-once floor of an eval: generate the scenarios' sessions and tokenize each
+    /// unique message once, on all cores; prints the seconds it took (`cargo xtask bench` sets
+    /// it beside the eval's own time).
+    Floor {
+        /// Seeds per scenario, as for eval.
+        #[arg(long, default_value_t = 1)]
+        seeds: u64,
+        #[command(flatten)]
+        common: Common,
     },
     /// Show one request of one run: its messages with roles, origins and exact token sizes.
     Inspect {
@@ -138,6 +148,10 @@ struct Common {
     /// Tokenizer for exact counts: o200k_base or cl100k_base.
     #[arg(long, default_value = "o200k_base")]
     encoding: String,
+    /// Multiply every generated session's length (its user turns) by K, facts and windows
+    /// unchanged: how the run's cost grows with session length (`cargo xtask bench`).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    session_scale: u32,
 }
 
 impl Common {
@@ -153,7 +167,14 @@ impl Common {
             let options = compactbench_import::Options::default();
             return self.transcripts.iter().map(|t| Ok(Scenario::from_transcript(t, &options)?)).collect();
         }
-        Ok(load_dir(&self.dir())?)
+        if self.session_scale == 0 {
+            bail!("--session-scale must be at least 1");
+        }
+        let mut scenarios = load_dir(&self.dir())?;
+        for sc in &mut scenarios {
+            sc.session.turns *= self.session_scale;
+        }
+        Ok(scenarios)
     }
 
     fn dir(&self) -> PathBuf {
@@ -344,14 +365,44 @@ fn eval(
     }
     let (misses, hits) = counter.stats();
     eprintln!(
-        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits); wrote {}",
+        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits{}); wrote {}",
         runs.len(),
         if reused > 0 { format!(" ({reused} reused)") } else { String::new() },
         started.elapsed().as_secs_f64(),
         misses,
         hits,
+        peak_rss_mib().map(|m| format!(", peak RSS {m:.0} MiB")).unwrap_or_default(),
         out.join("report.md").display()
     );
+    Ok(())
+}
+
+/// Peak resident memory of this process so far (Linux `VmHWM`), in MiB.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib: f64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn floor(seeds: u64, common: &Common) -> Result<()> {
+    use rayon::prelude::*;
+    let scenarios = common.scenarios()?;
+    let sessions: Vec<Session> = scenarios.par_iter().flat_map(|sc| (0..seeds).into_par_iter().map(move |seed| compactbench_eval::generate::generate(sc, seed))).collect();
+    let mut unique = HashSet::new();
+    let mut texts = Vec::new();
+    for s in &sessions {
+        for m in std::iter::once(&s.system).chain(s.steps.iter().map(|st| st.message())) {
+            let text = m.searchable_text();
+            if unique.insert(text.clone()) {
+                texts.push(text);
+            }
+        }
+    }
+    let counter = common.counter()?;
+    let started = Instant::now();
+    let tokens: u64 = texts.par_iter().map(|t| counter.count_text(t)).sum();
+    let seconds = started.elapsed().as_secs_f64();
+    println!("floor: {} unique messages, {tokens} tokens tokenized once in {seconds:.2}s", texts.len());
     Ok(())
 }
 
@@ -459,6 +510,7 @@ fn main() -> Result<()> {
             print!("{}", compactbench_report::compare(&compare[0], &compare[1])?);
             Ok(())
         }
+        Command::Floor { seeds, common } => floor(seeds, &common),
         Command::Inspect { strategy, scenario, request, seed, common } => inspect(&strategy, &scenario, request, seed, &common),
     }
 }
