@@ -312,7 +312,12 @@ fn eval(
         let skip = |scenario: &str, id: &str, seed: u64| done.contains(&(scenario.to_owned(), format!("{id}{suffix}"), seed, name.to_owned()));
         let cells = scenarios.iter().flat_map(|sc| (0..seeds).flat_map(move |seed| strategies.iter().map(move |st| (sc, seed, st))));
         bar.inc_length(strategies.len() as u64 * scenarios.len() as u64 * seeds);
-        bar.inc(cells.filter(|(sc, seed, st)| skip(&sc.name, &st.info().id, *seed)).count() as u64);
+        let reused = cells.filter(|(sc, seed, st)| skip(&sc.name, &st.info().id, *seed)).count() as u64;
+        if reused > 0 {
+            bar.inc(reused);
+            // Reused cells took no time: estimate the rest from the runs to come.
+            bar.reset_eta();
+        }
         pool.install(|| run_matrix_skipping(strategies, &scenarios, seeds, &counter, factory, options, &skip, &tick))
     };
     let extractive: &SummarizerFactory<'_> = &|session| primary.for_session(session);
