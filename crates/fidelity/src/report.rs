@@ -17,6 +17,10 @@ pub struct Agreement {
     pub strategy: String,
     /// The original: package and version.
     pub original: String,
+    /// Arguments the driver ran with (e.g. a switch that swaps one of the original's functions
+    /// for ours), shown so the agreement is read for what it is.
+    #[serde(default)]
+    pub driver_args: String,
     /// Cases asked.
     pub cases: u32,
     /// Cases the exporter could not write in the original's format.
@@ -126,15 +130,16 @@ pub fn write(dir: &Path, reports: &[OriginalReport], header: &str) -> Result<()>
 fn markdown(reports: &[OriginalReport], header: &str) -> String {
     let mut md = String::from("# Fidelity: our crates against their originals' own code\n\n");
     md.push_str(header);
-    md.push_str("\n\n| strategy | original | cases | trigger agrees | selection agrees | tokens-before agrees | not exported | original threw |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n\n| strategy | original | driver args | cases | trigger agrees | selection agrees | tokens-before agrees | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n");
     for r in reports {
         let a = &r.agreement;
         let frac = |x: u32, n: u32| if n == 0 { "–".to_owned() } else { format!("{x}/{n} ({:.1}%)", 100.0 * f64::from(x) / f64::from(n)) };
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
             a.strategy,
             a.original,
+            if a.driver_args.is_empty() { "–".to_owned() } else { format!("`{}`", a.driver_args) },
             a.cases,
             frac(a.trigger_agree, a.answered()),
             frac(a.selection_agree, a.selection_compared),

@@ -48,7 +48,8 @@ pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter,
     let cases = build(strategy.as_ref(), &plan, counter);
     progress(&format!("{}: {} cases", original.name, cases.len()));
     let mut driver = Driver::start(options.root, original)?;
-    let mut agreement = Agreement { strategy: original.strategy.into(), original: original.name.into(), ..Agreement::default() };
+    let mut agreement =
+        Agreement { strategy: original.strategy.into(), original: original.name.into(), driver_args: original.args.join(" "), ..Agreement::default() };
     let mut problems: BTreeMap<String, u32> = BTreeMap::new();
     let mut failing: Vec<(Case, Verdict)> = Vec::new();
     for case in &cases {
