@@ -15,16 +15,12 @@ Answer, from the SDK's own functions:
   share one `llm_response_id`, one message of ours); null when `condense` returns the view;
 - `tokens_before`: `get_total_token_count(view.events, agent_llm)`.
 
-Mocked: the summarizer LLM's call (`LLM.generate`, a fixed summary). Token counting: with
-`--tokens estimate` (the default), `get_total_token_count` (the function the condenser and
-`get_suffix_length_for_token_reduction` count with) is replaced by the estimate our crate
-documents instead of the model's tokenizer: per event, code points of its text / 4 rounded
-up. With `--tokens litellm` the SDK counts with LiteLLM as it ships (to measure what the
-tokenizer difference alone changes).
+Mocked: the summarizer LLM's call (`LLM.generate`, a fixed summary). Token counting is the
+SDK's own: `get_total_token_count` (LiteLLM `token_counter` with the model's tiktoken
+encoding), as it ships.
 """
 
 import json
-import math
 import os
 import sys
 from types import SimpleNamespace
@@ -36,12 +32,10 @@ os.environ.setdefault("ALLOW_SHORT_CONTEXT_WINDOWS", "true")
 
 import logging
 
-from openhands.sdk.context.condenser import llm_summarizing_condenser, utils
+from openhands.sdk.context.condenser import utils
 from openhands.sdk.context.condenser.llm_summarizing_condenser import default_condenser
 from openhands.sdk.context.view import View
 from openhands.sdk.event import ActionEvent, Condensation, Event
-from openhands.sdk.event.condenser import CondensationSummaryEvent
-from openhands.sdk.event.llm_convertible import MessageEvent, ObservationEvent, SystemPromptEvent
 from openhands.sdk.llm import LLM, Message, TextContent
 
 logging.disable(logging.WARNING)
@@ -56,38 +50,7 @@ def fake_generate(self, messages, **kwargs):
 LLM.generate = fake_generate
 
 
-def texts(contents):
-    return sum(len(c.text) for c in contents if isinstance(c, TextContent))
-
-
-def estimate(event):
-    """Our crate's documented stand-in for the tokenizer (event.rs `tokens`)."""
-    if isinstance(event, SystemPromptEvent):
-        chars = len(event.system_prompt.text)
-    elif isinstance(event, MessageEvent):
-        chars = texts(event.llm_message.content) + sum(len(b.thinking) for b in event.thinking_blocks)
-    elif isinstance(event, ActionEvent):
-        chars = texts(event.thought) + sum(len(b.thinking) for b in event.thinking_blocks)
-        chars += len(event.tool_call.name) + len(event.tool_call.arguments)
-    elif isinstance(event, ObservationEvent):
-        chars = texts(event.observation.content)
-    elif isinstance(event, CondensationSummaryEvent):
-        chars = len(event.summary)
-    else:
-        raise TypeError(f"no estimate for {type(event).__name__}")
-    return math.ceil(chars / 4)
-
-
-def estimated_total(events, llm):
-    return sum(estimate(e) for e in events)
-
-
-if "--tokens" in sys.argv and sys.argv[sys.argv.index("--tokens") + 1] == "litellm":
-    count = utils.get_total_token_count
-else:
-    utils.get_total_token_count = estimated_total
-    llm_summarizing_condenser.get_total_token_count = estimated_total
-    count = estimated_total
+count = utils.get_total_token_count
 
 
 def answer(case):

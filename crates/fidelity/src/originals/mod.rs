@@ -159,9 +159,8 @@ pub const ORIGINALS: &[Original] = &[
         strategy: "openhands",
         install: Install::Pip(&["openhands-sdk==1.58.2"]),
         driver: "fidelity/openhands/driver.py",
-        // Token checks count with our crate's documented estimate (`--tokens litellm`: the
-        // SDK's own LiteLLM count, to measure the tokenizer difference alone).
-        args: &["--tokens", "estimate"],
+        // The SDK counts tokens with its own LiteLLM count, as it ships.
+        args: &[],
         moment: Moment::BeforeRequest,
         export: openhands::export,
         history: true,

@@ -150,6 +150,7 @@ use compactbench_core::{
 mod event;
 mod prompt;
 mod sdk;
+mod tokens;
 mod v0;
 
 const SDK_SOURCE: &str = "openhands-sdk 1.58.2 (OpenHands/software-agent-sdk)";
@@ -512,7 +513,8 @@ impl Strategy for OpenhandsStrategy {
             Plan::SdkNoOp => Decision::Skip,
             Plan::Sdk(s) => {
                 let view = sdk::view(log);
-                let reasons = s.reasons(log, &view, request, cx.model.window);
+                let count = tokens::Counter::new(cx.tokenizer, &cx.model.name);
+                let reasons = s.reasons(log, &view, request, cx.model.window, &count);
                 if reasons.is_empty() {
                     Decision::Skip
                 } else {

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::event::{self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG};
 use crate::prompt;
+use crate::tokens::Counter;
 
 /// SDK `View.from_events`: replays the log in order (a condensation drops its forgotten
 /// events from the list built so far, then inserts its summary event at its offset of the
@@ -249,12 +250,12 @@ impl Summarizing {
         self.max_tokens.map_or(window, |m| m.min(window))
     }
 
-    pub(crate) fn reasons(&self, log: &Log, view: &[Event], request: bool, window: u64) -> Vec<Reason> {
+    pub(crate) fn reasons(&self, log: &Log, view: &[Event], request: bool, window: u64, count: &Counter<'_>) -> Vec<Reason> {
         let mut reasons = Vec::new();
         if request {
             reasons.push(Reason::Request);
         }
-        if total_tokens(log, view) > self.effective_max(window) {
+        if count.total(log, view) > self.effective_max(window) {
             reasons.push(Reason::Tokens);
         }
         if view.len() > self.max_size {
@@ -277,11 +278,13 @@ impl Summarizing {
     /// requirement that cannot be met now), or the error a failed hard reset raises.
     pub(crate) fn condense(&self, log: &Log, request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
         let view = view(log);
-        let reasons = self.reasons(log, &view, request, cx.model.window);
+        let tokenizer = cx.tokenizer;
+        let count = Counter::new(tokenizer, &cx.model.name);
+        let reasons = self.reasons(log, &view, request, cx.model.window, &count);
         let Some(requirement) = Self::requirement(&reasons) else { return Ok(None) };
         let mut usage = SummarizerUsage::default();
         let mut hard_reset = false;
-        let condensation = match self.get_condensation(log, &view, &reasons, cx, &mut usage) {
+        let condensation = match self.get_condensation(log, &view, &reasons, &count, cx, &mut usage) {
             Ok(c) => c,
             Err(NoCondensation(e)) => match requirement {
                 Requirement::Soft => return Ok(None),
@@ -294,12 +297,19 @@ impl Summarizing {
                 }
             },
         };
-        Ok(Some(checkpoint(log, &view, condensation, &reasons, hard_reset, usage)))
+        Ok(Some(checkpoint(log, &view, condensation, &reasons, hard_reset, usage, &count)))
     }
 
     /// `_get_forgotten_events`: the strictest tail length over all reasons, then both ends
     /// moved forward to manipulation indices.
-    fn forgotten(&self, log: &Log, view: &[Event], reasons: &[Reason], window: u64) -> Option<(Vec<Event>, usize)> {
+    fn forgotten(
+        &self,
+        log: &Log,
+        view: &[Event],
+        reasons: &[Reason],
+        window: u64,
+        count: &Counter<'_>,
+    ) -> Option<(Vec<Event>, usize)> {
         let n = view.len() as i64;
         let k = self.keep_first as i64;
         let mut suffixes = Vec::new();
@@ -310,9 +320,9 @@ impl Summarizing {
             suffixes.push(self.max_size as i64 / 2 - k - 1);
         }
         if reasons.contains(&Reason::Tokens) {
-            let reduce = total_tokens(log, view) as i64 - (self.effective_max(window) / 2) as i64;
-            let tail = view.get(self.keep_first..).unwrap_or_default();
-            suffixes.push(suffix_for_reduction(log, tail, reduce) as i64);
+            let reduce = count.total(log, view) as i64 - (self.effective_max(window) / 2) as i64;
+            let split = self.keep_first.min(view.len());
+            suffixes.push(suffix_for_reduction(log, &view[..split], &view[split..], reduce, count) as i64);
         }
         let from_tail = suffixes.into_iter().min()?;
         let naive_end = n - from_tail;
@@ -333,10 +343,11 @@ impl Summarizing {
         log: &Log,
         view: &[Event],
         reasons: &[Reason],
+        count: &Counter<'_>,
         cx: &mut Cx<'_>,
         usage: &mut SummarizerUsage,
     ) -> Result<Condensation, NoCondensation> {
-        let Some((forgotten, offset)) = self.forgotten(log, view, reasons, cx.model.window) else {
+        let Some((forgotten, offset)) = self.forgotten(log, view, reasons, cx.model.window, count) else {
             return Err(NoCondensation(Error::new(ErrorKind::NothingToCompact, "Unable to compute forgotten events")));
         };
         if forgotten.is_empty() {
@@ -386,22 +397,23 @@ impl Summarizing {
     }
 }
 
-fn total_tokens(log: &Log, events: &[Event]) -> u64 {
-    events.iter().map(|e| event::tokens(log, e)).sum()
-}
-
-/// `get_suffix_length_for_token_reduction`: how many trailing events can stay once the
-/// shortest prefix whose tokens exceed `reduce` is removed.
-fn suffix_for_reduction(log: &Log, events: &[Event], reduce: i64) -> usize {
+/// `get_suffix_length_for_token_reduction(events, reduce, base_events=base)`: how many
+/// trailing events can stay once the shortest prefix whose tokens exceed `reduce` is removed.
+/// A prefix's tokens are `count(base + prefix) - count(base)`, and `count(base)` is 0 for an
+/// empty base, so the reply's 3 tokens count then. Every event adds a non-negative amount, so
+/// the SDK's binary search finds the first prefix a running sum finds.
+fn suffix_for_reduction(log: &Log, base: &[Event], events: &[Event], reduce: i64, count: &Counter<'_>) -> usize {
     if events.is_empty() {
         return 0;
     }
     if reduce <= 0 {
         return events.len();
     }
-    let mut sum: i64 = 0;
+    let mut sum: i64 = if base.is_empty() { 3 } else { 0 };
+    let mut previous = base.last();
     for (i, e) in events.iter().enumerate() {
-        sum += event::tokens(log, e) as i64;
+        sum += count.event(log, previous, e) as i64;
+        previous = Some(e);
         if sum > reduce {
             return events.len() - (i + 1);
         }
@@ -456,6 +468,7 @@ fn checkpoint(
     reasons: &[Reason],
     hard_reset: bool,
     usage: SummarizerUsage,
+    count: &Counter<'_>,
 ) -> Checkpoint {
     let forgotten: HashSet<EventId> = c.forgotten.iter().copied().collect();
     let mut kept: Vec<EntryId> = view.iter().filter(|e| !forgotten.contains(&e.id)).filter_map(|e| e.entry).collect();
@@ -466,7 +479,7 @@ fn checkpoint(
     );
     cp.summary = c.summary.map(Message::user);
     cp.summary_position = SummaryPosition::AfterSystem;
-    cp.tokens_before = total_tokens(log, view);
+    cp.tokens_before = count.total(log, view);
     cp.summarizer = usage;
     let stream: Vec<i64> = c.forgotten.iter().filter(|id| matches!(id, EventId::Stream(_))).map(|id| id.v0()).collect();
     let summaries: Vec<u32> =

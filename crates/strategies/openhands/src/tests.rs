@@ -485,13 +485,15 @@ fn case_12_requirements_soft_hard_and_hard_reset() {
     assert_eq!(sdk::Summarizing::requirement(&[sdk::Reason::Request]), Some(sdk::Requirement::Hard));
     assert_eq!(sdk::Summarizing::requirement(&[]), None);
     let mut msgs = vec![Message::system("sys")];
-    msgs.extend((0..6).map(|n| Message::user(format!("{n}{}", "x".repeat(400)))));
+    msgs.extend((0..6).map(|n| Message::user(format!("{n}{}", " word".repeat(100)))));
     let mut h = Harness::new(msgs.clone(), model(500, 100));
     assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("tokens"));
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
     assert_eq!(details(&cps[0])["reasons"], json!(["tokens"]));
-    // 607 estimated tokens over a cap of 500: after the head (2 events), cut the shortest
-    // prefix worth more than 607 - 250 tokens (four events of 101), keeping one.
+    // LiteLLM's count (cl100k_base for "test-model"): 3 for the reply, 3 + 1 + 1 for the
+    // system prompt, 3 + 1 + 101 for the first user message and 101 for each later one (plain
+    // user messages merge into one turn): 618 over a cap of 500. After the head (2 events),
+    // cut the shortest prefix worth more than 618 - 250 tokens (four events of 101), keeping one.
     assert_eq!(details(&cps[0])["forgotten"], json!([2, 3, 4, 5]));
 
     // Hard, but no regular condensation is possible (the request's tail length is negative):
