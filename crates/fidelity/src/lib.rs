@@ -21,6 +21,7 @@ pub mod driver;
 pub mod minimize;
 pub mod originals;
 pub mod ours;
+pub mod recorded;
 pub mod report;
 pub mod run;
 

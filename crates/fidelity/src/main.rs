@@ -139,8 +139,11 @@ fn real_main() -> Result<ExitCode> {
         cli.scenarios.display(),
         if skipped.is_empty() { String::new() } else { format!(" Not installed, so not checked: {}.", skipped.join(", ")) }
     );
+    let real = load_dir(&root.join(&cli.scenarios).join("real")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let recorded = compactbench_fidelity::recorded::replay(&real, &counter);
+    eprintln!("recorded compactions: {} of {} keep from the same step", recorded.iter().filter(|p| p.agrees()).count(), recorded.len());
     let out = root.join(&cli.out);
-    write(&out, &reports, &header)?;
+    write(&out, &reports, &recorded, &header)?;
     eprintln!("wrote {}", out.join("report.md").display());
     Ok(ExitCode::SUCCESS)
 }

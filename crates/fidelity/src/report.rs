@@ -119,12 +119,35 @@ fn cut(text: &str) -> String {
 }
 
 /// Writes `report.md` and `agreement.json` into `dir`.
-pub fn write(dir: &Path, reports: &[OriginalReport], header: &str) -> Result<()> {
+pub fn write(dir: &Path, reports: &[OriginalReport], recorded: &[crate::recorded::Pair], header: &str) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let agreements: Vec<&Agreement> = reports.iter().map(|r| &r.agreement).collect();
     std::fs::write(dir.join("agreement.json"), serde_json::to_string_pretty(&agreements)? + "\n")?;
-    std::fs::write(dir.join("report.md"), markdown(reports, header))?;
+    let mut md = markdown(reports, header);
+    recorded_section(&mut md, recorded);
+    std::fs::write(dir.join("report.md"), md)?;
     Ok(())
+}
+
+fn recorded_section(md: &mut String, pairs: &[crate::recorded::Pair]) {
+    if pairs.is_empty() {
+        return;
+    }
+    let agree = pairs.iter().filter(|p| p.agrees()).count();
+    let _ = writeln!(
+        md,
+        "\n## Recorded compactions in the committed transcripts\n\nAt each compaction a transcript records, our crate compacts the same history (its own earlier compactions in place of the recorded ones) and keeps from a session step; {agree} of {} agree with the recorded first kept step (`–`: nothing of the old history kept). A transcript was recorded by the release its harness had then (Pi's fixture: December 2025, session format v1), while our crate follows the newest release: a difference can be a change between releases as well as ours.\n",
+        pairs.len()
+    );
+    let _ = writeln!(md, "| transcript | strategy | compacted before step | recorded first kept | ours | same |\n|---|---|---:|---:|---:|---|");
+    let step = |s: Option<usize>| s.map_or("–".to_owned(), |s| s.to_string());
+    for p in pairs {
+        let ours = match &p.ours {
+            Ok(s) => step(*s),
+            Err(why) => format!("({why})"),
+        };
+        let _ = writeln!(md, "| {} | `{}` | {} | {} | {ours} | {} |", p.scenario, p.strategy, p.step, step(p.recorded_first_kept), if p.agrees() { "yes" } else { "**no**" });
+    }
 }
 
 fn markdown(reports: &[OriginalReport], header: &str) -> String {
