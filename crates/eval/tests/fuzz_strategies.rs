@@ -626,7 +626,14 @@ fn fuzz_strategies(part: usize, parts: usize) {
     let config = Config { cases: cases(), failure_persistence: None, rng_seed, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let started = std::time::Instant::now();
+    let done = std::sync::atomic::AtomicU64::new(0);
     let result = runner.run(&spec(), |spec| {
+        // Progress in the long mode, so a run cut short still says what it covered.
+        let n = done.fetch_add(1, Ordering::Relaxed);
+        if long && n > 0 && n % 1_000 == 0 {
+            let panics: u64 = tallies.lock().unwrap_or_else(|e| e.into_inner()).values().map(|t| t.panics).sum();
+            eprintln!("fuzz strategies part {}/{parts}: {n} sessions per strategy so far, {panics} panics, {:.0}s", part + 1, started.elapsed().as_secs_f64());
+        }
         let built = build(&spec);
         // One counter per session, as one per run in the eval: each message is tokenized once.
         let counter = TokenCounter::default();
@@ -663,9 +670,9 @@ fn fuzz_strategies(part: usize, parts: usize) {
             t.sessions, t.panics, t.requests, t.compactions, t.failed, t.grew, t.invalid, t.millis as f64 / 1000.0
         );
     }
-    eprintln!("fuzz strategies part {part}/{parts}: {} strategies, {:.1}s", all.len(), started.elapsed().as_secs_f64());
+    eprintln!("fuzz strategies part {}/{parts}: {} strategies, {:.1}s", part + 1, all.len(), started.elapsed().as_secs_f64());
     if let Err(e) = result {
-        panic!("fuzz strategies part {part}/{parts}: {e}");
+        panic!("fuzz strategies part {}/{parts}: {e}", part + 1);
     }
 }
 
