@@ -289,9 +289,9 @@ pub(crate) fn args_of(log: &Log, event: &Event) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
-/// Our estimate of an event's tokens: code points / 4, rounded up, per event (Python `len`),
-/// plus the stated size of media. OpenHands counts with the model's tokenizer through
-/// LiteLLM, which the seam does not allow; this is the documented stand-in.
+/// V0's `tokens_before` (reports only; V0 decides by event counts): code points / 4, rounded
+/// up, per event (Python `len`), plus the stated size of media. The SDK's own count is
+/// `tokens.rs`.
 pub(crate) fn tokens(log: &Log, event: &Event) -> u64 {
     match &event.kind {
         Kind::Summary { text, .. } | Kind::Masked { text } => estimate::code_points(text).div_ceil(4),

@@ -39,9 +39,9 @@
 //! [`Moment::Overflow`] the agent appends a condensation request; condensers that handle
 //! requests (SDK summarizing, V0 rolling condensers and conversation window) then condense
 //! with the request as a reason, in the same step.
-//! - SDK `LLMSummarizingCondenser`: reasons `request`, `tokens` (our estimate of the view >
-//!   `min(max_tokens, model window)`; the agent always passes its LLM, so the window always
-//!   applies), `events` (`len(view) > max_size`). Tokens or request are a hard requirement,
+//! - SDK `LLMSummarizingCondenser`: reasons `request`, `tokens` (the SDK's LiteLLM count of
+//!   the view > `min(max_tokens, model window)`; the agent always passes its LLM, so the
+//!   window always applies), `events` (`len(view) > max_size`). Tokens or request are a hard requirement,
 //!   events alone a soft one.
 //! - V0 rolling condensers (LLM summarizing, structured summary, amortized forgetting, LLM
 //!   attention): `len(view) > max_size` or a request. Conversation window: a request only.
@@ -76,14 +76,27 @@
 //!   4, max_size 120)).
 //!
 //! # Token estimator
-//! V0 counts events only. The SDK counts tokens with the model's tokenizer (LiteLLM); the
-//! seam forbids exact counts, so the `tokens` reason uses code points / 4 (rounded up) per
-//! event plus stated media sizes (`event.rs`). `tokens_before` uses the same estimate for
-//! V0 rows, for reports only.
+//! V0 counts events only; its `tokens_before` (reports only) is code points / 4 (rounded up)
+//! per event plus stated media sizes (`event.rs`). The SDK counts with
+//! `openhands/sdk/context/condenser/utils.py:get_total_token_count`: the events become
+//! messages (`events_to_messages`: one per action batch, adjacent plain user messages merged),
+//! are formatted (`LLM.format_messages_for_llm`) and counted by `LLM.get_token_count` ->
+//! LiteLLM 1.105.7 `token_counter(model=…, messages=…)`: 3 per message plus the tokens of its
+//! role, text blocks, tool-call arguments, `tool_call_id` and `name` (+1), plus 3 for the
+//! reply; thinking blocks are not counted. Texts are tokenized in 1024-code-point chunks with
+//! tiktoken `o200k_base` for LiteLLM's OpenAI catalog names that map to it (`gpt-4.1`,
+//! `gpt-5`, `gpt-4o`, `o3`, …) and `cl100k_base` for every other name (`claude-sonnet-4`,
+//! `gemini-2.5-pro`). This crate counts the same way through the injected
+//! [`Cx::tokenizer`](compactbench_core::Cx) (`tokens.rs`), for the `tokens` reason, the
+//! suffix search (`count(base + prefix) - count(base)`) and `tokens_before`. Not
+//! reproducible: names to which LiteLLM gives a Hugging Face tokenizer (Anthropic catalog
+//! names other than `claude-3*`, such as `claude-sonnet-4-5`; cohere `command-r`; llama) are
+//! counted with `cl100k_base`; models the SDK string-serializes (`glm`, `deepseek-v3.2`) are
+//! counted block by block. None of the scenario models is either.
 //!
 //! # Deviations
-//! - Token counts are estimated (above), and tool schemas are not counted (the log has
-//!   none). Deliberate: exact counts are not allowed.
+//! - Tool schemas are not counted (the log has none); Hugging Face tokenizer names are
+//!   counted with `cl100k_base` (above). Deliberate: only tiktoken encodings are injected.
 //! - The condensation request and its handling are one step: at overflow the condenser runs
 //!   at once with the request as a reason, and a failed handling stores no pending request.
 //!   Deliberate: the runner retries once right after compaction.
@@ -134,14 +147,15 @@
 //! `fidelity/openhands/driver.py` runs the SDK 1.58.2 `default_condenser` on the same
 //! sessions written as the SDK's own events (`View.from_events`, then
 //! `condensation_requirement` and `condense`; only the summarizer call is mocked), our
-//! condensations included as its `Condensation` events. With the driver counting tokens by
-//! the estimate above (it replaces `get_total_token_count`, the one function the condenser
-//! counts with), 318 cases (203 fresh, 115 with earlier condensations) agree on trigger 318/318
-//! and kept set 164/164; extra runs with thinking on tool calls (tool loops) and with one
-//! loop spanning the whole session (hard context resets, soft requirements left unmet) agree
-//! as well. With the SDK's own LiteLLM count (`--tokens litellm`), about 7-9% above our
-//! estimate on these sessions, trigger agrees on 236/318 and kept set on 115/155: every
-//! disagreement sits at a token threshold (the estimate deviation above).
+//! condensations included as its `Condensation` events, with the SDK's own LiteLLM token
+//! count as it ships. 318 cases (203 fresh, 115 with earlier condensations, on
+//! `claude-sonnet-4`, `gpt-5`, `gpt-4.1`, `gpt-4.1-mini` and `gemini-2.5-pro`) agree on
+//! trigger 318/318, kept set 165/165 and `tokens_before` 165/165. (With the former chars/4
+//! estimate, about 7-9% below LiteLLM's count on these sessions, only 236/318 triggers and
+//! 115/155 kept sets agreed; with the driver swapping that estimate into the SDK, all did.)
+//! Earlier extra runs with thinking on tool calls (tool loops) and with one loop spanning the
+//! whole session (hard context resets, soft requirements left unmet) agreed under the
+//! estimate; they have not been rerun with the exact count.
 
 use compactbench_core::{
     Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Strategy, StrategyInfo, View,
@@ -414,7 +428,7 @@ fn describe(config: &OpenhandsConfig) -> (&'static str, String) {
         OpenhandsConfig::LlmSummarizing { max_size, keep_first, .. } => (
             SDK_SOURCE,
             format!(
-                "SDK LLM summarizing: over {max_size} events or the window (estimated), keep the first {keep_first} and a tail cut at atomic boundaries; summary inserted where the cut starts"
+                "SDK LLM summarizing: over {max_size} events or the window (LiteLLM's count), keep the first {keep_first} and a tail cut at atomic boundaries; summary inserted where the cut starts"
             ),
         ),
         OpenhandsConfig::NoOp => (SDK_SOURCE, "no-op condenser: never condenses".into()),
