@@ -12,9 +12,7 @@
 
 use std::collections::HashSet;
 
-use compactbench_core::{
-    estimate, Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage,
-};
+use compactbench_core::{estimate, Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage};
 
 /// Identity of an event in a view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -166,31 +164,17 @@ pub(crate) fn message_events(log: &Log) -> Vec<Event> {
         .collect()
 }
 
-fn expand_message(
-    entry: EntryId,
-    m: &Message,
-    seen_system: &mut bool,
-    next: &mut u32,
-) -> Vec<Event> {
+fn expand_message(entry: EntryId, m: &Message, seen_system: &mut bool, next: &mut u32) -> Vec<Event> {
     let mut take_id = || {
         let id = EventId::Stream(*next);
         *next += 1;
         id
     };
     let all: Vec<usize> = (0..m.parts.len()).collect();
-    let whole = |kind: Kind, id: EventId| Event {
-        id,
-        entry: Some(entry),
-        parts: all.clone(),
-        kind,
-    };
+    let whole = |kind: Kind, id: EventId| Event { id, entry: Some(entry), parts: all.clone(), kind };
     match m.role {
         Role::System => {
-            let kind = if *seen_system {
-                Kind::Message(Role::System)
-            } else {
-                Kind::SystemPrompt
-            };
+            let kind = if *seen_system { Kind::Message(Role::System) } else { Kind::SystemPrompt };
             *seen_system = true;
             vec![whole(kind, take_id())]
         }
@@ -212,9 +196,7 @@ fn expand_message(
                 .iter()
                 .enumerate()
                 .map(|(k, &i)| {
-                    let Part::ToolCall { id, name, .. } = &m.parts[i] else {
-                        unreachable!("filtered to tool calls")
-                    };
+                    let Part::ToolCall { id, name, .. } = &m.parts[i] else { unreachable!("filtered to tool calls") };
                     let mut parts = if k == 0 { rest.clone() } else { Vec::new() };
                     parts.push(i);
                     parts.sort_unstable();
@@ -222,11 +204,7 @@ fn expand_message(
                         id: take_id(),
                         entry: Some(entry),
                         parts,
-                        kind: Kind::Action {
-                            call_id: id.clone(),
-                            name: name.clone(),
-                            thinking: thinking && k == 0,
-                        },
+                        kind: Kind::Action { call_id: id.clone(), name: name.clone(), thinking: thinking && k == 0 },
                     }
                 })
                 .collect()
@@ -242,11 +220,7 @@ fn expand_message(
             if results.is_empty() {
                 return vec![whole(Kind::Message(Role::Tool), take_id())];
             }
-            let rest: Vec<usize> = all
-                .iter()
-                .copied()
-                .filter(|i| !results.contains(i))
-                .collect();
+            let rest: Vec<usize> = all.iter().copied().filter(|i| !results.contains(i)).collect();
             results
                 .iter()
                 .enumerate()
@@ -261,10 +235,7 @@ fn expand_message(
                         id: take_id(),
                         entry: Some(entry),
                         parts,
-                        kind: Kind::Observation {
-                            call_id: call_id.clone(),
-                            name: name.clone(),
-                        },
+                        kind: Kind::Observation { call_id: call_id.clone(), name: name.clone() },
                     }
                 })
                 .collect()
@@ -323,20 +294,15 @@ pub(crate) fn args_of(log: &Log, event: &Event) -> serde_json::Value {
 /// `tokens.rs`.
 pub(crate) fn tokens(log: &Log, event: &Event) -> u64 {
     match &event.kind {
-        Kind::Summary { text, .. } | Kind::Masked { text } => {
-            estimate::code_points(text).div_ceil(4)
-        }
+        Kind::Summary { text, .. } | Kind::Masked { text } => estimate::code_points(text).div_ceil(4),
         _ => {
             let mut chars = 0;
             let mut media = 0;
             for part in owned_parts(log, event) {
                 match part {
-                    Part::Text { text } | Part::Reasoning { text } => {
-                        chars += estimate::code_points(text)
-                    }
+                    Part::Text { text } | Part::Reasoning { text } => chars += estimate::code_points(text),
                     Part::ToolCall { name, args, .. } => {
-                        chars +=
-                            estimate::code_points(name) + estimate::code_points(&args.to_string());
+                        chars += estimate::code_points(name) + estimate::code_points(&args.to_string());
                     }
                     Part::ToolResult { text, .. } => chars += estimate::code_points(text),
                     Part::Media { tokens, .. } => media += u64::from(*tokens),
@@ -352,14 +318,7 @@ pub(crate) fn subset(m: &Message, parts: &[usize]) -> Message {
     if parts.len() == m.parts.len() && parts.iter().enumerate().all(|(i, &p)| i == p) {
         return m.clone();
     }
-    Message {
-        role: m.role,
-        parts: parts
-            .iter()
-            .filter_map(|&i| m.parts.get(i).cloned())
-            .collect(),
-        usage: m.usage,
-    }
+    Message { role: m.role, parts: parts.iter().filter_map(|&i| m.parts.get(i).cloned()).collect(), usage: m.usage }
 }
 
 /// Turns events into view messages the way the SDK's `events_to_messages` does: the events
@@ -372,17 +331,12 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> View {
         let event = &events[i];
         match (&event.kind, event.entry) {
             (Kind::Summary { checkpoint, text }, _) => {
-                view.messages.push(ViewMessage {
-                    origin: Origin::Summary(*checkpoint),
-                    message: Message::user(text.clone()),
-                });
+                view.messages
+                    .push(ViewMessage { origin: Origin::Summary(*checkpoint), message: Message::user(text.clone()) });
                 i += 1;
             }
             (Kind::Masked { text }, Some(entry)) => {
-                view.messages.push(ViewMessage {
-                    origin: Origin::Entry(entry),
-                    message: Message::user(text.clone()),
-                });
+                view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: Message::user(text.clone()) });
                 i += 1;
             }
             (_, Some(entry)) => {
@@ -398,10 +352,7 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> View {
                 parts.sort_unstable();
                 parts.dedup();
                 if let Some(m) = log.message(entry) {
-                    view.messages.push(ViewMessage {
-                        origin: Origin::Entry(entry),
-                        message: subset(m, &parts),
-                    });
+                    view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: subset(m, &parts) });
                 }
                 i = j;
             }
@@ -456,10 +407,7 @@ impl Recorded {
                 .filter_map(|n| u32::try_from(n).ok())
                 .map(EntryId)
                 .collect(),
-            summary_offset: d
-                .get("summary_offset")
-                .and_then(|v| v.as_u64())
-                .map(|n| n as usize),
+            summary_offset: d.get("summary_offset").and_then(|v| v.as_u64()).map(|n| n as usize),
         })
     }
 

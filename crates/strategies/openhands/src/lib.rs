@@ -294,19 +294,13 @@ fn invalid(message: String) -> Error {
 /// The checks V0's rolling condensers make in their constructors.
 fn v0_rolling(max_size: i64, keep_first: i64) -> Result<(usize, usize), Error> {
     if keep_first >= max_size.div_euclid(2) {
-        return Err(invalid(format!(
-            "keep_first ({keep_first}) must be less than half of max_size ({max_size})"
-        )));
+        return Err(invalid(format!("keep_first ({keep_first}) must be less than half of max_size ({max_size})")));
     }
     if keep_first < 0 {
-        return Err(invalid(format!(
-            "keep_first ({keep_first}) cannot be negative"
-        )));
+        return Err(invalid(format!("keep_first ({keep_first}) cannot be negative")));
     }
     if max_size < 1 {
-        return Err(invalid(format!(
-            "max_size ({max_size}) cannot be non-positive"
-        )));
+        return Err(invalid(format!("max_size ({max_size}) cannot be non-positive")));
     }
     Ok((max_size as usize, keep_first as usize))
 }
@@ -321,16 +315,8 @@ fn at_least(name: &str, value: i64, min: i64) -> Result<usize, Error> {
 fn v0_condenser(config: &OpenhandsConfig) -> Result<v0::Condenser, Error> {
     Ok(match *config {
         OpenhandsConfig::NoOp => v0::Condenser::NoOp,
-        OpenhandsConfig::V0LlmSummarizing {
-            max_size,
-            keep_first,
-            max_event_length,
-        }
-        | OpenhandsConfig::StructuredSummary {
-            max_size,
-            keep_first,
-            max_event_length,
-        } => {
+        OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, max_event_length }
+        | OpenhandsConfig::StructuredSummary { max_size, keep_first, max_event_length } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
             v0::Condenser::Summarizing {
                 structured: matches!(config, OpenhandsConfig::StructuredSummary { .. }),
@@ -339,47 +325,27 @@ fn v0_condenser(config: &OpenhandsConfig) -> Result<v0::Condenser, Error> {
                 max_event_length: at_least("max_event_length", max_event_length, 0)?,
             }
         }
-        OpenhandsConfig::AmortizedForgetting {
-            max_size,
-            keep_first,
-        } => {
+        OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            v0::Condenser::AmortizedForgetting {
-                max_size,
-                keep_first,
-            }
+            v0::Condenser::AmortizedForgetting { max_size, keep_first }
         }
-        OpenhandsConfig::LlmAttention {
-            max_size,
-            keep_first,
-        } => {
+        OpenhandsConfig::LlmAttention { max_size, keep_first } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            v0::Condenser::LlmAttention {
-                max_size,
-                keep_first,
-            }
+            v0::Condenser::LlmAttention { max_size, keep_first }
         }
         OpenhandsConfig::ObservationMasking { attention_window } => {
-            v0::Condenser::ObservationMasking {
-                attention_window: at_least("attention_window", attention_window, 1)?,
-            }
+            v0::Condenser::ObservationMasking { attention_window: at_least("attention_window", attention_window, 1)? }
         }
-        OpenhandsConfig::BrowserOutput { attention_window } => v0::Condenser::BrowserOutput {
-            attention_window: at_least("attention_window", attention_window, 1)?,
-        },
-        OpenhandsConfig::RecentEvents {
-            keep_first,
-            max_events,
-        } => v0::Condenser::RecentEvents {
+        OpenhandsConfig::BrowserOutput { attention_window } => {
+            v0::Condenser::BrowserOutput { attention_window: at_least("attention_window", attention_window, 1)? }
+        }
+        OpenhandsConfig::RecentEvents { keep_first, max_events } => v0::Condenser::RecentEvents {
             keep_first: at_least("keep_first", keep_first, 0)?,
             max_events: at_least("max_events", max_events, 1)?,
         },
         OpenhandsConfig::ConversationWindow => v0::Condenser::ConversationWindow,
         OpenhandsConfig::LlmSummarizing { .. } | OpenhandsConfig::Pipeline(_) => {
-            return Err(invalid(format!(
-                "{} cannot be part of a V0 pipeline",
-                config.name()
-            )));
+            return Err(invalid(format!("{} cannot be part of a V0 pipeline", config.name())));
         }
     })
 }
@@ -398,18 +364,13 @@ fn plan(config: &OpenhandsConfig) -> Result<Plan, Error> {
             let keep_first = at_least("keep_first", keep_first, 0)?;
             if (max_size / 2) as i64 - keep_first as i64 - 1 <= 0 {
                 return Err(invalid(
-                    "keep_first must be less than max_size // 2 to leave room for condensation"
-                        .to_owned(),
+                    "keep_first must be less than max_size // 2 to leave room for condensation".to_owned(),
                 ));
             }
             if !(minimum_progress > 0.0 && minimum_progress < 1.0) {
-                return Err(invalid(format!(
-                    "minimum_progress ({minimum_progress}) must be in (0, 1)"
-                )));
+                return Err(invalid(format!("minimum_progress ({minimum_progress}) must be in (0, 1)")));
             }
-            if !(hard_context_reset_context_scaling > 0.0
-                && hard_context_reset_context_scaling < 1.0)
-            {
+            if !(hard_context_reset_context_scaling > 0.0 && hard_context_reset_context_scaling < 1.0) {
                 return Err(invalid(format!(
                     "hard_context_reset_context_scaling ({hard_context_reset_context_scaling}) must be in (0, 1)"
                 )));
@@ -419,18 +380,14 @@ fn plan(config: &OpenhandsConfig) -> Result<Plan, Error> {
                 keep_first,
                 max_tokens,
                 minimum_progress,
-                hard_reset_max_retries: at_least(
-                    "hard_context_reset_max_retries",
-                    hard_context_reset_max_retries,
-                    1,
-                )?,
+                hard_reset_max_retries: at_least("hard_context_reset_max_retries", hard_context_reset_max_retries, 1)?,
                 hard_reset_scaling: hard_context_reset_context_scaling,
             }))
         }
         OpenhandsConfig::NoOp => Ok(Plan::SdkNoOp),
-        OpenhandsConfig::Pipeline(ref members) => Ok(Plan::V0(
-            members.iter().map(v0_condenser).collect::<Result<_, _>>()?,
-        )),
+        OpenhandsConfig::Pipeline(ref members) => {
+            Ok(Plan::V0(members.iter().map(v0_condenser).collect::<Result<_, _>>()?))
+        }
         _ => Ok(Plan::V0(vec![v0_condenser(config)?])),
     }
 }
@@ -512,10 +469,7 @@ fn describe(config: &OpenhandsConfig) -> (&'static str, String) {
 
 /// The default: the SDK's `default_condenser` (LLM summarizing, `max_size` 80, `keep_first` 4).
 pub fn strategy() -> Box<dyn Strategy> {
-    Box::new(OpenhandsStrategy::with_id(
-        OpenhandsConfig::default(),
-        "openhands",
-    ))
+    Box::new(OpenhandsStrategy::with_id(OpenhandsConfig::default(), "openhands"))
 }
 
 /// Every condenser reported as its own row, the default first.
@@ -523,17 +477,9 @@ pub fn variants() -> Vec<Box<dyn Strategy>> {
     let v0_summary = |structured: bool| {
         let (max_size, keep_first, max_event_length) = (100, 1, 10_000);
         if structured {
-            OpenhandsConfig::StructuredSummary {
-                max_size,
-                keep_first,
-                max_event_length,
-            }
+            OpenhandsConfig::StructuredSummary { max_size, keep_first, max_event_length }
         } else {
-            OpenhandsConfig::V0LlmSummarizing {
-                max_size,
-                keep_first,
-                max_event_length,
-            }
+            OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, max_event_length }
         }
     };
     let configs = [
@@ -548,36 +494,20 @@ pub fn variants() -> Vec<Box<dyn Strategy>> {
         },
         v0_summary(false),
         v0_summary(true),
-        OpenhandsConfig::AmortizedForgetting {
-            max_size: 100,
-            keep_first: 1,
-        },
-        OpenhandsConfig::RecentEvents {
-            keep_first: 1,
-            max_events: 100,
-        },
-        OpenhandsConfig::ObservationMasking {
-            attention_window: 100,
-        },
+        OpenhandsConfig::AmortizedForgetting { max_size: 100, keep_first: 1 },
+        OpenhandsConfig::RecentEvents { keep_first: 1, max_events: 100 },
+        OpenhandsConfig::ObservationMasking { attention_window: 100 },
         OpenhandsConfig::ConversationWindow,
         // The V0 web app's default (`Session` with `enable_default_condenser`).
         OpenhandsConfig::Pipeline(vec![
             OpenhandsConfig::ConversationWindow,
-            OpenhandsConfig::BrowserOutput {
-                attention_window: 2,
-            },
-            OpenhandsConfig::V0LlmSummarizing {
-                max_size: 120,
-                keep_first: 4,
-                max_event_length: 10_000,
-            },
+            OpenhandsConfig::BrowserOutput { attention_window: 2 },
+            OpenhandsConfig::V0LlmSummarizing { max_size: 120, keep_first: 4, max_event_length: 10_000 },
         ]),
     ];
     let mut out = vec![strategy()];
     for config in configs {
-        out.push(Box::new(
-            OpenhandsStrategy::new(config).expect("built-in configurations are valid"),
-        ));
+        out.push(Box::new(OpenhandsStrategy::new(config).expect("built-in configurations are valid")));
     }
     out
 }
@@ -602,10 +532,7 @@ impl Strategy for OpenhandsStrategy {
                 if reasons.is_empty() {
                     Decision::Skip
                 } else {
-                    let names: Vec<String> = reasons
-                        .iter()
-                        .map(|r| format!("{r:?}").to_lowercase())
-                        .collect();
+                    let names: Vec<String> = reasons.iter().map(|r| format!("{r:?}").to_lowercase()).collect();
                     Decision::compact(names.join("+"))
                 }
             }
@@ -621,13 +548,7 @@ impl Strategy for OpenhandsStrategy {
         }
     }
 
-    fn compact(
-        &self,
-        log: &Log,
-        _view: &View,
-        at: Moment,
-        cx: &mut Cx<'_>,
-    ) -> Result<Vec<Checkpoint>, Error> {
+    fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let request = at == Moment::Overflow;
         match &self.plan {
             Plan::SdkNoOp => Ok(Vec::new()),

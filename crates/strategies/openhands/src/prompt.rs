@@ -36,19 +36,13 @@ pub(crate) fn v0_truncate(content: &str, max: usize) -> String {
     let half = max / 2;
     let head = take(content, half);
     // Python's `content[-0:]` is the whole string; `max` of 0 or 1 is never configured.
-    let tail: String = if half == 0 {
-        content.to_owned()
-    } else {
-        content.chars().skip(n - half).collect()
-    };
+    let tail: String = if half == 0 { content.to_owned() } else { content.chars().skip(n - half).collect() };
     format!("{head}{V0_TRUNCATION_MARKER}{tail}")
 }
 
 /// SDK `maybe_truncate` (without saving the full content to a file).
 pub(crate) fn sdk_truncate(content: &str, after: Option<usize>) -> String {
-    let Some(after) = after.filter(|&a| a > 0) else {
-        return content.to_owned();
-    };
+    let Some(after) = after.filter(|&a| a > 0) else { return content.to_owned() };
     let n = len(content);
     if n <= after {
         return content.to_owned();
@@ -60,11 +54,7 @@ pub(crate) fn sdk_truncate(content: &str, after: Option<usize>) -> String {
     let available = after - notice_len;
     let head = available / 2 + available % 2;
     let tail = available - head;
-    let tail_text: String = if tail > 0 {
-        content.chars().skip(n - tail).collect()
-    } else {
-        String::new()
-    };
+    let tail_text: String = if tail > 0 { content.chars().skip(n - tail).collect() } else { String::new() };
     format!("{}{SDK_TRUNCATE_NOTICE}{tail_text}", take(content, head))
 }
 
@@ -92,10 +82,7 @@ pub(crate) fn sdk_event_str(log: &Log, e: &Event) -> String {
     match &e.kind {
         Kind::SystemPrompt => {
             let text = event::owned_texts(log, e).join(" ");
-            format!(
-                "SystemPromptEvent (agent)\n  System: {}\n  Tools: 0 available",
-                preview_full(&text)
-            )
+            format!("SystemPromptEvent (agent)\n  System: {}\n  Tools: 0 available", preview_full(&text))
         }
         Kind::Message(role) => {
             let (source, role_name) = match role {
@@ -117,40 +104,20 @@ pub(crate) fn sdk_event_str(log: &Log, e: &Event) -> String {
             if texts.is_empty() {
                 return format!("MessageEvent ({source})\n  {role_name}: [no text content]");
             }
-            let info = if thinking > 0 {
-                format!(" [Thinking blocks: {thinking}]")
-            } else {
-                String::new()
-            };
-            format!(
-                "MessageEvent ({source})\n  {role_name}: {}{info}",
-                preview_message(&texts.join(" "))
-            )
+            let info = if thinking > 0 { format!(" [Thinking blocks: {thinking}]") } else { String::new() };
+            format!("MessageEvent ({source})\n  {role_name}: {}{info}", preview_message(&texts.join(" ")))
         }
         Kind::Action { name, .. } => {
             let thought = event::owned_texts(log, e).join(" ");
-            format!(
-                "ActionEvent (agent)\n  Thought: {}\n  Action: {name}",
-                preview_full(&thought)
-            )
+            format!("ActionEvent (agent)\n  Thought: {}\n  Action: {name}", preview_full(&thought))
         }
         Kind::Observation { name, .. } => {
             let (text, is_error) = event::result_of(log, e);
-            let content = if is_error {
-                format!("{SDK_ERROR_HEADER}{text}")
-            } else {
-                text
-            };
-            format!(
-                "ObservationEvent (environment)\n  Tool: {name}\n  Result: {}",
-                preview_full(&content)
-            )
+            let content = if is_error { format!("{SDK_ERROR_HEADER}{text}") } else { text };
+            format!("ObservationEvent (environment)\n  Tool: {name}\n  Result: {}", preview_full(&content))
         }
         Kind::Summary { text, .. } | Kind::Masked { text } => {
-            format!(
-                "CondensationSummaryEvent (environment)\n  user: {}",
-                preview_message(text)
-            )
+            format!("CondensationSummaryEvent (environment)\n  user: {}", preview_message(text))
         }
     }
 }
@@ -171,10 +138,7 @@ pub(crate) fn v0_event_str(log: &Log, e: &Event) -> String {
                 Role::Assistant => "EventSource.AGENT",
                 Role::System | Role::Tool => "EventSource.ENVIRONMENT",
             };
-            format!(
-                "**MessageAction** (source={source})\nCONTENT: {}",
-                event::owned_texts(log, e).join("\n")
-            )
+            format!("**MessageAction** (source={source})\nCONTENT: {}", event::owned_texts(log, e).join("\n"))
         }
         Kind::Action { name, .. } => {
             let thought = event::owned_texts(log, e).join("\n");
@@ -182,10 +146,7 @@ pub(crate) fn v0_event_str(log: &Log, e: &Event) -> String {
             if !thought.is_empty() {
                 out.push_str(&format!("THOUGHT: {thought}\n"));
             }
-            out.push_str(&format!(
-                "NAME: {name}\nARGUMENTS: {}",
-                event::args_of(log, e)
-            ));
+            out.push_str(&format!("NAME: {name}\nARGUMENTS: {}", event::args_of(log, e)));
             out
         }
         Kind::Observation { .. } => {
@@ -269,8 +230,7 @@ CURRENT_STATE: Next blurb: 9, glossary agreed with the user"
 }
 
 /// The closing line of both summarizing prompts (paraphrased).
-pub(crate) const SUMMARIZE_NOW: &str =
-    "Write the summary of these events, following the rules above.";
+pub(crate) const SUMMARIZE_NOW: &str = "Write the summary of these events, following the rules above.";
 
 /// V0 `StructuredSummaryCondenser` preamble (paraphrased).
 pub(crate) const STRUCTURED_RULES: &str =
@@ -323,13 +283,7 @@ pub(crate) fn structured_instructions() -> String {
 
 /// V0 `str(StateSummary)`: the summary text the structured condenser stores.
 pub(crate) fn render_state_summary(fields: &serde_json::Map<String, serde_json::Value>) -> String {
-    let f = |k: &str| {
-        fields
-            .get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_owned()
-    };
+    let f = |k: &str| fields.get(k).and_then(|v| v.as_str()).unwrap_or("").to_owned();
     [
         "# State Summary".to_owned(),
         "## Core Information".to_owned(),
@@ -354,10 +308,7 @@ pub(crate) fn render_state_summary(fields: &serde_json::Map<String, serde_json::
         format!("**PR Created**: {}", f("pr_created")),
         format!("**PR Status**: {}", f("pr_status")),
         "## Additional Context".to_owned(),
-        format!(
-            "**Other Relevant Context**: {}",
-            f("other_relevant_context")
-        ),
+        format!("**Other Relevant Context**: {}", f("other_relevant_context")),
     ]
     .join("\n\n")
 }

@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, SummarizerUsage,
-    SummaryPosition, SummaryRequest, Window,
+    Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, SummarizerUsage, SummaryPosition,
+    SummaryRequest, Window,
 };
 use serde_json::json;
 
@@ -45,10 +45,7 @@ fn apply(events: &mut Vec<Event>, checkpoint: EntryId, rec: &Recorded, summary: 
                 id: EventId::Summary(checkpoint),
                 entry: None,
                 parts: Vec::new(),
-                kind: Kind::Summary {
-                    checkpoint,
-                    text: summary.text(),
-                },
+                kind: Kind::Summary { checkpoint, text: summary.text() },
             },
         );
     }
@@ -94,29 +91,14 @@ fn batch_atomicity(events: &[Event], all: &[Slot<'_>]) -> HashSet<EventId> {
     }
     let mut present: HashMap<EntryId, Vec<EventId>> = HashMap::new();
     for e in events.iter().filter(|e| e.is_action()) {
-        present
-            .entry(e.entry.unwrap_or(EntryId(0)))
-            .or_default()
-            .push(e.id);
+        present.entry(e.entry.unwrap_or(EntryId(0))).or_default().push(e.id);
     }
-    present
-        .into_iter()
-        .filter(|(batch, ids)| full.get(batch) != Some(&ids.len()))
-        .flat_map(|(_, ids)| ids)
-        .collect()
+    present.into_iter().filter(|(batch, ids)| full.get(batch) != Some(&ids.len())).flat_map(|(_, ids)| ids).collect()
 }
 
 fn tool_call_matching(events: &[Event]) -> HashSet<EventId> {
-    let calls: HashSet<&str> = events
-        .iter()
-        .filter(|e| e.is_action())
-        .filter_map(Event::call_id)
-        .collect();
-    let results: HashSet<&str> = events
-        .iter()
-        .filter(|e| e.is_observation())
-        .filter_map(Event::call_id)
-        .collect();
+    let calls: HashSet<&str> = events.iter().filter(|e| e.is_action()).filter_map(Event::call_id).collect();
+    let results: HashSet<&str> = events.iter().filter(|e| e.is_observation()).filter_map(Event::call_id).collect();
     events
         .iter()
         .filter(|e| match e.kind {
@@ -164,11 +146,7 @@ fn tool_loop_atomicity(events: &[Event], all: &[Slot<'_>]) -> HashSet<EventId> {
             present.entry(*l).or_default().push(e.id);
         }
     }
-    present
-        .into_iter()
-        .filter(|(l, ids)| size.get(l) != Some(&ids.len()))
-        .flat_map(|(_, ids)| ids)
-        .collect()
+    present.into_iter().filter(|(l, ids)| size.get(l) != Some(&ids.len())).flat_map(|(_, ids)| ids).collect()
 }
 
 /// `View.manipulation_indices`: the positions where the view may be cut or a summary
@@ -272,14 +250,7 @@ impl Summarizing {
         self.max_tokens.map_or(window, |m| m.min(window))
     }
 
-    pub(crate) fn reasons(
-        &self,
-        log: &Log,
-        view: &[Event],
-        request: bool,
-        window: u64,
-        count: &Counter<'_>,
-    ) -> Vec<Reason> {
+    pub(crate) fn reasons(&self, log: &Log, view: &[Event], request: bool, window: u64, count: &Counter<'_>) -> Vec<Reason> {
         let mut reasons = Vec::new();
         if request {
             reasons.push(Reason::Request);
@@ -305,23 +276,15 @@ impl Summarizing {
 
     /// `RollingCondenser.condense` for this condenser: a checkpoint, nothing (soft
     /// requirement that cannot be met now), or the error a failed hard reset raises.
-    pub(crate) fn condense(
-        &self,
-        log: &Log,
-        request: bool,
-        cx: &mut Cx<'_>,
-    ) -> Result<Option<Checkpoint>, Error> {
+    pub(crate) fn condense(&self, log: &Log, request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
         let view = view(log);
         let tokenizer = cx.tokenizer;
         let count = Counter::new(tokenizer, &cx.model.name);
         let reasons = self.reasons(log, &view, request, cx.model.window, &count);
-        let Some(requirement) = Self::requirement(&reasons) else {
-            return Ok(None);
-        };
+        let Some(requirement) = Self::requirement(&reasons) else { return Ok(None) };
         let mut usage = SummarizerUsage::default();
         let mut hard_reset = false;
-        let condensation = match self.get_condensation(log, &view, &reasons, &count, cx, &mut usage)
-        {
+        let condensation = match self.get_condensation(log, &view, &reasons, &count, cx, &mut usage) {
             Ok(c) => c,
             Err(NoCondensation(e)) => match requirement {
                 Requirement::Soft => return Ok(None),
@@ -334,15 +297,7 @@ impl Summarizing {
                 }
             },
         };
-        Ok(Some(checkpoint(
-            log,
-            &view,
-            condensation,
-            &reasons,
-            hard_reset,
-            usage,
-            &count,
-        )))
+        Ok(Some(checkpoint(log, &view, condensation, &reasons, hard_reset, usage, &count)))
     }
 
     /// `_get_forgotten_events`: the strictest tail length over all reasons, then both ends
@@ -367,9 +322,7 @@ impl Summarizing {
         if reasons.contains(&Reason::Tokens) {
             let reduce = count.total(log, view) as i64 - (self.effective_max(window) / 2) as i64;
             let split = self.keep_first.min(view.len());
-            suffixes.push(
-                suffix_for_reduction(log, &view[..split], &view[split..], reduce, count) as i64,
-            );
+            suffixes.push(suffix_for_reduction(log, &view[..split], &view[split..], reduce, count) as i64);
         }
         let from_tail = suffixes.into_iter().min()?;
         let naive_end = n - from_tail;
@@ -381,11 +334,7 @@ impl Summarizing {
         let ok = manipulation_indices(view);
         let start = find_next(&ok, protected)?;
         let end = find_next(&ok, naive_end)?;
-        let forgotten = if start < end {
-            view[start..end].to_vec()
-        } else {
-            Vec::new()
-        };
+        let forgotten = if start < end { view[start..end].to_vec() } else { Vec::new() };
         Some((forgotten, start))
     }
 
@@ -398,18 +347,11 @@ impl Summarizing {
         cx: &mut Cx<'_>,
         usage: &mut SummarizerUsage,
     ) -> Result<Condensation, NoCondensation> {
-        let Some((forgotten, offset)) = self.forgotten(log, view, reasons, cx.model.window, count)
-        else {
-            return Err(NoCondensation(Error::new(
-                ErrorKind::NothingToCompact,
-                "Unable to compute forgotten events",
-            )));
+        let Some((forgotten, offset)) = self.forgotten(log, view, reasons, cx.model.window, count) else {
+            return Err(NoCondensation(Error::new(ErrorKind::NothingToCompact, "Unable to compute forgotten events")));
         };
         if forgotten.is_empty() {
-            return Err(NoCondensation(Error::new(
-                ErrorKind::NothingToCompact,
-                "Cannot condense 0 events",
-            )));
+            return Err(NoCondensation(Error::new(ErrorKind::NothingToCompact, "Cannot condense 0 events")));
         }
         if (forgotten.len() as f64) < view.len() as f64 * self.minimum_progress {
             return Err(NoCondensation(Error::new(
@@ -429,40 +371,23 @@ impl Summarizing {
         cx: &mut Cx<'_>,
         usage: &mut SummarizerUsage,
     ) -> Option<Condensation> {
-        let preserve = view
-            .iter()
-            .position(|e| e.kind == Kind::SystemPrompt)
-            .map_or(0, |i| i + 1);
+        let preserve = view.iter().position(|e| e.kind == Kind::SystemPrompt).map_or(0, |i| i + 1);
         let forgotten = &view[preserve.min(view.len())..];
         let mut max_len: Option<usize> = None;
         for _ in 0..self.hard_reset_max_retries {
             let attempt = if forgotten.is_empty() {
                 // The original asserts on an empty batch; the assertion is caught like any
                 // other failure.
-                Err(NoCondensation(Error::new(
-                    ErrorKind::NothingToCompact,
-                    "No events to condense.",
-                )))
+                Err(NoCondensation(Error::new(ErrorKind::NothingToCompact, "No events to condense.")))
             } else {
-                generate(
-                    log,
-                    forgotten,
-                    preserve,
-                    max_len,
-                    "hard-context-reset",
-                    cx,
-                    usage,
-                )
+                generate(log, forgotten, preserve, max_len, "hard-context-reset", cx, usage)
             };
             match attempt {
                 Ok(c) => return Some(c),
                 Err(_) => {
                     let longest = match max_len {
                         Some(m) => m,
-                        None => view
-                            .iter()
-                            .map(|e| prompt::sdk_event_str(log, e).chars().count())
-                            .max()?,
+                        None => view.iter().map(|e| prompt::sdk_event_str(log, e).chars().count()).max()?,
                     };
                     max_len = Some((longest as f64 * self.hard_reset_scaling) as usize);
                 }
@@ -477,13 +402,7 @@ impl Summarizing {
 /// A prefix's tokens are `count(base + prefix) - count(base)`, and `count(base)` is 0 for an
 /// empty base, so the reply's 3 tokens count then. Every event adds a non-negative amount, so
 /// the SDK's binary search finds the first prefix a running sum finds.
-fn suffix_for_reduction(
-    log: &Log,
-    base: &[Event],
-    events: &[Event],
-    reduce: i64,
-    count: &Counter<'_>,
-) -> usize {
+fn suffix_for_reduction(log: &Log, base: &[Event], events: &[Event], reduce: i64, count: &Counter<'_>) -> usize {
     if events.is_empty() {
         return 0;
     }
@@ -514,12 +433,7 @@ fn generate(
 ) -> Result<Condensation, NoCondensation> {
     let blocks: Vec<String> = forgotten
         .iter()
-        .map(|e| {
-            format!(
-                "<EVENT>\n{}\n</EVENT>",
-                prompt::sdk_truncate(&prompt::sdk_event_str(log, e), max_len)
-            )
-        })
+        .map(|e| format!("<EVENT>\n{}\n</EVENT>", prompt::sdk_truncate(&prompt::sdk_event_str(log, e), max_len)))
         .collect();
     let request = SummaryRequest {
         purpose: purpose.to_owned(),
@@ -538,18 +452,11 @@ fn generate(
             // A cut-off reply is used as it is; an empty reply has no text content, so the
             // condensation carries no summary.
             let summary = (!s.text.is_empty()).then_some(s.text);
-            Ok(Condensation {
-                forgotten: forgotten.iter().map(|e| e.id).collect(),
-                summary,
-                offset,
-            })
+            Ok(Condensation { forgotten: forgotten.iter().map(|e| e.id).collect(), summary, offset })
         }
         Err(e) => {
             usage.failures += 1;
-            Err(NoCondensation(Error::new(
-                e.kind,
-                format!("Summarization LLM call failed: {}", e.message),
-            )))
+            Err(NoCondensation(Error::new(e.kind, format!("Summarization LLM call failed: {}", e.message))))
         }
     }
 }
@@ -564,41 +471,19 @@ fn checkpoint(
     count: &Counter<'_>,
 ) -> Checkpoint {
     let forgotten: HashSet<EventId> = c.forgotten.iter().copied().collect();
-    let mut kept: Vec<EntryId> = view
-        .iter()
-        .filter(|e| !forgotten.contains(&e.id))
-        .filter_map(|e| e.entry)
-        .collect();
+    let mut kept: Vec<EntryId> = view.iter().filter(|e| !forgotten.contains(&e.id)).filter_map(|e| e.entry).collect();
     kept.dedup();
     let mut cp = Checkpoint::new(
-        if c.summary.is_some() {
-            CheckpointKind::Summary
-        } else {
-            CheckpointKind::Truncate
-        },
+        if c.summary.is_some() { CheckpointKind::Summary } else { CheckpointKind::Truncate },
         Window::Kept(kept),
     );
     cp.summary = c.summary.map(Message::user);
     cp.summary_position = SummaryPosition::AfterSystem;
     cp.tokens_before = count.total(log, view);
     cp.summarizer = usage;
-    let stream: Vec<i64> = c
-        .forgotten
-        .iter()
-        .filter(|id| matches!(id, EventId::Stream(_)))
-        .map(|id| id.v0())
-        .collect();
-    let summaries: Vec<u32> = c
-        .forgotten
-        .iter()
-        .filter_map(|id| {
-            if let EventId::Summary(e) = id {
-                Some(e.0)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let stream: Vec<i64> = c.forgotten.iter().filter(|id| matches!(id, EventId::Stream(_))).map(|id| id.v0()).collect();
+    let summaries: Vec<u32> =
+        c.forgotten.iter().filter_map(|id| if let EventId::Summary(e) = id { Some(e.0) } else { None }).collect();
     cp.details = json!({
         DETAILS_TAG: CONDENSATION,
         "condenser": "llm_summarizing",
@@ -613,11 +498,7 @@ fn checkpoint(
 
 /// A condensation checkpoint as the SDK would record it, for tests that build logs by hand.
 #[cfg(test)]
-pub(crate) fn recorded_checkpoint(
-    forgotten: &[i64],
-    summary: Option<&str>,
-    offset: Option<usize>,
-) -> Checkpoint {
+pub(crate) fn recorded_checkpoint(forgotten: &[i64], summary: Option<&str>, offset: Option<usize>) -> Checkpoint {
     let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(Vec::new()));
     cp.summary = summary.map(Message::user);
     cp.details = json!({

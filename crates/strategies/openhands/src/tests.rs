@@ -4,8 +4,8 @@
 use std::sync::Mutex;
 
 use compactbench_core::{
-    Checkpoint, Decision, Error, ErrorKind, Log, Message, ModelProfile, Moment, Origin, Part, Role,
-    StopReason, Strategy, Summarizer, Summary, SummaryRequest, View,
+    Checkpoint, Decision, Error, ErrorKind, Log, Message, ModelProfile, Moment, Origin, Part, Role, StopReason,
+    Strategy, Summarizer, Summary, SummaryRequest, View,
 };
 use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
 
@@ -67,8 +67,7 @@ fn v0_events(s: &OpenhandsStrategy, log: &Log) -> Vec<Event> {
 
 /// Whether a step condensed (V0 stand-in records are not condensations).
 fn condensed(cps: &[Checkpoint]) -> bool {
-    cps.iter()
-        .any(|cp| cp.kind != compactbench_core::CheckpointKind::Mask)
+    cps.iter().any(|cp| cp.kind != compactbench_core::CheckpointKind::Mask)
 }
 
 /// Log entry numbers of V0 events.
@@ -104,10 +103,7 @@ struct Flaky {
 
 impl Flaky {
     fn new(failures: usize) -> Flaky {
-        Flaky {
-            failures,
-            requests: Mutex::new(Vec::new()),
-        }
+        Flaky { failures, requests: Mutex::new(Vec::new()) }
     }
 }
 
@@ -122,12 +118,7 @@ impl Summarizer for Flaky {
         if requests.len() <= self.failures {
             return Err(Error::new(ErrorKind::Transport, "down"));
         }
-        Ok(Summary {
-            text: "RESET SUMMARY".into(),
-            input_tokens: 1,
-            output_tokens: 1,
-            stop: StopReason::Complete,
-        })
+        Ok(Summary { text: "RESET SUMMARY".into(), input_tokens: 1, output_tokens: 1, stop: StopReason::Complete })
     }
 }
 
@@ -140,12 +131,7 @@ fn compact_with(
 ) -> Result<Vec<Checkpoint>, Error> {
     let mut store = compactbench_core::VirtualStore::new();
     let profile = roomy();
-    let mut cx = compactbench_core::Cx::new(
-        &profile,
-        summarizer,
-        &mut store,
-        compactbench_testkit::tokenizer(),
-    );
+    let mut cx = compactbench_core::Cx::new(&profile, summarizer, &mut store, compactbench_testkit::tokenizer());
     let view = s.project(log);
     let cps = s.compact(log, &view, at, &mut cx)?;
     for cp in &cps {
@@ -157,13 +143,7 @@ fn compact_with(
 #[test]
 fn case_01_noop_returns_same_events() {
     let s = openhands(OpenhandsConfig::NoOp);
-    let msgs = vec![
-        Message::system("sys"),
-        user(1),
-        call("c1"),
-        result("c1"),
-        Message::assistant("done"),
-    ];
+    let msgs = vec![Message::system("sys"), user(1), call("c1"), result("c1"), Message::assistant("done")];
     let mut h = Harness::new(msgs.clone(), roomy());
     let view = h.view(&s);
     assert_eq!(view.iter().cloned().collect::<Vec<_>>(), msgs);
@@ -177,19 +157,12 @@ fn case_01_noop_returns_same_events() {
 #[test]
 fn case_02_observation_masking_respects_attention_window() {
     // V0's test: [E1, O1, E3, E4, O2] with a window of 3; only O1 (index 1 < 5 - 3) is masked.
-    let s = openhands(OpenhandsConfig::ObservationMasking {
-        attention_window: 3,
-    });
+    let s = openhands(OpenhandsConfig::ObservationMasking { attention_window: 3 });
     let log = Log::from_messages([user(1), result("c1"), user(3), user(4), result("c2")]);
     let base = v0::base_view(&log);
     let masked = v0_events(&s, &log);
     assert_eq!(masked.len(), base.len());
-    assert_eq!(
-        masked[1].kind,
-        Kind::Masked {
-            text: "<MASKED>".into()
-        }
-    );
+    assert_eq!(masked[1].kind, Kind::Masked { text: "<MASKED>".into() });
     assert_eq!(masked[0], base[0]);
     assert_eq!(masked[2..], base[2..]);
 
@@ -197,22 +170,10 @@ fn case_02_observation_masking_respects_attention_window() {
     // result never arrives, is not sent at all. Nothing is stored by V0; the stand-in is
     // recorded as a replacement so its origin stays honest.
     let mut h = Harness::new(
-        [
-            Message::system("sys"),
-            user(1),
-            call("c1"),
-            result("c1"),
-            call("c2"),
-            result("c2"),
-            call("c3"),
-            result("c3"),
-        ],
+        [Message::system("sys"), user(1), call("c1"), result("c1"), call("c2"), result("c2"), call("c3"), result("c3")],
         roomy(),
     );
-    assert_eq!(
-        h.decide(&s, Moment::BeforeRequest),
-        Decision::compact("mask")
-    );
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("mask"));
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
     assert_eq!(cps.len(), 1);
     assert_eq!(cps[0].kind, compactbench_core::CheckpointKind::Mask);
@@ -220,22 +181,14 @@ fn case_02_observation_masking_respects_attention_window() {
     let view = h.view(&s);
     assert_eq!(ids(&view), ["e0", "e1", "r3", "e4", "e5", "e6", "e7"]);
     assert_eq!(view.messages[2].message, Message::user("<MASKED>"));
-    assert!(
-        view.iter().all(|m| !m.tool_call_ids().any(|id| id == "c1")),
-        "c1's call is dropped"
-    );
+    assert!(view.iter().all(|m| !m.tool_call_ids().any(|id| id == "c1")), "c1's call is dropped");
 }
 
 #[test]
 fn case_03_recent_events_keeps_head_and_tail() {
     let log = Log::from_messages((1..=5).map(user));
-    let recent = |keep_first, max_events| {
-        openhands(OpenhandsConfig::RecentEvents {
-            keep_first,
-            max_events,
-        })
-        .project(&log)
-    };
+    let recent =
+        |keep_first, max_events| openhands(OpenhandsConfig::RecentEvents { keep_first, max_events }).project(&log);
     assert_eq!(ids(&recent(1, 5)), ["e0", "e1", "e2", "e3", "e4"]);
     assert_eq!(ids(&recent(1, 3)), ["e0", "e3", "e4"]);
     assert_eq!(ids(&recent(1, 2)), ["e0", "e4"]);
@@ -250,11 +203,7 @@ fn case_04_browser_output_keeps_newest_k() {
     let browse = |n: usize| {
         let id = format!("b{n}");
         [
-            Message::tool_call(
-                id.clone(),
-                "browser",
-                json!({ "url": format!("https://site/{n}") }),
-            ),
+            Message::tool_call(id.clone(), "browser", json!({ "url": format!("https://site/{n}") })),
             Message::tool_result(id, "browser", format!("page {n} content"), false),
         ]
     };
@@ -267,9 +216,7 @@ fn case_04_browser_output_keeps_newest_k() {
     msgs.extend(browse(5));
     msgs.extend(browse(6));
     let log = Log::from_messages(msgs);
-    let s = openhands(OpenhandsConfig::BrowserOutput {
-        attention_window: 3,
-    });
+    let s = openhands(OpenhandsConfig::BrowserOutput { attention_window: 3 });
     let events = v0_events(&s, &log);
     let outputs: Vec<&Event> = events
         .iter()
@@ -280,24 +227,9 @@ fn case_04_browser_output_keeps_newest_k() {
         })
         .collect();
     assert_eq!(outputs.len(), 4);
-    assert_eq!(
-        outputs[0].kind,
-        Kind::Masked {
-            text: "Visited URL https://site/1\nContent omitted".into()
-        }
-    );
-    assert!(
-        outputs[1..]
-            .iter()
-            .all(|e| matches!(e.kind, Kind::Observation { .. })),
-        "the newest 3 keep their content"
-    );
-    assert!(
-        events
-            .iter()
-            .any(|e| e.call_id() == Some("c4") && e.is_observation()),
-        "other results are untouched"
-    );
+    assert_eq!(outputs[0].kind, Kind::Masked { text: "Visited URL https://site/1\nContent omitted".into() });
+    assert!(outputs[1..].iter().all(|e| matches!(e.kind, Kind::Observation { .. })), "the newest 3 keep their content");
+    assert!(events.iter().any(|e| e.call_id() == Some("c4") && e.is_observation()), "other results are untouched");
 
     let mut h = Harness::new(
         log.entries().filter_map(|(_, e)| match e {
@@ -308,18 +240,10 @@ fn case_04_browser_output_keeps_newest_k() {
     );
     h.step(&s, Moment::BeforeRequest).unwrap();
     let view = h.view(&s);
-    assert_eq!(
-        view.messages[2].message,
-        Message::user("Visited URL https://site/1\nContent omitted")
-    );
+    assert_eq!(view.messages[2].message, Message::user("Visited URL https://site/1\nContent omitted"));
     assert!(matches!(view.messages[2].origin, Origin::Replaced(..)));
-    assert!(
-        view.iter().all(|m| !m.tool_call_ids().any(|id| id == "b1")),
-        "the masked output's call is not sent"
-    );
-    assert!(view
-        .iter()
-        .any(|m| m.searchable_text().contains("page 2 content")));
+    assert!(view.iter().all(|m| !m.tool_call_ids().any(|id| id == "b1")), "the masked output's call is not sent");
+    assert!(view.iter().any(|m| m.searchable_text().contains("page 2 content")));
 }
 
 #[test]
@@ -327,35 +251,15 @@ fn case_05_rolling_condensers_keep_view_size() {
     let max_size = 10;
     let configs = [
         (
-            OpenhandsConfig::V0LlmSummarizing {
-                max_size: 10,
-                keep_first: 1,
-                max_event_length: 10_000,
-            },
+            OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 1, max_event_length: 10_000 },
             FakeMode::Numbered,
         ),
         (
-            OpenhandsConfig::StructuredSummary {
-                max_size: 10,
-                keep_first: 1,
-                max_event_length: 10_000,
-            },
+            OpenhandsConfig::StructuredSummary { max_size: 10, keep_first: 1, max_event_length: 10_000 },
             FakeMode::Numbered,
         ),
-        (
-            OpenhandsConfig::AmortizedForgetting {
-                max_size: 10,
-                keep_first: 0,
-            },
-            FakeMode::Numbered,
-        ),
-        (
-            OpenhandsConfig::LlmAttention {
-                max_size: 10,
-                keep_first: 1,
-            },
-            FakeMode::Fixed(r#"{"ids": []}"#.into()),
-        ),
+        (OpenhandsConfig::AmortizedForgetting { max_size: 10, keep_first: 0 }, FakeMode::Numbered),
+        (OpenhandsConfig::LlmAttention { max_size: 10, keep_first: 1 }, FakeMode::Fixed(r#"{"ids": []}"#.into())),
     ];
     for (config, mode) in configs {
         let s = openhands(config.clone());
@@ -365,11 +269,7 @@ fn case_05_rolling_condensers_keep_view_size() {
         for n in 0..max_size * 10 {
             h.push(user(n));
             if !condensed(&h.step(&s, Moment::BeforeRequest).unwrap()) {
-                assert_eq!(
-                    v0_events(&s, &h.log).len(),
-                    expected_size(i, max_size),
-                    "{config:?} at view {i}"
-                );
+                assert_eq!(v0_events(&s, &h.log).len(), expected_size(i, max_size), "{config:?} at view {i}");
                 i += 1;
             }
         }
@@ -377,10 +277,7 @@ fn case_05_rolling_condensers_keep_view_size() {
 
     // AmortizedForgetting(max_size 12, keep_first 4) over 120 events: the first 4 events and
     // the newest event are always in view.
-    let s = openhands(OpenhandsConfig::AmortizedForgetting {
-        max_size: 12,
-        keep_first: 4,
-    });
+    let s = openhands(OpenhandsConfig::AmortizedForgetting { max_size: 12, keep_first: 4 });
     let mut h = Harness::new([], roomy());
     let mut i = 0;
     for n in 0..120 {
@@ -388,10 +285,7 @@ fn case_05_rolling_condensers_keep_view_size() {
         if !condensed(&h.step(&s, Moment::BeforeRequest).unwrap()) {
             let events = v0_events(&s, &h.log);
             assert_eq!(events.len(), expected_size(i, 12));
-            assert_eq!(
-                events.last().unwrap().entry,
-                Some(h.log.messages().next_back().unwrap().0)
-            );
+            assert_eq!(events.last().unwrap().entry, Some(h.log.messages().next_back().unwrap().0));
             let first: Vec<Option<u32>> = entries(&events).into_iter().take(4).collect();
             let want: Vec<Option<u32>> = (0..(n as u32 + 1).min(4)).map(Some).collect();
             assert_eq!(first, want, "the first four events stay");
@@ -403,68 +297,30 @@ fn case_05_rolling_condensers_keep_view_size() {
 #[test]
 fn case_06_invalid_config_is_rejected() {
     let bad = [
-        OpenhandsConfig::V0LlmSummarizing {
-            max_size: 10,
-            keep_first: 5,
-            max_event_length: 10_000,
-        },
-        OpenhandsConfig::V0LlmSummarizing {
-            max_size: 10,
-            keep_first: -1,
-            max_event_length: 10_000,
-        },
-        OpenhandsConfig::StructuredSummary {
-            max_size: 0,
-            keep_first: 0,
-            max_event_length: 10_000,
-        },
-        OpenhandsConfig::AmortizedForgetting {
-            max_size: 4,
-            keep_first: 2,
-        },
-        OpenhandsConfig::LlmAttention {
-            max_size: -3,
-            keep_first: -4,
-        },
+        OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 5, max_event_length: 10_000 },
+        OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: -1, max_event_length: 10_000 },
+        OpenhandsConfig::StructuredSummary { max_size: 0, keep_first: 0, max_event_length: 10_000 },
+        OpenhandsConfig::AmortizedForgetting { max_size: 4, keep_first: 2 },
+        OpenhandsConfig::LlmAttention { max_size: -3, keep_first: -4 },
         sdk_config(10, 4),
         sdk_config(0, 0),
         OpenhandsConfig::Pipeline(vec![sdk_config(80, 4)]),
     ];
     for config in bad {
-        let err = OpenhandsStrategy::new(config.clone())
-            .err()
-            .unwrap_or_else(|| panic!("{config:?} was accepted"));
+        let err = OpenhandsStrategy::new(config.clone()).err().unwrap_or_else(|| panic!("{config:?} was accepted"));
         assert_eq!(err.kind, ErrorKind::Other);
     }
-    let err = OpenhandsStrategy::new(OpenhandsConfig::AmortizedForgetting {
-        max_size: 10,
-        keep_first: 5,
-    })
-    .err()
-    .unwrap();
-    assert!(
-        err.message.contains("must be less than half of max_size"),
-        "{}",
-        err.message
-    );
+    let err =
+        OpenhandsStrategy::new(OpenhandsConfig::AmortizedForgetting { max_size: 10, keep_first: 5 }).err().unwrap();
+    assert!(err.message.contains("must be less than half of max_size"), "{}", err.message);
     assert!(OpenhandsStrategy::new(sdk_config(10, 3)).is_ok());
-    assert!(
-        OpenhandsStrategy::new(OpenhandsConfig::AmortizedForgetting {
-            max_size: 10,
-            keep_first: 4
-        })
-        .is_ok()
-    );
+    assert!(OpenhandsStrategy::new(OpenhandsConfig::AmortizedForgetting { max_size: 10, keep_first: 4 }).is_ok());
 }
 
 #[test]
 fn case_07_llm_summarizing_keeps_first_and_summary_events() {
     let (max_size, keep_first) = (10, 3);
-    let s = openhands(OpenhandsConfig::V0LlmSummarizing {
-        max_size: 10,
-        keep_first: 3,
-        max_event_length: 10_000,
-    });
+    let s = openhands(OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 3, max_event_length: 10_000 });
     let mut h = Harness::new([], roomy());
     let mut i = 0;
     for n in 0..max_size * 10 {
@@ -474,41 +330,23 @@ fn case_07_llm_summarizing_keeps_first_and_summary_events() {
         }
         let events = v0_events(&s, &h.log);
         assert_eq!(events.len(), expected_size(i, max_size));
-        assert_eq!(
-            h.summarizer.requests().len(),
-            expected_condensations(i, max_size)
-        );
+        assert_eq!(h.summarizer.requests().len(), expected_condensations(i, max_size));
         let head: Vec<Option<u32>> = entries(&events).into_iter().take(keep_first).collect();
-        let want: Vec<Option<u32>> = (0..(n as u32 + 1).min(keep_first as u32))
-            .map(Some)
-            .collect();
+        let want: Vec<Option<u32>> = (0..(n as u32 + 1).min(keep_first as u32)).map(Some).collect();
         assert_eq!(head, want, "the first keep_first events stay");
         if i > max_size {
-            assert!(
-                matches!(events[keep_first].kind, Kind::Summary { .. }),
-                "summary at keep_first"
-            );
-            assert_eq!(
-                s.project(&h.log).messages[keep_first].message.role,
-                Role::User
-            );
+            assert!(matches!(events[keep_first].kind, Kind::Summary { .. }), "summary at keep_first");
+            assert_eq!(s.project(&h.log).messages[keep_first].message.role, Role::User);
         }
         i += 1;
     }
     let requests = h.summarizer.requests();
+    assert!(requests[0].transcript.contains("<PREVIOUS SUMMARY>\nNo events summarized\n</PREVIOUS SUMMARY>"));
     assert!(requests[0]
         .transcript
-        .contains("<PREVIOUS SUMMARY>\nNo events summarized\n</PREVIOUS SUMMARY>"));
-    assert!(requests[0].transcript.contains(
-        "<EVENT id=3>\n**MessageAction** (source=EventSource.USER)\nCONTENT: Event 3\n</EVENT>"
-    ));
-    assert!(requests[1]
-        .transcript
-        .contains("<PREVIOUS SUMMARY>\nSUMMARY 1 of condensation\n</PREVIOUS SUMMARY>"));
-    assert!(
-        requests[0].transcript.starts_with("<PREVIOUS SUMMARY>"),
-        "the rules are the system text"
-    );
+        .contains("<EVENT id=3>\n**MessageAction** (source=EventSource.USER)\nCONTENT: Event 3\n</EVENT>"));
+    assert!(requests[1].transcript.contains("<PREVIOUS SUMMARY>\nSUMMARY 1 of condensation\n</PREVIOUS SUMMARY>"));
+    assert!(requests[0].transcript.starts_with("<PREVIOUS SUMMARY>"), "the rules are the system text");
     assert!(requests[0].system.contains("TASK_TRACKING"));
 }
 
@@ -517,24 +355,14 @@ fn case_08_pipeline_chains_and_stops_at_first_condensation() {
     // V0's test: AmortizedForgetting(10) then BrowserOutput(2); every third event is a
     // browser output.
     let s = openhands(OpenhandsConfig::Pipeline(vec![
-        OpenhandsConfig::AmortizedForgetting {
-            max_size: 10,
-            keep_first: 0,
-        },
-        OpenhandsConfig::BrowserOutput {
-            attention_window: 2,
-        },
+        OpenhandsConfig::AmortizedForgetting { max_size: 10, keep_first: 0 },
+        OpenhandsConfig::BrowserOutput { attention_window: 2 },
     ]));
     let mut h = Harness::new([], roomy());
     let mut i = 0;
     for n in 0..30 {
         h.push(if n % 3 == 0 {
-            Message::tool_result(
-                format!("b{n}"),
-                "browser",
-                format!("Observation {n}"),
-                false,
-            )
+            Message::tool_result(format!("b{n}"), "browser", format!("Observation {n}"), false)
         } else {
             user(n)
         });
@@ -556,11 +384,7 @@ fn case_08_pipeline_chains_and_stops_at_first_condensation() {
     // and the summarizer behind it is never called.
     let s = openhands(OpenhandsConfig::Pipeline(vec![
         OpenhandsConfig::ConversationWindow,
-        OpenhandsConfig::V0LlmSummarizing {
-            max_size: 10,
-            keep_first: 1,
-            max_event_length: 10_000,
-        },
+        OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 1, max_event_length: 10_000 },
     ]));
     let mut msgs = vec![Message::system("sys")];
     msgs.extend((1..12).map(user));
@@ -583,22 +407,10 @@ fn case_09_view_inserts_summary_at_offset() {
         let view = s.project(&log);
         assert_eq!(view.len(), 6);
         assert_eq!(view.messages[k].message, Message::user("My Summary"));
-        assert_eq!(
-            view.messages[k].origin,
-            Origin::Summary(compactbench_core::EntryId(5))
-        );
-        let rest: Vec<Message> = view
-            .messages
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != k)
-            .map(|(_, m)| m.message.clone())
-            .collect();
-        assert_eq!(
-            rest,
-            (0..5).map(user).collect::<Vec<_>>(),
-            "events before it unchanged, after it shifted by one"
-        );
+        assert_eq!(view.messages[k].origin, Origin::Summary(compactbench_core::EntryId(5)));
+        let rest: Vec<Message> =
+            view.messages.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, m)| m.message.clone()).collect();
+        assert_eq!(rest, (0..5).map(user).collect::<Vec<_>>(), "events before it unchanged, after it shifted by one");
     }
     // Without a summary (or an offset) nothing is inserted.
     let mut log = Log::from_messages((0..5).map(user));
@@ -622,26 +434,15 @@ fn case_10_condensation_events_stay_out_of_view_and_requests_are_handled() {
     assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
     // The checkpoint itself never shows; only its summary does.
     let view = h.view(&s);
-    assert!(view
-        .messages
-        .iter()
-        .all(|m| matches!(m.origin, Origin::Entry(_) | Origin::Summary(_))));
-    assert_eq!(
-        view.messages
-            .iter()
-            .filter(|m| matches!(m.origin, Origin::Summary(_)))
-            .count(),
-        1
-    );
+    assert!(view.messages.iter().all(|m| matches!(m.origin, Origin::Entry(_) | Origin::Summary(_))));
+    assert_eq!(view.messages.iter().filter(|m| matches!(m.origin, Origin::Summary(_))).count(), 1);
 
     // V0: the conversation window acts on requests only.
     let s = openhands(OpenhandsConfig::ConversationWindow);
     assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
     assert_eq!(h.decide(&s, Moment::Overflow), Decision::compact("request"));
     // Condensers without a request handler leave an overflow alone.
-    let s = openhands(OpenhandsConfig::ObservationMasking {
-        attention_window: 100,
-    });
+    let s = openhands(OpenhandsConfig::ObservationMasking { attention_window: 100 });
     assert_eq!(h.decide(&s, Moment::Overflow), Decision::Skip);
 }
 
@@ -649,10 +450,7 @@ fn case_10_condensation_events_stay_out_of_view_and_requests_are_handled() {
 fn case_11_sdk_max_size_10_keep_first_3() {
     let s = openhands(sdk_config(10, 3));
     let mut h = Harness::new((0..11).map(user), roomy());
-    assert_eq!(
-        h.decide(&s, Moment::BeforeRequest),
-        Decision::compact("events")
-    );
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("events"));
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
     assert_eq!(cps.len(), 1);
     let d = details(&cps[0]);
@@ -671,10 +469,7 @@ fn case_12_requirements_soft_hard_and_hard_reset() {
     assert!(h.compact(&s, Moment::BeforeRequest).unwrap().is_empty());
 
     // Events only: soft. A failing summarizer leaves the view as it is, without a reset.
-    assert_eq!(
-        sdk::Summarizing::requirement(&[sdk::Reason::Events]),
-        Some(sdk::Requirement::Soft)
-    );
+    assert_eq!(sdk::Summarizing::requirement(&[sdk::Reason::Events]), Some(sdk::Requirement::Soft));
     let mut h = Harness::new((0..11).map(user), roomy());
     h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
     let before = h.view(&s);
@@ -687,18 +482,12 @@ fn case_12_requirements_soft_hard_and_hard_reset() {
         sdk::Summarizing::requirement(&[sdk::Reason::Tokens, sdk::Reason::Events]),
         Some(sdk::Requirement::Hard)
     );
-    assert_eq!(
-        sdk::Summarizing::requirement(&[sdk::Reason::Request]),
-        Some(sdk::Requirement::Hard)
-    );
+    assert_eq!(sdk::Summarizing::requirement(&[sdk::Reason::Request]), Some(sdk::Requirement::Hard));
     assert_eq!(sdk::Summarizing::requirement(&[]), None);
     let mut msgs = vec![Message::system("sys")];
     msgs.extend((0..6).map(|n| Message::user(format!("{n}{}", " word".repeat(100)))));
     let mut h = Harness::new(msgs.clone(), model(500, 100));
-    assert_eq!(
-        h.decide(&s, Moment::BeforeRequest),
-        Decision::compact("tokens")
-    );
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("tokens"));
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
     assert_eq!(details(&cps[0])["reasons"], json!(["tokens"]));
     // LiteLLM's count (cl100k_base for "test-model"): 3 for the reply, 3 + 1 + 1 for the
@@ -737,11 +526,7 @@ fn case_12_requirements_soft_hard_and_hard_reset() {
     let mut log = Log::from_messages(msgs.clone());
     let down = Flaky::new(usize::MAX);
     let err = compact_with(&s, &mut log, &down, Moment::Overflow).unwrap_err();
-    assert!(
-        err.message.starts_with("Summarization LLM call failed"),
-        "{}",
-        err.message
-    );
+    assert!(err.message.starts_with("Summarization LLM call failed"), "{}", err.message);
     let requests = down.requests.lock().unwrap().clone();
     assert_eq!(requests.len(), 6);
     assert!(!requests[1].transcript.contains("<response clipped>"));
@@ -781,20 +566,15 @@ fn case_i_worked_example_sdk() {
     let mut h = Harness::new(worked_example(), roomy());
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
     // The cut may not fall between A4 (e8) and O4 (e9), so it ends at e10.
-    assert_eq!(
-        details(&cps[0])["forgotten"],
-        json!([2, 3, 4, 5, 6, 7, 8, 9])
-    );
+    assert_eq!(details(&cps[0])["forgotten"], json!([2, 3, 4, 5, 6, 7, 8, 9]));
     assert_eq!(details(&cps[0])["summary_offset"], 2);
     assert_eq!(ids(&h.view(&s)), ["e0", "e1", "S11", "e10"]);
     let request = &h.summarizer.requests()[0];
     assert_eq!(request.transcript.matches("<EVENT>").count(), 8);
+    assert!(request.transcript.contains("<EVENT>\nActionEvent (agent)\n  Thought: \n  Action: bash\n</EVENT>"));
     assert!(request
         .transcript
-        .contains("<EVENT>\nActionEvent (agent)\n  Thought: \n  Action: bash\n</EVENT>"));
-    assert!(request.transcript.contains(
-        "<EVENT>\nObservationEvent (environment)\n  Tool: bash\n  Result: output of a1\n</EVENT>"
-    ));
+        .contains("<EVENT>\nObservationEvent (environment)\n  Tool: bash\n  Result: output of a1\n</EVENT>"));
     assert!(request.transcript.ends_with("</EVENT>\n"));
     assert!(request.system.contains("TASK_TRACKING"));
 
@@ -807,10 +587,7 @@ fn case_i_worked_example_sdk() {
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
     // The old summary is forgotten too and fed back as one of the events.
     assert_eq!(details(&cps[0])["forgotten_summaries"], json!([11]));
-    assert_eq!(
-        details(&cps[0])["forgotten"],
-        json!([10, 12, 13, 14, 15, 16, 17])
-    );
+    assert_eq!(details(&cps[0])["forgotten"], json!([10, 12, 13, 14, 15, 16, 17]));
     assert_eq!(ids(&h.view(&s)), ["e0", "e1", "S20", "e18", "e19"]);
     assert!(h.summarizer.requests()[1]
         .transcript
@@ -819,11 +596,7 @@ fn case_i_worked_example_sdk() {
 
 #[test]
 fn case_i_worked_example_v0_orphans_an_observation() {
-    let s = openhands(OpenhandsConfig::V0LlmSummarizing {
-        max_size: 10,
-        keep_first: 2,
-        max_event_length: 10_000,
-    });
+    let s = openhands(OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 2, max_event_length: 10_000 });
     let mut h = Harness::new(worked_example(), roomy());
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
     assert_eq!(details(&cps[0])["forgotten_range"], json!([2, 8]));
@@ -841,16 +614,8 @@ fn sdk_cuts_keep_batches_and_thinking_loops_whole() {
         Role::Assistant,
         vec![
             Part::text("two at once"),
-            Part::ToolCall {
-                id: "p1".into(),
-                name: "bash".into(),
-                args: json!({}),
-            },
-            Part::ToolCall {
-                id: "p2".into(),
-                name: "bash".into(),
-                args: json!({}),
-            },
+            Part::ToolCall { id: "p1".into(), name: "bash".into(), args: json!({}) },
+            Part::ToolCall { id: "p2".into(), name: "bash".into(), args: json!({}) },
         ],
     );
     let log = Log::from_messages([user(0), batch.clone(), result("p1"), result("p2"), user(4)]);
@@ -864,21 +629,10 @@ fn sdk_cuts_keep_batches_and_thinking_loops_whole() {
         Role::Assistant,
         vec![
             Part::Reasoning { text: "hmm".into() },
-            Part::ToolCall {
-                id: "t1".into(),
-                name: "bash".into(),
-                args: json!({}),
-            },
+            Part::ToolCall { id: "t1".into(), name: "bash".into(), args: json!({}) },
         ],
     );
-    let log = Log::from_messages([
-        user(0),
-        thinking,
-        result("t1"),
-        call("t2"),
-        result("t2"),
-        user(5),
-    ]);
+    let log = Log::from_messages([user(0), thinking, result("t1"), call("t2"), result("t2"), user(5)]);
     let ok = sdk::manipulation_indices(&sdk::view(&log));
     assert_eq!(ok, [true, true, false, false, false, true, true]);
 
@@ -902,11 +656,7 @@ fn sdk_property_enforcement_drops_orphans() {
 fn v0_request_on_short_view_fails_like_v0() {
     // A request while the view is far below max_size: the tail is longer than the view, the
     // forgotten range is empty, and V0's `min()` raises (OpenHands#11332's scenario).
-    let s = openhands(OpenhandsConfig::V0LlmSummarizing {
-        max_size: 100,
-        keep_first: 1,
-        max_event_length: 10_000,
-    });
+    let s = openhands(OpenhandsConfig::V0LlmSummarizing { max_size: 100, keep_first: 1, max_event_length: 10_000 });
     let mut h = Harness::new((0..8).map(user), roomy());
     assert_eq!(h.decide(&s, Moment::Overflow), Decision::compact("request"));
     let err = h.step(&s, Moment::Overflow).unwrap_err();
@@ -917,11 +667,7 @@ fn v0_request_on_short_view_fails_like_v0() {
 fn v0_keep_first_one_puts_the_first_user_message_back() {
     // keep_first 1 keeps only the system prompt; the summary lands second, so V0's message
     // builder re-inserts the first user message before it.
-    let s = openhands(OpenhandsConfig::V0LlmSummarizing {
-        max_size: 10,
-        keep_first: 1,
-        max_event_length: 10_000,
-    });
+    let s = openhands(OpenhandsConfig::V0LlmSummarizing { max_size: 10, keep_first: 1, max_event_length: 10_000 });
     let mut msgs = vec![Message::system("sys")];
     msgs.extend((1..=10).map(user));
     let mut h = Harness::new(msgs, roomy());
@@ -954,34 +700,20 @@ fn v0_conversation_window_keeps_essentials_and_half() {
 
 #[test]
 fn v0_structured_summary_renders_state_summary() {
-    let s = openhands(OpenhandsConfig::StructuredSummary {
-        max_size: 10,
-        keep_first: 1,
-        max_event_length: 10_000,
-    });
+    let s = openhands(OpenhandsConfig::StructuredSummary { max_size: 10, keep_first: 1, max_event_length: 10_000 });
     let mut h = Harness::new((0..11).map(user), roomy());
-    h.summarizer = FakeSummarizer::new(FakeMode::Fixed(
-        r#"{"user_context": "build X", "pending_tasks": "tests"}"#.into(),
-    ));
+    h.summarizer =
+        FakeSummarizer::new(FakeMode::Fixed(r#"{"user_context": "build X", "pending_tasks": "tests"}"#.into()));
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
     let summary = cps[0].summary.as_ref().unwrap().text();
-    assert!(
-        summary.starts_with("# State Summary\n\n## Core Information\n\n**User Context**: build X")
-    );
+    assert!(summary.starts_with("# State Summary\n\n## Core Information\n\n**User Context**: build X"));
     assert!(summary.contains("**Pending Tasks**: tests"));
-    assert!(h.summarizer.requests()[0]
-        .instructions
-        .contains("create_state_summary"));
+    assert!(h.summarizer.requests()[0].instructions.contains("create_state_summary"));
 
     // Not the function's arguments: an empty state summary, still applied.
     let mut h = Harness::new((0..11).map(user), roomy());
     let cps = h.step(&s, Moment::BeforeRequest).unwrap();
-    assert!(cps[0]
-        .summary
-        .as_ref()
-        .unwrap()
-        .text()
-        .contains("**User Context**: \n"));
+    assert!(cps[0].summary.as_ref().unwrap().text().contains("**User Context**: \n"));
 }
 
 #[test]

@@ -52,100 +52,30 @@ const ERROR_HEADER: &str = "[An error occurred during execution.]\n";
 /// Names in LiteLLM 1.105.7's OpenAI chat and Azure catalogs whose encoding is `o200k_base`
 /// (tiktoken 0.14.0); every other name counts with `cl100k_base`.
 const O200K_MODELS: &[&str] = &[
-    "gpt-4.1",
-    "gpt-4.1-2025-04-14",
-    "gpt-4.1-mini",
-    "gpt-4.1-mini-2025-04-14",
-    "gpt-4.1-nano",
-    "gpt-4.1-nano-2025-04-14",
-    "gpt-5",
-    "gpt-5-2025-08-07",
-    "gpt-5-chat",
-    "gpt-5-chat-latest",
-    "gpt-5-codex",
-    "gpt-5-mini",
-    "gpt-5-mini-2025-08-07",
-    "gpt-5-nano",
-    "gpt-5-nano-2025-08-07",
-    "gpt-5-pro",
-    "gpt-5-pro-2025-10-06",
-    "gpt-5-search-api",
-    "gpt-5-search-api-2025-10-14",
-    "gpt-5.1",
-    "gpt-5.1-2025-11-13",
-    "gpt-5.1-chat-latest",
-    "gpt-5.1-codex",
-    "gpt-5.1-codex-max",
-    "gpt-5.1-codex-mini",
-    "gpt-5.2",
-    "gpt-5.2-2025-12-11",
-    "gpt-5.2-chat-latest",
-    "gpt-5.2-codex",
-    "gpt-5.2-pro",
-    "gpt-5.2-pro-2025-12-11",
-    "gpt-5.3-chat-latest",
-    "gpt-5.3-codex",
-    "gpt-5.4",
-    "gpt-5.4-2026-03-05",
-    "gpt-5.4-mini",
-    "gpt-5.4-mini-2026-03-17",
-    "gpt-5.4-nano",
-    "gpt-5.4-nano-2026-03-17",
-    "gpt-5.4-pro",
-    "gpt-5.4-pro-2026-03-05",
-    "gpt-5.5",
-    "gpt-5.5-2026-04-23",
-    "gpt-5.5-cyber",
-    "gpt-5.5-cyber-preview",
-    "gpt-5.5-pro",
-    "gpt-5.5-pro-2026-04-23",
-    "gpt-5.6",
-    "gpt-5.6-cyber",
-    "gpt-5.6-luna",
-    "gpt-5.6-sol",
-    "gpt-5.6-terra",
-    "o1",
-    "o1-2024-12-17",
-    "o1-pro",
-    "o1-pro-2025-03-19",
-    "o3",
-    "o3-2025-04-16",
-    "o3-deep-research",
-    "o3-deep-research-2025-06-26",
-    "o3-mini",
-    "o3-mini-2025-01-31",
-    "o3-pro",
-    "o3-pro-2025-06-10",
-    "o4-mini",
-    "o4-mini-2025-04-16",
-    "o4-mini-deep-research",
-    "o4-mini-deep-research-2025-06-26",
+    "gpt-4.1", "gpt-4.1-2025-04-14", "gpt-4.1-mini", "gpt-4.1-mini-2025-04-14", "gpt-4.1-nano",
+    "gpt-4.1-nano-2025-04-14", "gpt-5", "gpt-5-2025-08-07", "gpt-5-chat", "gpt-5-chat-latest", "gpt-5-codex",
+    "gpt-5-mini", "gpt-5-mini-2025-08-07", "gpt-5-nano", "gpt-5-nano-2025-08-07", "gpt-5-pro",
+    "gpt-5-pro-2025-10-06", "gpt-5-search-api", "gpt-5-search-api-2025-10-14", "gpt-5.1", "gpt-5.1-2025-11-13",
+    "gpt-5.1-chat-latest", "gpt-5.1-codex", "gpt-5.1-codex-max", "gpt-5.1-codex-mini", "gpt-5.2",
+    "gpt-5.2-2025-12-11", "gpt-5.2-chat-latest", "gpt-5.2-codex", "gpt-5.2-pro", "gpt-5.2-pro-2025-12-11",
+    "gpt-5.3-chat-latest", "gpt-5.3-codex", "gpt-5.4", "gpt-5.4-2026-03-05", "gpt-5.4-mini",
+    "gpt-5.4-mini-2026-03-17", "gpt-5.4-nano", "gpt-5.4-nano-2026-03-17", "gpt-5.4-pro", "gpt-5.4-pro-2026-03-05",
+    "gpt-5.5", "gpt-5.5-2026-04-23", "gpt-5.5-cyber", "gpt-5.5-cyber-preview", "gpt-5.5-pro",
+    "gpt-5.5-pro-2026-04-23", "gpt-5.6", "gpt-5.6-cyber", "gpt-5.6-luna", "gpt-5.6-sol", "gpt-5.6-terra", "o1",
+    "o1-2024-12-17", "o1-pro", "o1-pro-2025-03-19", "o3", "o3-2025-04-16", "o3-deep-research",
+    "o3-deep-research-2025-06-26", "o3-mini", "o3-mini-2025-01-31", "o3-pro", "o3-pro-2025-06-10", "o4-mini",
+    "o4-mini-2025-04-16", "o4-mini-deep-research", "o4-mini-deep-research-2025-06-26",
 ];
 
 /// The names of LiteLLM's OpenAI chat catalog that contain `gpt-4o` (all `o200k_base`).
 const GPT_4O_MODELS: &[&str] = &[
-    "gpt-4o",
-    "gpt-4o-2024-05-13",
-    "gpt-4o-2024-08-06",
-    "gpt-4o-2024-11-20",
-    "gpt-4o-audio-preview-2024-12-17",
-    "gpt-4o-audio-preview-2025-06-03",
-    "gpt-4o-mini",
-    "gpt-4o-mini-2024-07-18",
-    "gpt-4o-mini-audio-preview-2024-12-17",
-    "gpt-4o-mini-realtime-preview-2024-12-17",
-    "gpt-4o-mini-search-preview",
-    "gpt-4o-mini-search-preview-2025-03-11",
-    "gpt-4o-mini-transcribe",
-    "gpt-4o-mini-transcribe-2025-03-20",
-    "gpt-4o-mini-transcribe-2025-12-15",
-    "gpt-4o-mini-tts",
-    "gpt-4o-mini-tts-2025-03-20",
-    "gpt-4o-mini-tts-2025-12-15",
-    "gpt-4o-search-preview",
-    "gpt-4o-search-preview-2025-03-11",
-    "gpt-4o-transcribe",
-    "gpt-4o-transcribe-diarize",
+    "gpt-4o", "gpt-4o-2024-05-13", "gpt-4o-2024-08-06", "gpt-4o-2024-11-20", "gpt-4o-audio-preview-2024-12-17",
+    "gpt-4o-audio-preview-2025-06-03", "gpt-4o-mini", "gpt-4o-mini-2024-07-18",
+    "gpt-4o-mini-audio-preview-2024-12-17", "gpt-4o-mini-realtime-preview-2024-12-17",
+    "gpt-4o-mini-search-preview", "gpt-4o-mini-search-preview-2025-03-11", "gpt-4o-mini-transcribe",
+    "gpt-4o-mini-transcribe-2025-03-20", "gpt-4o-mini-transcribe-2025-12-15", "gpt-4o-mini-tts",
+    "gpt-4o-mini-tts-2025-03-20", "gpt-4o-mini-tts-2025-12-15", "gpt-4o-search-preview",
+    "gpt-4o-search-preview-2025-03-11", "gpt-4o-transcribe", "gpt-4o-transcribe-diarize",
 ];
 
 /// The encoding LiteLLM counts `model` with.
@@ -167,10 +97,7 @@ pub(crate) struct Counter<'a> {
 impl<'a> Counter<'a> {
     /// The counter of the agent model named `model`.
     pub(crate) fn new(tokenizer: &'a dyn Tokenizer, model: &str) -> Counter<'a> {
-        Counter {
-            tokenizer,
-            encoding: encoding(model),
-        }
+        Counter { tokenizer, encoding: encoding(model) }
     }
 
     /// LiteLLM's count function for one string: 1024-code-point chunks, extrapolated from
@@ -192,11 +119,7 @@ impl<'a> Counter<'a> {
         // Python `round` of `counted * n / (SAMPLES * sample)`: half to even.
         let x = counted as f64 * n as f64 / (SAMPLES * sample) as f64;
         let r = x.round();
-        if x - x.floor() == 0.5 && r % 2.0 != 0.0 {
-            (r - 1.0) as u64
-        } else {
-            r as u64
-        }
+        if x - x.floor() == 0.5 && r % 2.0 != 0.0 { (r - 1.0) as u64 } else { r as u64 }
     }
 
     fn exact(&self, text: &str) -> u64 {
@@ -232,13 +155,7 @@ impl<'a> Counter<'a> {
     pub(crate) fn event(&self, log: &Log, previous: Option<&Event>, event: &Event) -> u64 {
         let media: u64 = event::owned_parts(log, event)
             .iter()
-            .map(|p| {
-                if let Part::Media { tokens, .. } = p {
-                    u64::from(*tokens)
-                } else {
-                    0
-                }
-            })
+            .map(|p| if let Part::Media { tokens, .. } = p { u64::from(*tokens) } else { 0 })
             .sum();
         media
             + match &event.kind {
@@ -252,10 +169,8 @@ impl<'a> Counter<'a> {
                     let head = !previous.is_some_and(|p| p.is_action() && p.entry == event.entry);
                     if head {
                         // `_remove_content_if_empty`: whitespace-only blocks are dropped.
-                        let thought: Vec<&str> = texts(log, event)
-                            .into_iter()
-                            .filter(|t| !t.trim().is_empty())
-                            .collect();
+                        let thought: Vec<&str> =
+                            texts(log, event).into_iter().filter(|t| !t.trim().is_empty()).collect();
                         self.role("assistant") + self.content(&thought) + self.text(&args)
                     } else {
                         self.text(&args)
@@ -274,10 +189,7 @@ impl<'a> Counter<'a> {
     /// too (`_can_merge_user_messages`), so only its texts count.
     fn user(&self, previous: Option<&Event>, texts: &[&str]) -> u64 {
         let merged = previous.is_some_and(|p| {
-            matches!(
-                p.kind,
-                Kind::Message(Role::User) | Kind::Summary { .. } | Kind::Masked { .. }
-            )
+            matches!(p.kind, Kind::Message(Role::User) | Kind::Summary { .. } | Kind::Masked { .. })
         });
         (if merged { 0 } else { self.role("user") }) + self.content(texts)
     }
@@ -302,13 +214,7 @@ impl<'a> Counter<'a> {
 fn texts<'l>(log: &'l Log, event: &Event) -> Vec<&'l str> {
     event::owned_parts(log, event)
         .into_iter()
-        .filter_map(|p| {
-            if let Part::Text { text } = p {
-                Some(text.as_str())
-            } else {
-                None
-            }
-        })
+        .filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None })
         .collect()
 }
 
@@ -327,6 +233,7 @@ fn truncate_tool_text(text: &str) -> String {
     format!("{head_text}{TRUNCATE_NOTICE}{tail_text}")
 }
 
+
 #[cfg(test)]
 mod tests {
     use compactbench_core::{Log, Message, Part, Role};
@@ -336,8 +243,7 @@ mod tests {
 
     fn total(model: &str, messages: Vec<Message>) -> u64 {
         let log = Log::from_messages(messages);
-        Counter::new(compactbench_testkit::tokenizer(), model)
-            .total(&log, &event::message_events(&log))
+        Counter::new(compactbench_testkit::tokenizer(), model).total(&log, &event::message_events(&log))
     }
 
     fn turn() -> Vec<Message> {
@@ -347,20 +253,10 @@ mod tests {
             Message::new(
                 Role::Assistant,
                 vec![
-                    Part::Reasoning {
-                        text: "hm, long thinking here".into(),
-                    },
+                    Part::Reasoning { text: "hm, long thinking here".into() },
                     Part::text("looking"),
-                    Part::ToolCall {
-                        id: "a1".into(),
-                        name: "read".into(),
-                        args: json!({"path": "a.rs"}),
-                    },
-                    Part::ToolCall {
-                        id: "b1".into(),
-                        name: "grep".into(),
-                        args: json!({"q": "x"}),
-                    },
+                    Part::ToolCall { id: "a1".into(), name: "read".into(), args: json!({"path": "a.rs"}) },
+                    Part::ToolCall { id: "b1".into(), name: "grep".into(), args: json!({"q": "x"}) },
                 ],
             ),
             Message::tool_result("a1", "read", "fn main() {}", false),
@@ -376,19 +272,12 @@ mod tests {
         assert_eq!(total("claude-sonnet-4", turn()), 73);
         assert_eq!(total("gpt-4.1", turn()), 64);
         // Two plain user messages are one turn.
-        let users = || {
-            vec![
-                Message::user("Καλημέρα κόσμε"),
-                Message::user("Καλημέρα κόσμε"),
-            ]
-        };
+        let users = || vec![Message::user("Καλημέρα κόσμε"), Message::user("Καλημέρα κόσμε")];
         assert_eq!(total("claude-sonnet-4", users()), 35);
         assert_eq!(total("gpt-4.1", users()), 19);
         // A tool output of 76 890 code points: truncated to 50 000 with the SDK's notice, then
         // counted in 1024-code-point chunks.
-        let big: String = (0..3000)
-            .map(|i| format!("line {i}: ünïcode 😀 text\n"))
-            .collect();
+        let big: String = (0..3000).map(|i| format!("line {i}: ünïcode 😀 text\n")).collect();
         let out = || vec![Message::tool_result("a1", "read", big.clone(), false)];
         assert_eq!(total("claude-sonnet-4", out()), 22597);
         assert_eq!(total("gpt-4.1", out()), 20638);

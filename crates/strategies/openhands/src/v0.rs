@@ -5,14 +5,12 @@
 use std::collections::{HashMap, HashSet};
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, Origin, Part,
-    Replacement, Role, SummarizerUsage, SummaryPosition, SummaryRequest, View, ViewMessage, Window,
+    Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
+    SummarizerUsage, SummaryPosition, SummaryRequest, View, ViewMessage, Window,
 };
 use serde_json::json;
 
-use crate::event::{
-    self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG, STAND_IN,
-};
+use crate::event::{self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
 use crate::prompt;
 
 /// `LLMConfig.max_message_chars` default: longer observations are middle-truncated when
@@ -105,11 +103,7 @@ impl Condenser {
                             return e;
                         }
                         if seen >= *attention_window {
-                            let url = e
-                                .call_id()
-                                .and_then(|c| urls.get(c))
-                                .cloned()
-                                .unwrap_or_default();
+                            let url = e.call_id().and_then(|c| urls.get(c)).cloned().unwrap_or_default();
                             masked(e, format!("Visited URL {url}\nContent omitted"))
                         } else {
                             seen += 1;
@@ -120,19 +114,12 @@ impl Condenser {
                 out.reverse();
                 out
             }
-            Condenser::RecentEvents {
-                keep_first,
-                max_events,
-            } => {
+            Condenser::RecentEvents { keep_first, max_events } => {
                 let head: Vec<Event> = view.iter().take(*keep_first).cloned().collect();
                 let tail_len = max_events.saturating_sub(head.len());
                 // Python `view[-tail_len:]`: `view[-0:]` is the whole view, and a tail longer
                 // than the view is the whole view too, so short views repeat their head.
-                let tail = if tail_len == 0 {
-                    &view[..]
-                } else {
-                    &view[view.len().saturating_sub(tail_len)..]
-                };
+                let tail = if tail_len == 0 { &view[..] } else { &view[view.len().saturating_sub(tail_len)..] };
                 head.into_iter().chain(tail.iter().cloned()).collect()
             }
             _ => view,
@@ -142,12 +129,7 @@ impl Condenser {
 
 /// A fresh `AgentCondensationObservation` standing where the observation `e` was.
 fn masked(e: Event, text: String) -> Event {
-    Event {
-        id: EventId::Invalid,
-        entry: e.entry,
-        parts: e.parts,
-        kind: Kind::Masked { text },
-    }
+    Event { id: EventId::Invalid, entry: e.entry, parts: e.parts, kind: Kind::Masked { text } }
 }
 
 fn is_browser_output(e: &Event) -> bool {
@@ -188,10 +170,7 @@ pub(crate) fn base_view(log: &Log) -> Vec<Event> {
         })
         .filter(|e| !recorded.iter().any(|(_, _, r)| r.forgets(e.id)))
         .collect();
-    let latest = recorded
-        .iter()
-        .rev()
-        .find_map(|(id, cp, r)| Some((*id, cp.summary.as_ref()?, r.summary_offset?)));
+    let latest = recorded.iter().rev().find_map(|(id, cp, r)| Some((*id, cp.summary.as_ref()?, r.summary_offset?)));
     if let Some((checkpoint, summary, offset)) = latest {
         let at = offset.min(events.len());
         events.insert(
@@ -200,10 +179,7 @@ pub(crate) fn base_view(log: &Log) -> Vec<Event> {
                 id: EventId::Invalid,
                 entry: None,
                 parts: Vec::new(),
-                kind: Kind::Summary {
-                    checkpoint,
-                    text: summary.text(),
-                },
+                kind: Kind::Summary { checkpoint, text: summary.text() },
             },
         );
     }
@@ -212,9 +188,7 @@ pub(crate) fn base_view(log: &Log) -> Vec<Event> {
 
 /// The view the pipeline hands to the model when nothing condenses: every transform applied.
 pub(crate) fn view(log: &Log, pipeline: &[Condenser]) -> Vec<Event> {
-    pipeline
-        .iter()
-        .fold(base_view(log), |v, c| c.transform(log, v))
+    pipeline.iter().fold(base_view(log), |v, c| c.transform(log, v))
 }
 
 /// Whether the pipeline would return a condensation for this log.
@@ -247,12 +221,7 @@ struct Condensation {
 
 /// The pipeline's `condense`: transforms run in order; the first rolling condenser that
 /// triggers returns the condensation (errors propagate, as in V0).
-fn condense(
-    log: &Log,
-    pipeline: &[Condenser],
-    request: bool,
-    cx: &mut Cx<'_>,
-) -> Result<Option<Checkpoint>, Error> {
+fn condense(log: &Log, pipeline: &[Condenser], request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
     let base = base_view(log);
     let mut view = base.clone();
     for c in pipeline {
@@ -264,28 +233,11 @@ fn condense(
             continue;
         }
         let condensation = match c {
-            Condenser::Summarizing {
-                structured,
-                max_size,
-                keep_first,
-                max_event_length,
-            } => summarize(
-                log,
-                &view,
-                *structured,
-                *max_size,
-                *keep_first,
-                *max_event_length,
-                cx,
-            )?,
-            Condenser::AmortizedForgetting {
-                max_size,
-                keep_first,
-            } => amortized(&view, *max_size, *keep_first)?,
-            Condenser::LlmAttention {
-                max_size,
-                keep_first,
-            } => attention(log, &view, *max_size, *keep_first, cx)?,
+            Condenser::Summarizing { structured, max_size, keep_first, max_event_length } => {
+                summarize(log, &view, *structured, *max_size, *keep_first, *max_event_length, cx)?
+            }
+            Condenser::AmortizedForgetting { max_size, keep_first } => amortized(&view, *max_size, *keep_first)?,
+            Condenser::LlmAttention { max_size, keep_first } => attention(log, &view, *max_size, *keep_first, cx)?,
             Condenser::ConversationWindow => window(&view),
             _ => unreachable!("only rolling condensers condense"),
         };
@@ -296,12 +248,8 @@ fn condense(
 
 fn name(c: &Condenser) -> &'static str {
     match c {
-        Condenser::Summarizing {
-            structured: false, ..
-        } => "llm_summarizing",
-        Condenser::Summarizing {
-            structured: true, ..
-        } => "structured_summary",
+        Condenser::Summarizing { structured: false, .. } => "llm_summarizing",
+        Condenser::Summarizing { structured: true, .. } => "structured_summary",
         Condenser::AmortizedForgetting { .. } => "amortized_forgetting",
         Condenser::LlmAttention { .. } => "llm_attention",
         Condenser::ConversationWindow => "conversation_window",
@@ -314,11 +262,7 @@ fn name(c: &Condenser) -> &'static str {
 
 /// Python `view[start:-from_tail]` for `from_tail >= 0`.
 fn middle(view: &[Event], start: usize, from_tail: usize) -> &[Event] {
-    let end = if from_tail == 0 {
-        0
-    } else {
-        view.len().saturating_sub(from_tail)
-    };
+    let end = if from_tail == 0 { 0 } else { view.len().saturating_sub(from_tail) };
     let start = start.min(view.len());
     if start >= end {
         &[]
@@ -335,10 +279,7 @@ fn min_max(ids: impl IntoIterator<Item = i64>) -> Option<(i64, i64)> {
 }
 
 fn empty_min() -> Error {
-    Error::new(
-        ErrorKind::NothingToCompact,
-        "min() arg is an empty sequence",
-    )
+    Error::new(ErrorKind::NothingToCompact, "min() arg is an empty sequence")
 }
 
 /// `LLMSummarizingCondenser.get_condensation` / `StructuredSummaryCondenser.get_condensation`.
@@ -354,20 +295,15 @@ fn summarize(
     let head_len = keep_first.min(view.len());
     let from_tail = (max_size / 2).saturating_sub(head_len + 1);
     let Some(at_offset) = view.get(keep_first) else {
-        return Err(Error::new(
-            ErrorKind::NothingToCompact,
-            "list index out of range",
-        ));
+        return Err(Error::new(ErrorKind::NothingToCompact, "list index out of range"));
     };
     let previous = if at_offset.is_condensation_observation() {
         prompt::v0_event_message(log, at_offset)
     } else {
         "No events summarized".to_owned()
     };
-    let forgotten: Vec<&Event> = middle(view, keep_first, from_tail)
-        .iter()
-        .filter(|e| !e.is_condensation_observation())
-        .collect();
+    let forgotten: Vec<&Event> =
+        middle(view, keep_first, from_tail).iter().filter(|e| !e.is_condensation_observation()).collect();
     let (start, end) = min_max(forgotten.iter().map(|e| e.id.v0())).ok_or_else(empty_min)?;
 
     let mut transcript = String::new();
@@ -381,31 +317,15 @@ fn summarize(
         transcript.push_str(&format!("<EVENT id={}>\n{content}\n</EVENT>\n", e.id.v0()));
     }
     let request = SummaryRequest {
-        purpose: if structured {
-            "structured-summary"
-        } else {
-            "condensation"
-        }
-        .to_owned(),
+        purpose: if structured { "structured-summary" } else { "condensation" }.to_owned(),
         // V0 sends one user message that opens with the rules; the seam sends instructions
         // after the material, so the rules go in the system text instead.
-        system: if structured {
-            prompt::STRUCTURED_RULES.to_owned()
-        } else {
-            prompt::summary_rules(false)
-        },
+        system: if structured { prompt::STRUCTURED_RULES.to_owned() } else { prompt::summary_rules(false) },
         transcript,
-        instructions: if structured {
-            prompt::structured_instructions()
-        } else {
-            prompt::SUMMARIZE_NOW.to_owned()
-        },
+        instructions: if structured { prompt::structured_instructions() } else { prompt::SUMMARIZE_NOW.to_owned() },
         max_output_tokens: cx.model.max_output,
     };
-    let mut usage = SummarizerUsage {
-        calls: 1,
-        ..SummarizerUsage::default()
-    };
+    let mut usage = SummarizerUsage { calls: 1, ..SummarizerUsage::default() };
     let reply = cx.summarizer.summarize(&request)?;
     usage.input_tokens = reply.input_tokens;
     usage.output_tokens = reply.output_tokens;
@@ -414,11 +334,7 @@ fn summarize(
         let fields = serde_json::from_str::<serde_json::Value>(reply.text.trim())
             .ok()
             .and_then(|v| v.as_object().cloned())
-            .filter(|o| {
-                o.iter().all(|(k, v)| {
-                    !prompt::STATE_SUMMARY_FIELDS.contains(&k.as_str()) || v.is_string()
-                })
-            })
+            .filter(|o| o.iter().all(|(k, v)| !prompt::STATE_SUMMARY_FIELDS.contains(&k.as_str()) || v.is_string()))
             .unwrap_or_default();
         prompt::render_state_summary(&fields)
     } else {
@@ -436,21 +352,9 @@ fn summarize(
 fn amortized(view: &[Event], max_size: usize, keep_first: usize) -> Result<Condensation, Error> {
     let head: Vec<&Event> = view.iter().take(keep_first).collect();
     let from_tail = (max_size / 2).saturating_sub(head.len());
-    let tail = if from_tail == 0 {
-        view
-    } else {
-        &view[view.len().saturating_sub(from_tail)..]
-    };
-    let keep: HashSet<i64> = head
-        .iter()
-        .copied()
-        .chain(tail.iter())
-        .map(|e| e.id.v0())
-        .collect();
-    let forget = view
-        .iter()
-        .map(|e| e.id.v0())
-        .filter(|id| !keep.contains(id));
+    let tail = if from_tail == 0 { view } else { &view[view.len().saturating_sub(from_tail)..] };
+    let keep: HashSet<i64> = head.iter().copied().chain(tail.iter()).map(|e| e.id.v0()).collect();
+    let forget = view.iter().map(|e| e.id.v0()).filter(|id| !keep.contains(id));
     let (start, end) = min_max(forget).ok_or_else(empty_min)?;
     Ok(Condensation {
         forgotten: Forgotten::Range(start, end),
@@ -472,13 +376,7 @@ fn attention(
     let from_tail = (max_size / 2).saturating_sub(head.len());
     let items: Vec<String> = view
         .iter()
-        .map(|e| {
-            format!(
-                "<ID>{}</ID>\n<CONTENT>{}</CONTENT>",
-                e.id.v0(),
-                prompt::v0_event_message(log, e)
-            )
-        })
+        .map(|e| format!("<ID>{}</ID>\n<CONTENT>{}</CONTENT>", e.id.v0(), prompt::v0_event_message(log, e)))
         .collect();
     let request = SummaryRequest {
         purpose: "attention".to_owned(),
@@ -491,24 +389,9 @@ fn attention(
     let reply = cx.summarizer.summarize(&request)?;
     let ids: Vec<i64> = serde_json::from_str::<serde_json::Value>(reply.text.trim())
         .ok()
-        .and_then(|v| {
-            v.get("ids")?
-                .as_array()?
-                .iter()
-                .map(|x| x.as_i64())
-                .collect::<Option<Vec<i64>>>()
-        })
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::Rejected,
-                "response is not an ImportantEventSelection",
-            )
-        })?;
-    let mut keep: Vec<i64> = ids
-        .into_iter()
-        .filter(|id| !head.contains(id))
-        .take(from_tail)
-        .collect();
+        .and_then(|v| v.get("ids")?.as_array()?.iter().map(|x| x.as_i64()).collect::<Option<Vec<i64>>>())
+        .ok_or_else(|| Error::new(ErrorKind::Rejected, "response is not an ImportantEventSelection"))?;
+    let mut keep: Vec<i64> = ids.into_iter().filter(|id| !head.contains(id)).take(from_tail).collect();
     for e in view.iter().rev() {
         if keep.len() >= from_tail {
             break;
@@ -517,23 +400,10 @@ fn attention(
             keep.push(e.id.v0());
         }
     }
-    let forgotten = view
-        .iter()
-        .map(|e| e.id.v0())
-        .filter(|id| !keep.contains(id) && !head.contains(id))
-        .collect();
-    let usage = SummarizerUsage {
-        calls: 1,
-        failures: 0,
-        input_tokens: reply.input_tokens,
-        output_tokens: reply.output_tokens,
-    };
-    Ok(Condensation {
-        forgotten: Forgotten::List(forgotten),
-        summary: None,
-        offset: None,
-        usage,
-    })
+    let forgotten = view.iter().map(|e| e.id.v0()).filter(|id| !keep.contains(id) && !head.contains(id)).collect();
+    let usage =
+        SummarizerUsage { calls: 1, failures: 0, input_tokens: reply.input_tokens, output_tokens: reply.output_tokens };
+    Ok(Condensation { forgotten: Forgotten::List(forgotten), summary: None, offset: None, usage })
 }
 
 /// `ConversationWindowCondenser.get_condensation`: keep the system prompt, the first user
@@ -545,9 +415,7 @@ fn window(view: &[Event]) -> Condensation {
         offset: None,
         usage: SummarizerUsage::default(),
     };
-    let Some(first_user) = view.iter().position(Event::is_user_message) else {
-        return empty();
-    };
+    let Some(first_user) = view.iter().position(Event::is_user_message) else { return empty() };
     let mut essential = Vec::new();
     if let Some(system) = view.iter().find(|e| e.kind == Kind::SystemPrompt) {
         essential.push(system.id.v0());
@@ -556,40 +424,20 @@ fn window(view: &[Event]) -> Condensation {
     let non_essential = view.len() - essential.len();
     let keep_recent = (non_essential / 2).max(1);
     let slice_start = view.len().saturating_sub(keep_recent);
-    let skip = view[slice_start..]
-        .iter()
-        .take_while(|e| e.is_v0_observation())
-        .count();
+    let skip = view[slice_start..].iter().take_while(|e| e.is_v0_observation()).count();
     let mut keep: HashSet<i64> = essential.into_iter().collect();
     keep.extend(view[slice_start + skip..].iter().map(|e| e.id.v0()));
-    let mut forgotten: Vec<i64> = view
-        .iter()
-        .map(|e| e.id.v0())
-        .filter(|id| !keep.contains(id))
-        .collect();
+    let mut forgotten: Vec<i64> = view.iter().map(|e| e.id.v0()).filter(|id| !keep.contains(id)).collect();
     forgotten.sort_unstable();
     forgotten.dedup();
     let forgotten = match (forgotten.first(), forgotten.last()) {
-        (Some(&a), Some(&b)) if forgotten.len() > 1 && b - a == forgotten.len() as i64 - 1 => {
-            Forgotten::Range(a, b)
-        }
+        (Some(&a), Some(&b)) if forgotten.len() > 1 && b - a == forgotten.len() as i64 - 1 => Forgotten::Range(a, b),
         _ => Forgotten::List(forgotten),
     };
-    Condensation {
-        forgotten,
-        summary: None,
-        offset: None,
-        usage: SummarizerUsage::default(),
-    }
+    Condensation { forgotten, summary: None, offset: None, usage: SummarizerUsage::default() }
 }
 
-fn checkpoint(
-    log: &Log,
-    base: &[Event],
-    c: Condensation,
-    request: bool,
-    condenser: &str,
-) -> Checkpoint {
+fn checkpoint(log: &Log, base: &[Event], c: Condensation, request: bool, condenser: &str) -> Checkpoint {
     let forgets = |id: i64| match &c.forgotten {
         Forgotten::List(l) => l.contains(&id),
         Forgotten::Range(a, b) => *a <= id && id <= *b,
@@ -601,11 +449,7 @@ fn checkpoint(
         .collect();
     kept.dedup();
     let mut cp = Checkpoint::new(
-        if c.summary.is_some() {
-            CheckpointKind::Summary
-        } else {
-            CheckpointKind::Truncate
-        },
+        if c.summary.is_some() { CheckpointKind::Summary } else { CheckpointKind::Truncate },
         Window::Kept(kept),
     );
     cp.summary = c.summary.map(Message::user);
@@ -670,9 +514,7 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
                 // Stand-ins for several results of one tool message form one message.
                 let text = Part::text(prompt::v0_truncate(text, MAX_MESSAGE_CHARS));
                 match view.messages.last_mut() {
-                    Some(last)
-                        if last.origin == Origin::Entry(entry) && masked_from == Some(entry) =>
-                    {
+                    Some(last) if last.origin == Origin::Entry(entry) && masked_from == Some(entry) => {
                         last.message.parts.push(text)
                     }
                     _ => view.messages.push(ViewMessage {
@@ -685,10 +527,8 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
             }
             (_, Some(entry)) => {
                 if let Some(m) = log.message(entry) {
-                    view.messages.push(ViewMessage {
-                        origin: Origin::Entry(entry),
-                        message: event::subset(m, &e.parts),
-                    });
+                    view.messages
+                        .push(ViewMessage { origin: Origin::Entry(entry), message: event::subset(m, &e.parts) });
                 }
             }
             (_, None) => {}
@@ -698,20 +538,12 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
         }
         let mut done = Vec::new();
         for &entry in &pending {
-            let Some(m) = log.message(entry) else {
-                continue;
-            };
+            let Some(m) = log.message(entry) else { continue };
             if !m.tool_call_ids().all(|id| results.contains_key(id)) {
                 continue;
             }
-            view.messages.push(ViewMessage {
-                origin: Origin::Entry(entry),
-                message: m.clone(),
-            });
-            let answers: Vec<&Event> = m
-                .tool_call_ids()
-                .filter_map(|id| results.remove(id))
-                .collect();
+            view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: m.clone() });
+            let answers: Vec<&Event> = m.tool_call_ids().filter_map(|id| results.remove(id)).collect();
             push_results(log, &mut view, &answers);
             done.push(entry);
         }
@@ -730,9 +562,7 @@ fn push_results(log: &Log, view: &mut View, answers: &[&Event]) {
             parts.extend(answers[i].parts.iter().copied());
             i += 1;
         }
-        let Some((entry, m)) = entry.and_then(|e| Some((e, log.message(e)?))) else {
-            continue;
-        };
+        let Some((entry, m)) = entry.and_then(|e| Some((e, log.message(e)?))) else { continue };
         let mut message = event::subset(m, &parts);
         for p in &mut message.parts {
             if let Part::ToolResult { text, .. } = p {
@@ -741,10 +571,7 @@ fn push_results(log: &Log, view: &mut View, answers: &[&Event]) {
                 }
             }
         }
-        view.messages.push(ViewMessage {
-            origin: Origin::Entry(entry),
-            message,
-        });
+        view.messages.push(ViewMessage { origin: Origin::Entry(entry), message });
     }
 }
 
@@ -756,19 +583,13 @@ pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
     let mut view = render(log, view(log, pipeline));
     let recorded = recorded_stand_ins(log);
     for vm in &mut view.messages {
-        let Origin::Entry(entry) = vm.origin else {
-            continue;
-        };
-        let Some(original) = log.message(entry) else {
-            continue;
-        };
+        let Origin::Entry(entry) = vm.origin else { continue };
+        let Some(original) = log.message(entry) else { continue };
         if &vm.message == original {
             continue;
         }
         match recorded.get(&entry) {
-            Some((checkpoint, m)) if **m == vm.message => {
-                vm.origin = Origin::Replaced(entry, *checkpoint)
-            }
+            Some((checkpoint, m)) if **m == vm.message => vm.origin = Origin::Replaced(entry, *checkpoint),
             _ => vm.message = original.clone(),
         }
     }
@@ -794,19 +615,12 @@ pub(crate) fn pending_stand_ins(log: &Log, pipeline: &[Condenser]) -> Vec<Replac
     let recorded = recorded_stand_ins(log);
     let mut out: Vec<Replacement> = Vec::new();
     for vm in view.messages {
-        let Origin::Entry(entry) = vm.origin else {
-            continue;
-        };
-        if log.message(entry) == Some(&vm.message)
-            || recorded.get(&entry).is_some_and(|(_, m)| **m == vm.message)
-        {
+        let Origin::Entry(entry) = vm.origin else { continue };
+        if log.message(entry) == Some(&vm.message) || recorded.get(&entry).is_some_and(|(_, m)| **m == vm.message) {
             continue;
         }
         if !out.iter().any(|r| r.entry == entry) {
-            out.push(Replacement {
-                entry,
-                message: vm.message,
-            });
+            out.push(Replacement { entry, message: vm.message });
         }
     }
     out
@@ -814,16 +628,9 @@ pub(crate) fn pending_stand_ins(log: &Log, pipeline: &[Condenser]) -> Vec<Replac
 
 /// V0 masks and truncates on the fly and stores nothing; the stand-ins it shows are
 /// recorded here as replacements, so each view message keeps an honest origin.
-fn stand_in_checkpoint(
-    log: &Log,
-    pipeline: &[Condenser],
-    replacements: Vec<Replacement>,
-) -> Checkpoint {
+fn stand_in_checkpoint(log: &Log, pipeline: &[Condenser], replacements: Vec<Replacement>) -> Checkpoint {
     let mut cp = Checkpoint::new(CheckpointKind::Mask, Window::Inherit);
-    cp.tokens_before = view(log, pipeline)
-        .iter()
-        .map(|e| event::tokens(log, e))
-        .sum();
+    cp.tokens_before = view(log, pipeline).iter().map(|e| event::tokens(log, e)).sum();
     cp.replacements = replacements;
     cp.details = json!({ DETAILS_TAG: STAND_IN });
     cp
