@@ -615,7 +615,14 @@ fn cases() -> u32 {
 
 /// Runs every `parts`-th registered strategy (from `part`) over the generated sessions.
 fn fuzz_strategies(part: usize, parts: usize) {
-    let strategies: Vec<Box<dyn CompactionStrategy>> = compactbench_registry::all().into_iter().skip(part).step_by(parts).collect();
+    // `COMPACTBENCH_FUZZ_ONLY=id,id` narrows the suite (to chase one strategy's failure).
+    let only: Option<Vec<String>> = std::env::var("COMPACTBENCH_FUZZ_ONLY").ok().map(|v| v.split(',').map(|s| s.trim().to_owned()).collect());
+    let strategies: Vec<Box<dyn CompactionStrategy>> = compactbench_registry::all()
+        .into_iter()
+        .skip(part)
+        .step_by(parts)
+        .filter(|s| only.as_ref().is_none_or(|o| o.contains(&s.info().id)))
+        .collect();
     let tallies: Mutex<BTreeMap<String, Tally>> = Mutex::new(strategies.iter().map(|s| (s.info().id.clone(), Tally::default())).collect());
     let long = std::env::var_os("COMPACTBENCH_FUZZ_CASES").is_some();
     let rng_seed = match std::env::var("COMPACTBENCH_FUZZ_SEED").ok().and_then(|v| v.trim().parse().ok()) {
@@ -623,14 +630,17 @@ fn fuzz_strategies(part: usize, parts: usize) {
         None if long => RngSeed::Random,
         None => RngSeed::Fixed(0x5e55_1075),
     };
-    let config = Config { cases: cases(), failure_persistence: None, rng_seed, ..Config::default() };
+    // Each shrink step replays a session through every strategy of the part: keep it bounded.
+    let config = Config { cases: cases(), failure_persistence: None, rng_seed, max_shrink_iters: 256, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let started = std::time::Instant::now();
     let done = std::sync::atomic::AtomicU64::new(0);
+    // After the first failure every call is a shrink step, not a new session.
+    let shrinking = std::sync::atomic::AtomicBool::new(false);
     let result = runner.run(&spec(), |spec| {
         // Progress in the long mode, so a run cut short still says what it covered.
-        let n = done.fetch_add(1, Ordering::Relaxed);
-        if long && n > 0 && n % 1_000 == 0 {
+        let n = if shrinking.load(Ordering::Relaxed) { done.load(Ordering::Relaxed) } else { done.fetch_add(1, Ordering::Relaxed) };
+        if long && n > 0 && n % 1_000 == 0 && !shrinking.load(Ordering::Relaxed) {
             let panics: u64 = tallies.lock().unwrap_or_else(|e| e.into_inner()).values().map(|t| t.panics).sum();
             eprintln!("fuzz strategies part {}/{parts}: {n} sessions per strategy so far, {panics} panics, {:.0}s", part + 1, started.elapsed().as_secs_f64());
         }
@@ -644,6 +654,14 @@ fn fuzz_strategies(part: usize, parts: usize) {
             let outcome = catch_unwind(AssertUnwindSafe(|| check(s.as_ref(), &built, &spec.summarizer, &counter, &mut tally)));
             let mut all = tallies.lock().unwrap_or_else(|e| e.into_inner());
             let t = all.get_mut(&id).unwrap();
+            if shrinking.load(Ordering::Relaxed) {
+                // Shrink steps: only panics are counted.
+                if outcome.is_err() {
+                    drop(all);
+                    resume_unwind(outcome.unwrap_err());
+                }
+                continue;
+            }
             t.sessions += tally.sessions;
             t.requests += tally.requests;
             t.compactions += tally.compactions;
@@ -653,6 +671,7 @@ fn fuzz_strategies(part: usize, parts: usize) {
             t.millis += t0.elapsed().as_millis();
             if let Err(p) = outcome {
                 t.panics += 1;
+                shrinking.store(true, Ordering::Relaxed);
                 drop(all);
                 let text = panic_text(p.as_ref());
                 if text.starts_with(&id) {

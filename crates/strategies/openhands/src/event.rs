@@ -321,6 +321,18 @@ pub(crate) fn subset(m: &Message, parts: &[usize]) -> Message {
     Message { role: m.role, parts: parts.iter().filter_map(|&i| m.parts.get(i).cloned()).collect(), usage: m.usage }
 }
 
+/// The origin of `message` shown for log message `entry`: the entry itself when shown as it
+/// is; else (some of a batch's calls or results dropped by the view's rules, a stand-in) shown
+/// through the newest checkpoint, or through itself when there is none yet (a call the view
+/// drops for want of a result), since an `Entry` origin promises the log message as it is.
+fn shown_as(log: &Log, entry: EntryId, message: &Message) -> Origin {
+    if log.message(entry) == Some(message) {
+        Origin::Entry(entry)
+    } else {
+        Origin::Replaced(entry, log.last_checkpoint().map_or(entry, |(id, _)| id))
+    }
+}
+
 /// Turns events into view messages the way the SDK's `events_to_messages` does: the events
 /// of one log message (a batch of actions, or several results) become that message again;
 /// summaries and stand-ins become user messages.
@@ -336,7 +348,8 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> View {
                 i += 1;
             }
             (Kind::Masked { text }, Some(entry)) => {
-                view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: Message::user(text.clone()) });
+                let message = Message::user(text.clone());
+                view.messages.push(ViewMessage { origin: shown_as(log, entry, &message), message });
                 i += 1;
             }
             (_, Some(entry)) => {
@@ -352,7 +365,8 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> View {
                 parts.sort_unstable();
                 parts.dedup();
                 if let Some(m) = log.message(entry) {
-                    view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: subset(m, &parts) });
+                    let message = subset(m, &parts);
+                    view.messages.push(ViewMessage { origin: shown_as(log, entry, &message), message });
                 }
                 i = j;
             }

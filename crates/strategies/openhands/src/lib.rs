@@ -120,6 +120,10 @@
 //!   stand-in only while V0's rules call for it. Summaries are never masked (there is no log
 //!   message to stand in for). Deliberate: an origin must name a log message shown as it is,
 //!   or a checkpoint's replacement.
+//! - The SDK view shows a log message only in part when its rules drop some of a batch's
+//!   calls or results (an unmatched call, a forgotten observation); such a message has the
+//!   origin `Replaced(message, newest checkpoint)`, or `Replaced(message, message)` before any
+//!   checkpoint, as opencode-v1 does for its made-up results.
 //!
 //!   [`CheckpointKind::Mask`]: compactbench_core::CheckpointKind::Mask
 //! - V0 structured summary and LLM attention use forced function calls / response schemas;

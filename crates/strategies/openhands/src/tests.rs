@@ -730,3 +730,36 @@ fn variants_have_unique_ids_default_first() {
     ids.dedup();
     assert_eq!(ids.len(), n);
 }
+
+/// Found by the strategy property suite (crates/eval/tests/fuzz_strategies.rs): when the SDK
+/// view keeps only some events of a batch (a condensation forgot the observations of two of
+/// three parallel calls, so tool-call matching dropped those calls), the rest of the assistant
+/// message was still labelled `Origin::Entry`, which promises the log message as it is (the
+/// runner caches token counts on that promise).
+#[test]
+fn sdk_render_labels_a_message_shown_in_part_as_replaced() {
+    let both = Message::new(
+        Role::Assistant,
+        vec![
+            Part::ToolCall { id: "a".into(), name: "bash".into(), args: json!({ "command": "ls" }) },
+            Part::ToolCall { id: "b".into(), name: "bash".into(), args: json!({ "command": "pwd" }) },
+        ],
+    );
+    let log = Log::from_messages([Message::system("sys"), user(1), both, result("a"), result("b"), Message::assistant("done")]);
+    let e = compactbench_core::EntryId;
+    // The view's rules dropped call `b` and its result.
+    let events: Vec<Event> = crate::event::message_events(&log)
+        .into_iter()
+        .filter(|ev| !matches!(&ev.kind, Kind::Observation { call_id, .. } if call_id == "b"))
+        .filter(|ev| !(ev.entry == Some(e(2)) && ev.parts == [1]))
+        .collect();
+    let view = crate::event::render(&log, &events);
+    let shown: Vec<(Origin, usize)> = view.messages.iter().map(|m| (m.origin, m.message.parts.len())).collect();
+    // Shown through the message itself, as no checkpoint exists yet.
+    assert_eq!(shown, [(Origin::Entry(e(0)), 1), (Origin::Entry(e(1)), 1), (Origin::Replaced(e(2), e(2)), 1), (Origin::Entry(e(3)), 1), (Origin::Entry(e(5)), 1)]);
+    for m in &view.messages {
+        if let Origin::Entry(id) = m.origin {
+            assert_eq!(log.message(id), Some(&m.message), "{id} is shown as it is");
+        }
+    }
+}
