@@ -254,7 +254,12 @@ impl Strategy for AiderStrategy {
     fn explain_violation(&self, rule: &str) -> Option<&str> {
         // See Deviations: the split only looks for an assistant message before the tail.
         (rule == "orphan_result").then_some(
-            "not in the original: Aider's history is plain text (tool output is a user message, calls are text),              so the request Aider sends has no tool blocks to pair; our sessions carry native tool calls, and              Aider's split, which only needs an assistant message before the tail, can keep a result whose call              went into the summary",
+            concat!(
+                "not in the original: Aider's history is plain text (tool output is a user message, calls are text), ",
+                "so the request Aider sends has no tool blocks to pair; our sessions carry native tool calls, and ",
+                "Aider's split, which only needs an assistant message before the tail, can keep a result whose call ",
+                "went into the summary",
+            ),
         )
     }
 }
