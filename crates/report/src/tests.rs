@@ -120,9 +120,15 @@ fn markdown_report_snapshot() {
 
         ## Strategies
 
-        | strategy | fidelity | source | what it does |
-        |---|---|---|---|
-        | sum | source | owner/repo@abc1234 | summarizes |
+        | strategy | fidelity | agreement with the original's code | source | what it does |
+        |---|---|---|---|---|
+        | sum | source | – | owner/repo@abc1234 | summarizes |
+
+        Agreement: trigger decisions and selections (first kept entry, kept set, split turn) that match the original package's own functions on seeded sessions; `cargo xtask fidelity` measures it (reports/fidelity/report.md).
+
+        ## Validity violations
+
+        No request of any run breaks a provider rule.
 
         ## Seed failure modes
 
