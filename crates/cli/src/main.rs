@@ -340,10 +340,10 @@ fn eval(
         let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
         let null: &SummarizerFactory<'_> = &|session: &Session| Box::new(Null::new(primary.for_session(session), needles(session)));
         let oracle: &SummarizerFactory<'_> = &|session: &Session| {
-            Box::new(Oracle::new(primary.for_session(session), needles(session), TokenCounter::new(encoding)))
+            Box::new(Oracle::new(primary.for_session(session), needles(session), primary.line_counter()))
         };
         // An offline summarizer that writes the sections the strategy's own prompt asks for.
-        let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(TokenCounter::new(encoding)));
+        let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(primary.line_counter()));
         for (factory, name) in [(null, "null"), (oracle, "oracle"), (prompted, "prompted")] {
             runs.extend(section(&summarizing, factory, RunOptions::default(), name));
         }

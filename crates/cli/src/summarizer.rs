@@ -91,8 +91,9 @@ pub(crate) struct Primary {
     /// The model client when `--judge` asks for model-judged probes.
     judge: Option<Arc<ReplayCache>>,
     fault: Option<(FaultKind, Trigger)>,
-    encoding: Encoding,
     name: String,
+    /// One memo of line counts for every offline summarizer of the run (see `TokenCounter`).
+    lines: TokenCounter,
 }
 
 impl Primary {
@@ -122,7 +123,12 @@ impl Primary {
             Some((kind, trigger)) => format!("{base}+{kind}@{trigger}"),
             None => base,
         };
-        Ok(Primary { model, judge, fault, encoding, name })
+        Ok(Primary { model, judge, fault, name, lines: TokenCounter::new(encoding) })
+    }
+
+    /// A counter sharing the run's memo of line counts, for the other offline summarizers.
+    pub(crate) fn line_counter(&self) -> TokenCounter {
+        self.lines.clone()
     }
 
     /// The model that judges, with `--judge`.
@@ -140,7 +146,7 @@ impl Primary {
     pub(crate) fn for_session(&self, _: &Session) -> Box<dyn Summarizer> {
         let inner: Box<dyn Summarizer> = match &self.model {
             Some(m) => Box::new(Shared(m.clone())),
-            None => Box::new(Extractive::new(TokenCounter::new(self.encoding))),
+            None => Box::new(Extractive::new(self.lines.clone())),
         };
         match self.fault {
             Some((kind, trigger)) => Box::new(Faulty::new(inner, kind, trigger)),

@@ -100,13 +100,15 @@ impl Summarizer for Oracle {
         // The own summary's size, measured as lines are weighed here (tokens plus one per line).
         let line_cost = |line: &str| self.counter.count_text_cached(line) + 1;
         let size = own.text.lines().map(line_cost).sum::<u64>().min(request.max_output_tokens).max(used);
+        let mut taken: std::collections::HashSet<&str> = kept.iter().copied().collect();
         for line in own.text.lines() {
             let cost = line_cost(line);
             // Skip what does not fit; later, shorter lines may still (as the extractive does).
-            if used + cost > size || kept.contains(&line) {
+            if used + cost > size || taken.contains(line) {
                 continue;
             }
             used += cost;
+            taken.insert(line);
             kept.push(line);
         }
         let text = kept.join("\n");

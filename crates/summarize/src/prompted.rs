@@ -378,7 +378,7 @@ pub struct PromptFollowing {
 impl PromptFollowing {
     /// A summarizer counting with `counter`'s encoding.
     pub fn new(counter: TokenCounter) -> PromptFollowing {
-        PromptFollowing { fallback: Extractive::new(TokenCounter::new(counter.encoding())), counter }
+        PromptFollowing { fallback: Extractive::new(counter.clone()), counter }
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use compactbench_core::{Message, Part, Tokenizer};
 use dashmap::DashMap;
@@ -34,17 +34,22 @@ fn bpe(encoding: Encoding) -> &'static CoreBPE {
 }
 
 /// A thread-safe, memoizing token counter. Share one per run.
+///
+/// Clones share one memo: a summarizer per session can count the lines every other session's
+/// summarizer already counted (transcripts repeat the same messages across strategies, bounds
+/// and sessions' seeds), and the counts stay exact.
+#[derive(Clone)]
 pub struct TokenCounter {
     encoding: Encoding,
-    cache: DashMap<u64, u64>,
-    misses: AtomicU64,
-    hits: AtomicU64,
+    cache: Arc<DashMap<u64, u64>>,
+    misses: Arc<AtomicU64>,
+    hits: Arc<AtomicU64>,
 }
 
 impl TokenCounter {
     /// A counter for `encoding`.
     pub fn new(encoding: Encoding) -> TokenCounter {
-        TokenCounter { encoding, cache: DashMap::new(), misses: AtomicU64::new(0), hits: AtomicU64::new(0) }
+        TokenCounter { encoding, cache: Arc::default(), misses: Arc::default(), hits: Arc::default() }
     }
 
     /// The encoding.
