@@ -213,7 +213,7 @@ fn spec() -> impl Strategy<Value = Spec> {
         provider,
         summarizer_mode(),
         0usize..60,
-        prop::collection::vec(turn_spec(), 1..if long() { 9 } else { 7 }),
+        prop::collection::vec(turn_spec(), 1..if long() { 9 } else { 6 }),
         chaos,
         prop::collection::vec((any::<Index>(), any::<Index>()), 0..4),
     )
