@@ -139,8 +139,7 @@ fn well_formed(system: bool, steps: &[Step]) -> View {
         messages.push(Message::system("You are a coding agent."));
     }
     messages.push(Message::user("Fix the failing test."));
-    let mut n = 0;
-    for s in steps {
+    for (n, s) in steps.iter().enumerate() {
         let mut parts = Vec::new();
         if s.reasoning {
             parts.push(Part::Reasoning { text: "thinking about it".into() });
@@ -163,7 +162,6 @@ fn well_formed(system: bool, steps: &[Step]) -> View {
             }
             messages.push(Message::new(Role::User, parts));
         }
-        n += 1;
     }
     let messages = messages.into_iter().enumerate().map(|(i, message)| ViewMessage { origin: Origin::Entry(EntryId(i as u32)), message }).collect();
     View { messages }

@@ -656,9 +656,9 @@ fn fuzz_strategies(part: usize, parts: usize) {
             let t = all.get_mut(&id).unwrap();
             if shrinking.load(Ordering::Relaxed) {
                 // Shrink steps: only panics are counted.
-                if outcome.is_err() {
+                if let Err(p) = outcome {
                     drop(all);
-                    resume_unwind(outcome.unwrap_err());
+                    resume_unwind(p);
                 }
                 continue;
             }
