@@ -235,3 +235,34 @@ fn csv_rows_snapshot() {
         tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0,0.0
     "#]].assert_eq(&String::from_utf8(w.into_inner().unwrap()).unwrap());
 }
+
+/// Every violation in a run gets a row with its first example, explained by the strategy's own
+/// note or marked unexplained.
+#[test]
+fn violations_are_listed_with_their_example_and_explanation() {
+    use compactbench_eval::results::ViolationExample;
+    let mut runs = runs();
+    let example = |rule: &'static str| ViolationExample { shape: "anthropic", rule, request: 7, detail: "result for c1 has no call".into(), entries: vec![12] };
+    runs[1].violations.entry("anthropic").or_default().insert("orphan_result", 3);
+    runs[1].violation_examples = vec![example("orphan_result")];
+    runs[4].violations.entry("anthropic").or_default().insert("empty_content", 1);
+    runs[4].violation_examples = vec![example("empty_content")];
+    let meta = vec![
+        StrategyMeta {
+            id: "sum".into(),
+            source: "s".into(),
+            fidelity: "source",
+            summary: "summarizes".into(),
+            agreement: Some("trigger 100.0% · selection 100.0% (9 cases)".into()),
+            violation_notes: vec![("orphan_result", "the original does it too".into())],
+        },
+        StrategyMeta { id: "trunc".into(), source: "s".into(), fidelity: "baseline", summary: "truncates".into(), agreement: None, violation_notes: Vec::new() },
+    ];
+    let md = markdown(&[scenario()], &meta, &rows(&[scenario()], &runs), &runs, "extractive");
+    assert!(md.contains("| sum | source | trigger 100.0% · selection 100.0% (9 cases) | s | summarizes |"), "{md}");
+    assert!(
+        md.contains("| sum | orphan_result | anthropic | 3 | tiny seed 0 (extractive), request 7: result for c1 has no call (log entries #12) | the original does it too |"),
+        "{md}"
+    );
+    assert!(md.contains("| trunc | empty_content | anthropic | 1 |") && md.contains("**unexplained**"), "{md}");
+}
