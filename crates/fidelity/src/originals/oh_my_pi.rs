@@ -13,9 +13,10 @@
 //! - An assistant message without usage (or with all-zero usage) is a failed reply:
 //!   `stopReason: "error"` with zero usage, which oh-my-pi skips wherever it reads usage.
 
-use compactbench_core::{Entry, Message, Part, Role, Usage};
+use compactbench_core::{Entry, Message, Part, Role};
 use serde_json::{json, Value};
 
+use super::pi::image;
 use crate::{Case, Export};
 
 pub(crate) fn export(case: &Case) -> Result<Export, String> {
@@ -78,52 +79,9 @@ fn user_content(parts: &[Part]) -> Vec<Value> {
         .collect()
 }
 
-/// An image block; oh-my-pi charges every image a flat estimate, whatever its data.
-fn image(mime: &str) -> Value {
-    json!({ "type": "image", "data": "", "mimeType": mime })
-}
-
+/// Its assistant messages are Pi's (model name fixed: oh-my-pi's estimates never read it).
 fn assistant(m: &Message) -> Value {
-    let mut content = Vec::new();
-    let mut calls = false;
-    for p in &m.parts {
-        match p {
-            Part::Text { text } => content.push(json!({ "type": "text", "text": text })),
-            Part::Reasoning { text } => content.push(json!({ "type": "thinking", "thinking": text })),
-            Part::ToolCall { id, name, args } => {
-                calls = true;
-                content.push(json!({ "type": "toolCall", "id": id, "name": name, "arguments": args }));
-            }
-            // An assistant message carries no images in oh-my-pi's format (nor a result).
-            Part::ToolResult { .. } | Part::Media { .. } => {}
-        }
-    }
-    let good = m.usage.filter(|u| u.total() > 0);
-    let stop = match good {
-        None => "error",
-        Some(_) if calls => "toolUse",
-        Some(_) => "stop",
-    };
-    json!({
-        "role": "assistant",
-        "content": content,
-        "api": "openai-completions",
-        "provider": "compactbench",
-        "model": "compactbench",
-        "usage": usage(good.unwrap_or_default()),
-        "stopReason": stop,
-    })
-}
-
-fn usage(u: Usage) -> Value {
-    json!({
-        "input": u.input,
-        "output": u.output,
-        "cacheRead": u.cache_read,
-        "cacheWrite": 0,
-        "totalTokens": u.input + u.output + u.cache_read,
-        "cost": { "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0 },
-    })
+    super::pi::assistant_message(m, "compactbench")
 }
 
 /// One `toolResult` message per result; text parts and images go with the result before them
@@ -159,6 +117,8 @@ fn tool_results(parts: &[Part]) -> Vec<Value> {
 mod tests {
     use compactbench_core::{Checkpoint, CheckpointKind, EntryId, Log, ModelProfile, Pricing, Shape, Window};
     use expect_test::expect;
+
+    use compactbench_core::Usage;
 
     use super::*;
 

@@ -159,12 +159,23 @@ fn user_content(parts: &[Part]) -> Vec<Value> {
         .collect()
 }
 
-/// An image block (Pi estimates images by a flat size, whatever their data).
-fn image(mime: &str) -> Value {
+/// An image block (Pi and oh-my-pi estimate images by a flat size, whatever their data).
+pub(super) fn image(mime: &str) -> Value {
     json!({ "type": "image", "data": "", "mimeType": mime })
 }
 
 fn assistant(m: &Message, model: &str) -> Value {
+    let mut out = assistant_message(m, model);
+    if m.usage.filter(|u| u.total() > 0).is_none() {
+        out["errorMessage"] = json!(m.text());
+    }
+    out
+}
+
+/// An assistant message as Pi's agent core stores it (oh-my-pi's too): text, thinking and tool
+/// calls; a reply without usage is an errored one (`stopReason: "error"`), whose usage the
+/// estimators skip.
+pub(super) fn assistant_message(m: &Message, model: &str) -> Value {
     let mut content = Vec::new();
     let mut calls = false;
     for p in &m.parts {
@@ -175,7 +186,7 @@ fn assistant(m: &Message, model: &str) -> Value {
                 calls = true;
                 content.push(json!({ "type": "toolCall", "id": id, "name": name, "arguments": args }));
             }
-            // An assistant message carries no images or results in Pi's format.
+            // An assistant message carries no images or results in this format.
             Part::ToolResult { .. } | Part::Media { .. } => {}
         }
     }
@@ -185,7 +196,7 @@ fn assistant(m: &Message, model: &str) -> Value {
         Some(_) if calls => "toolUse",
         Some(_) => "stop",
     };
-    let mut out = json!({
+    json!({
         "role": "assistant",
         "content": content,
         "api": "openai-completions",
@@ -193,11 +204,7 @@ fn assistant(m: &Message, model: &str) -> Value {
         "model": model,
         "usage": usage(good.unwrap_or_default()),
         "stopReason": stop,
-    });
-    if good.is_none() {
-        out["errorMessage"] = json!(m.text());
-    }
-    out
+    })
 }
 
 fn usage(u: Usage) -> Value {
