@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
+use memchr::memmem::Finder;
+
 use compactbench_core::request::{lower, validate};
 use compactbench_core::{
     Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Shape, StopReason, Strategy, Summarizer, Summary,
@@ -61,6 +63,11 @@ struct Run<'a> {
     info: HashMap<Key, Info>,
     /// Offload paths seen in checkpoints, in order of appearance.
     paths: Vec<String>,
+    /// A searcher for each of `paths`, built once: probes look for every path in every new
+    /// view message, and building a searcher per look cost more than the search.
+    path_finders: Vec<Finder<'static>>,
+    /// A searcher for each planted fact's needle.
+    needle_finders: Vec<Finder<'static>>,
     /// (path index, file length, fact) -> the file holds the needle.
     reads: HashMap<(usize, usize, usize), bool>,
     /// (path index, file length) -> indices of the other paths the file names.
@@ -96,11 +103,11 @@ fn keys(view: &View) -> Vec<Key> {
 
 impl Run<'_> {
     fn describe(&mut self, key: Key, message: &Message) -> &mut Info {
-        let facts = &self.session.facts;
+        let needle_finders = &self.needle_finders;
         let counter = self.env.counter;
         self.info.entry(key).or_insert_with(|| {
             let text = message.searchable_text();
-            let needles = facts.iter().enumerate().filter(|(_, f)| text.contains(&f.needle)).map(|(i, _)| i).collect();
+            let needles = needle_finders.iter().enumerate().filter(|(_, f)| f.find(text.as_bytes()).is_some()).map(|(i, _)| i).collect();
             Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new() }
         })
     }
@@ -140,6 +147,7 @@ impl Run<'_> {
                 }
             }
         }
+        self.path_finders.extend(fresh.iter().map(|p| Finder::new(p.as_bytes()).into_owned()));
         self.paths.extend(fresh);
     }
 
@@ -241,8 +249,9 @@ impl Run<'_> {
             let mut next = Vec::new();
             for p in frontier {
                 let Some(content) = self.store.read(&self.paths[p]) else { continue };
+                let finders = &self.path_finders;
                 let named = self.links.entry((p, content.len())).or_insert_with(|| {
-                    self.paths.iter().enumerate().filter(|(q, path)| *q != p && content.contains(path.as_str())).map(|(q, _)| q).collect()
+                    finders.iter().enumerate().filter(|(q, f)| *q != p && f.find(content.as_bytes()).is_some()).map(|(q, _)| q).collect()
                 });
                 for &q in named.iter() {
                     if !mentioned[q] {
@@ -267,13 +276,14 @@ impl Run<'_> {
             return out;
         }
         let mut mentioned = vec![false; self.paths.len()];
-        let paths = self.paths.clone();
+        // Taken out for the loop, which needs `self` mutably; put back below.
+        let paths = std::mem::take(&mut self.path_finders);
         for (key, vm) in keys.iter().zip(&view.messages) {
             let info = self.describe(*key, &vm.message);
             if info.paths_checked < paths.len() {
                 let text = vm.message.searchable_text();
                 for (i, p) in paths.iter().enumerate().skip(info.paths_checked) {
-                    if text.contains(p.as_str()) {
+                    if p.find(text.as_bytes()).is_some() {
                         info.paths.push(i);
                     }
                 }
@@ -292,6 +302,7 @@ impl Run<'_> {
                 out[f] = Some(out[f].map_or(here, |s: Status| s.min(here)));
             }
         }
+        self.path_finders = paths;
         if needed.iter().any(|&f| out[f].is_none()) {
             self.follow_pointers(&mut mentioned);
         }
@@ -301,7 +312,8 @@ impl Run<'_> {
             }
             let recoverable = mentioned.iter().enumerate().filter(|(_, m)| **m).any(|(p, _)| {
                 let Some(content) = self.store.read(&self.paths[p]) else { return false };
-                *self.reads.entry((p, content.len(), f)).or_insert_with(|| content.contains(&facts[f].needle))
+                let needle = &self.needle_finders[f];
+                *self.reads.entry((p, content.len(), f)).or_insert_with(|| needle.find(content.as_bytes()).is_some())
             });
             out[f] = Some(if recoverable { Status::Recoverable } else { Status::Lost });
         }
@@ -579,6 +591,8 @@ pub fn run_with(
         store: VirtualStore::new(),
         info: HashMap::new(),
         paths: Vec::new(),
+        path_finders: Vec::new(),
+        needle_finders: session.facts.iter().map(|f| Finder::new(f.needle.as_bytes()).into_owned()).collect(),
         reads: HashMap::new(),
         links: HashMap::new(),
         rounds: 0,

@@ -8,13 +8,13 @@
 //! counter through core's [`Tokenizer`] seam in the original's encoding (either encoding,
 //! whatever the counter's own).
 
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use compactbench_core::{Message, Part, Tokenizer};
 use dashmap::DashMap;
 use tiktoken_rs::CoreBPE;
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 pub use compactbench_core::{estimate, Encoding};
 
@@ -97,10 +97,7 @@ impl TokenCounter {
     /// results, media sizes, plus [`PER_MESSAGE_OVERHEAD`]. Memoized by content.
     pub fn count_message(&self, message: &Message) -> u64 {
         let text = message.searchable_text();
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        message.role.hash(&mut hasher);
-        text.hash(&mut hasher);
-        let key = hasher.finish();
+        let key = key(Kind::Message(message.role), &text);
         if let Some(n) = self.cache.get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return *n;
@@ -119,6 +116,24 @@ impl TokenCounter {
     }
 }
 
+/// What a cached count is of: a message (its role matters) or a bare text in one encoding.
+enum Kind {
+    Message(compactbench_core::Role),
+    Text(Encoding),
+}
+
+/// The cache key of `text` counted as `kind`: a 64-bit XXH3 seeded by the kind, so messages
+/// and texts of each encoding never share a key. XXH3 rather than std's SipHash: every
+/// request looks up long texts again, and hashing them was a visible share of a run.
+fn key(kind: Kind, text: &str) -> u64 {
+    let seed = match kind {
+        Kind::Message(role) => role as u64,
+        Kind::Text(Encoding::O200kBase) => 16,
+        Kind::Text(Encoding::Cl100kBase) => 17,
+    };
+    xxh3_64_with_seed(text.as_bytes(), seed)
+}
+
 /// Whether `rest` starts with a non-ASCII whitespace character (`\s` in the tokenizer's
 /// regex is Unicode-aware).
 fn is_unicode_space_start(rest: &str) -> bool {
@@ -130,12 +145,7 @@ fn is_unicode_space_start(rest: &str) -> bool {
 /// counter's cache (so one counter per run serves the runner and every strategy).
 impl Tokenizer for TokenCounter {
     fn count(&self, encoding: Encoding, text: &str) -> u64 {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        // A tag keeps text keys apart from message keys in the shared cache.
-        "text".hash(&mut hasher);
-        encoding.hash(&mut hasher);
-        text.hash(&mut hasher);
-        let key = hasher.finish();
+        let key = key(Kind::Text(encoding), text);
         if let Some(n) = self.cache.get(&key) {
             return *n;
         }

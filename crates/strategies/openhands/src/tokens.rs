@@ -103,6 +103,10 @@ impl<'a> Counter<'a> {
     /// LiteLLM's count function for one string: 1024-code-point chunks, extrapolated from
     /// samples past 4 000 000 code points.
     pub(crate) fn text(&self, text: &str) -> u64 {
+        // A text of at most MAX_EXACT bytes has at most that many code points: skip the count.
+        if text.len() <= MAX_EXACT {
+            return self.exact(text);
+        }
         let n = text.chars().count();
         if n <= MAX_EXACT {
             return self.exact(text);
