@@ -375,13 +375,18 @@ fn eval(
         eprintln!("summary cache: {} calls served from cache, {} sent to the model", c.hits, c.misses);
     }
     let (misses, hits) = counter.stats();
+    // The tokenize-once floor of this run: BPE time of the runner's and the summarizers' memos
+    // (each unique text once), spread over the pool's threads.
+    let bpe = counter.bpe_time() + primary.line_counter().bpe_time();
     eprintln!(
-        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits{}); wrote {}",
+        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits, tokenize-once floor {:.2}s on {} threads{}); wrote {}",
         runs.len(),
         if reused > 0 { format!(" ({reused} reused)") } else { String::new() },
         started.elapsed().as_secs_f64(),
         misses,
         hits,
+        bpe.as_secs_f64() / pool.current_num_threads() as f64,
+        pool.current_num_threads(),
         peak_rss_mib().map(|m| format!(", peak RSS {m:.0} MiB")).unwrap_or_default(),
         out.join("report.md").display()
     );

@@ -44,12 +44,15 @@ pub struct TokenCounter {
     cache: Arc<DashMap<u64, u64>>,
     misses: Arc<AtomicU64>,
     hits: Arc<AtomicU64>,
+    /// Time spent in the BPE itself, summed over threads: the tokenize-once floor of the
+    /// content this counter saw (every unique text once, plus the unmemoized one-off strings).
+    bpe_nanos: Arc<AtomicU64>,
 }
 
 impl TokenCounter {
     /// A counter for `encoding`.
     pub fn new(encoding: Encoding) -> TokenCounter {
-        TokenCounter { encoding, cache: Arc::default(), misses: Arc::default(), hits: Arc::default() }
+        TokenCounter { encoding, cache: Arc::default(), misses: Arc::default(), hits: Arc::default(), bpe_nanos: Arc::default() }
     }
 
     /// The encoding.
@@ -59,7 +62,15 @@ impl TokenCounter {
 
     /// Exact tokens of `text` (not memoized: use for one-off strings).
     pub fn count_text(&self, text: &str) -> u64 {
-        bpe(self.encoding).encode_ordinary(text).len() as u64
+        self.encode(self.encoding, text)
+    }
+
+    /// The BPE count of `text`, timed.
+    fn encode(&self, encoding: Encoding, text: &str) -> u64 {
+        let started = std::time::Instant::now();
+        let n = bpe(encoding).encode_ordinary(text).len() as u64;
+        self.bpe_nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        n
     }
 
     /// Exact tokens of `text`, memoized by content: for strings that recur, such as the
@@ -114,6 +125,12 @@ impl TokenCounter {
     pub fn stats(&self) -> (u64, u64) {
         (self.misses.load(Ordering::Relaxed), self.hits.load(Ordering::Relaxed))
     }
+
+    /// Time spent in the BPE so far, summed over threads: what counting would cost if each
+    /// unique text were tokenized once and nothing else were done (the tokenize-once floor).
+    pub fn bpe_time(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.bpe_nanos.load(Ordering::Relaxed))
+    }
 }
 
 /// What a cached count is of: a message (its role matters) or a bare text in one encoding.
@@ -149,7 +166,7 @@ impl Tokenizer for TokenCounter {
         if let Some(n) = self.cache.get(&key) {
             return *n;
         }
-        let n = bpe(encoding).encode_ordinary(text).len() as u64;
+        let n = self.encode(encoding, text);
         self.cache.insert(key, n);
         n
     }
