@@ -34,7 +34,7 @@ mod view;
 
 pub use checkpoint::{Checkpoint, CheckpointKind, Offload, Replacement, SummarizerUsage, SummaryPosition, Window};
 pub use error::{Error, ErrorKind};
-pub use log::{Entry, EntryId, Log};
+pub use log::{Entry, EntryId, Log, LogVersion};
 pub use message::{Message, Part, Role, Usage};
 pub use model::{ModelProfile, Pricing, Shape};
 pub use store::VirtualStore;

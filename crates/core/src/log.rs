@@ -1,5 +1,7 @@
 //! The append-only session log.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::{Deserialize, Serialize};
 
 use crate::{Checkpoint, Message};
@@ -40,6 +42,39 @@ pub enum Entry {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Log {
     entries: Vec<Entry>,
+    #[serde(skip)]
+    identity: Identity,
+}
+
+/// A process-unique number for one log value. A clone gets a new one, so two logs never
+/// share it even after they diverge; it is not content, so it never makes logs unequal.
+#[derive(Debug)]
+struct Identity(u64);
+
+impl Default for Identity {
+    fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        Identity(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl Clone for Identity {
+    fn clone(&self) -> Self {
+        Identity::default()
+    }
+}
+
+impl PartialEq for Identity {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// One state of one log (see [`Log::version`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LogVersion {
+    log: u64,
+    len: usize,
 }
 
 impl Log {
@@ -71,6 +106,13 @@ impl Log {
     /// Appends a checkpoint and returns its id.
     pub fn push_checkpoint(&mut self, checkpoint: Checkpoint) -> EntryId {
         self.push(Entry::Checkpoint(Box::new(checkpoint)))
+    }
+
+    /// This log's identity and length. Because a log only grows, two calls that return the
+    /// same version saw the same entries: a strategy whose projection is costly can compute
+    /// it once per version for `project`, `decide` and `compact` at one log state.
+    pub fn version(&self) -> LogVersion {
+        LogVersion { log: self.identity.0, len: self.entries.len() }
     }
 
     /// Number of entries.

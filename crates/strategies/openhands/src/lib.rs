@@ -166,6 +166,7 @@ use compactbench_core::{
 };
 
 mod event;
+mod memo;
 mod prompt;
 mod sdk;
 mod tokens;

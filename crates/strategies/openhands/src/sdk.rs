@@ -2,7 +2,9 @@
 //! properties), manipulation indices, and `LLMSummarizingCondenser` with its hard context
 //! reset.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, SummarizerUsage, SummaryPosition,
@@ -11,13 +13,18 @@ use compactbench_core::{
 use serde_json::json;
 
 use crate::event::{self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG};
-use crate::prompt;
+use crate::{memo, prompt};
 use crate::tokens::Counter;
 
 /// SDK `View.from_events`: replays the log in order (a condensation drops its forgotten
 /// events from the list built so far, then inserts its summary event at its offset of the
 /// reduced list), then enforces the view properties until stable.
-pub(crate) fn view(log: &Log) -> Vec<Event> {
+pub(crate) fn view(log: &Log) -> Rc<Vec<Event>> {
+    thread_local!(static VIEW: memo::Slot<(), Vec<Event>> = const { RefCell::new(None) });
+    memo::get(&VIEW, log, (), || build_view(log))
+}
+
+fn build_view(log: &Log) -> Vec<Event> {
     let slots = event::expand(log);
     let mut events: Vec<Event> = Vec::new();
     for slot in &slots {

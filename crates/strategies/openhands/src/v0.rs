@@ -2,7 +2,9 @@
 //! forgotten ids at once, only the latest summary), the condenser family, the pipeline, and
 //! the parts of `ConversationMemory.process_events` that decide what reaches the model.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
@@ -11,7 +13,7 @@ use compactbench_core::{
 use serde_json::json;
 
 use crate::event::{self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
-use crate::prompt;
+use crate::{memo, prompt};
 
 /// `LLMConfig.max_message_chars` default: longer observations are middle-truncated when
 /// messages are built.
@@ -153,7 +155,12 @@ fn action_urls(log: &Log) -> HashMap<String, String> {
 
 /// V0 `View.from_events`: every forgotten id of every condensation is dropped at once, then
 /// the summary of the latest condensation that has one is inserted at its offset.
-pub(crate) fn base_view(log: &Log) -> Vec<Event> {
+pub(crate) fn base_view(log: &Log) -> Rc<Vec<Event>> {
+    thread_local!(static VIEW: memo::Slot<(), Vec<Event>> = const { RefCell::new(None) });
+    memo::get(&VIEW, log, (), || build_base_view(log))
+}
+
+fn build_base_view(log: &Log) -> Vec<Event> {
     let slots = event::expand(log);
     let recorded: Vec<(EntryId, &Checkpoint, Recorded)> = slots
         .iter()
@@ -188,12 +195,12 @@ pub(crate) fn base_view(log: &Log) -> Vec<Event> {
 
 /// The view the pipeline hands to the model when nothing condenses: every transform applied.
 pub(crate) fn view(log: &Log, pipeline: &[Condenser]) -> Vec<Event> {
-    pipeline.iter().fold(base_view(log), |v, c| c.transform(log, v))
+    pipeline.iter().fold(Vec::clone(&base_view(log)), |v, c| c.transform(log, v))
 }
 
 /// Whether the pipeline would return a condensation for this log.
 pub(crate) fn wants(log: &Log, pipeline: &[Condenser], request: bool) -> bool {
-    let mut view = base_view(log);
+    let mut view = Vec::clone(&base_view(log));
     for c in pipeline {
         if c.is_rolling() {
             if c.should_condense(&view, request) {
@@ -223,7 +230,7 @@ struct Condensation {
 /// triggers returns the condensation (errors propagate, as in V0).
 fn condense(log: &Log, pipeline: &[Condenser], request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
     let base = base_view(log);
-    let mut view = base.clone();
+    let mut view = Vec::clone(&base);
     for c in pipeline {
         if !c.is_rolling() {
             view = c.transform(log, view);
@@ -580,7 +587,7 @@ fn push_results(log: &Log, view: &mut View, answers: &[&Event]) {
 /// shown through the stand-in recorded for it. A stand-in not recorded yet (the view was
 /// asked for before the strategy was) shows the log message as it is.
 pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
-    let mut view = render(log, view(log, pipeline));
+    let mut view = View::clone(&rendered(log, pipeline));
     let recorded = recorded_stand_ins(log);
     for vm in &mut view.messages {
         let Origin::Entry(entry) = vm.origin else { continue };
@@ -611,19 +618,26 @@ fn recorded_stand_ins(log: &Log) -> HashMap<EntryId, (EntryId, &Message)> {
 
 /// Stand-ins the current view needs that are not recorded yet.
 pub(crate) fn pending_stand_ins(log: &Log, pipeline: &[Condenser]) -> Vec<Replacement> {
-    let view = render(log, view(log, pipeline));
+    let view = rendered(log, pipeline);
     let recorded = recorded_stand_ins(log);
     let mut out: Vec<Replacement> = Vec::new();
-    for vm in view.messages {
+    for vm in &view.messages {
         let Origin::Entry(entry) = vm.origin else { continue };
         if log.message(entry) == Some(&vm.message) || recorded.get(&entry).is_some_and(|(_, m)| **m == vm.message) {
             continue;
         }
         if !out.iter().any(|r| r.entry == entry) {
-            out.push(Replacement { entry, message: vm.message });
+            out.push(Replacement { entry, message: vm.message.clone() });
         }
     }
     out
+}
+
+/// The pipeline's view as messages, before recorded stand-ins are applied: what both the
+/// projection and the stand-in check start from at one log state.
+fn rendered(log: &Log, pipeline: &[Condenser]) -> Rc<View> {
+    thread_local!(static VIEW: memo::Slot<Vec<Condenser>, View> = const { RefCell::new(None) });
+    memo::get(&VIEW, log, pipeline.to_vec(), || render(log, view(log, pipeline)))
 }
 
 /// V0 masks and truncates on the fly and stores nothing; the stand-ins it shows are
@@ -645,14 +659,19 @@ pub(crate) fn compact(
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
     let mut out = Vec::new();
-    let mut after = log.clone();
+    // The stand-ins are those of the log after the condensation; copy the log only when
+    // there is one (masking alone runs before most requests).
+    let mut after = None;
     if let Some(cp) = condense(log, pipeline, request, cx)? {
-        after.push_checkpoint(cp.clone());
+        let mut log = log.clone();
+        log.push_checkpoint(cp.clone());
+        after = Some(log);
         out.push(cp);
     }
-    let pending = pending_stand_ins(&after, pipeline);
+    let after = after.as_ref().unwrap_or(log);
+    let pending = pending_stand_ins(after, pipeline);
     if !pending.is_empty() {
-        out.push(stand_in_checkpoint(&after, pipeline, pending));
+        out.push(stand_in_checkpoint(after, pipeline, pending));
     }
     Ok(out)
 }

@@ -1,0 +1,32 @@
+//! Per-thread memos of costly views, by log version.
+//!
+//! The runner projects the log, then asks `decide`, then `compact`, all at one log state, and
+//! each of them needs the same event view; building it walks the whole log. A memo here holds
+//! the newest one per thread, keyed by [`LogVersion`] (a log only grows, so one version is
+//! one set of entries) and by whatever else the value depends on (a V0 pipeline).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::thread::LocalKey;
+
+use compactbench_core::{Log, LogVersion};
+
+/// One memo slot: the key it was computed for and the value.
+pub(crate) type Slot<K, T> = RefCell<Option<(LogVersion, K, Rc<T>)>>;
+
+/// The value in `slot` when it was computed for this log state and `key`, else `compute()`
+/// (which then replaces it).
+pub(crate) fn get<K: PartialEq + 'static, T: 'static>(
+    slot: &'static LocalKey<Slot<K, T>>,
+    log: &Log,
+    key: K,
+    compute: impl FnOnce() -> T,
+) -> Rc<T> {
+    let version = log.version();
+    if let Some(hit) = slot.with_borrow(|s| s.as_ref().filter(|(v, k, _)| *v == version && *k == key).map(|(_, _, t)| t.clone())) {
+        return hit;
+    }
+    let value = Rc::new(compute());
+    slot.set(Some((version, key, value.clone())));
+    value
+}
