@@ -36,6 +36,8 @@ use std::collections::HashSet;
 
 use compactbench_core::{Error, StopReason, Summarizer, Summary, SummaryRequest};
 use compactbench_tokens::TokenCounter;
+use dashmap::DashMap;
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::extractive::{Extractive, MAX_LINE_CHARS, TARGET_TOKENS};
 
@@ -175,7 +177,7 @@ pub fn prompt(request: &SummaryRequest) -> String {
 /// One transcript line as the summarizer weighs it.
 struct Line<'a> {
     text: Cow<'a, str>,
-    lower: String,
+    traits: Traits,
     user: bool,
     lead: bool,
     /// A heading or placeholder: never a candidate.
@@ -228,7 +230,48 @@ fn unescape(piece: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn lines(transcript: &str) -> Vec<Line<'_>> {
+/// What a line's text says, as the sections' candidate rules read it: one bit per rule,
+/// worked out once per distinct text (transcripts repeat lines across compactions and
+/// strategies) and memoized by [`PromptFollowing`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Traits(u16);
+
+impl Traits {
+    const CONSTRAINT: u16 = 1;
+    const ERROR: u16 = 1 << 1;
+    const PATH: u16 = 1 << 2;
+    const MODIFIED: u16 = 1 << 3;
+    const DECISION: u16 = 1 << 4;
+    const OPEN: u16 = 1 << 5;
+    const NEXT: u16 = 1 << 6;
+    const NEGATIVE: u16 = 1 << 7;
+    const DEFINITION: u16 = 1 << 8;
+
+    fn of(text: &str) -> Traits {
+        let lower = text.to_lowercase();
+        let rules: [(u16, bool); 9] = [
+            (Self::CONSTRAINT, has_any(&lower, CONSTRAINT)),
+            (Self::ERROR, is_error(&lower)),
+            (Self::PATH, names_path(text)),
+            (Self::MODIFIED, MODIFIED.iter().any(|m| lower.contains(m))),
+            (Self::DECISION, has_any(&lower, DECISION)),
+            (Self::OPEN, has_any(&lower, OPEN)),
+            (Self::NEXT, has_word(&lower, "next")),
+            (Self::NEGATIVE, NEGATIVE.iter().any(|p| lower.contains(p))),
+            (Self::DEFINITION, is_definition(&lower)),
+        ];
+        Traits(rules.iter().filter(|(_, on)| *on).fold(0, |bits, (bit, _)| bits | bit))
+    }
+
+    fn has(self, bit: u16) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// Line text (by its XXH3) -> its traits, shared by every call of one summarizer.
+type TraitMemo = DashMap<u64, Traits>;
+
+fn lines<'t>(transcript: &'t str, memo: &TraitMemo) -> Vec<Line<'t>> {
     let mut out = Vec::new();
     // Role of the current label block in a text transcript.
     let mut user_block = false;
@@ -239,8 +282,8 @@ fn lines(transcript: &str) -> Vec<Line<'_>> {
             lead_next = true;
             continue;
         }
-        let lower = line.to_lowercase();
-        let record = line.starts_with('{') && lower.contains("\"role\"");
+        let lower = if line.starts_with('{') { line.to_lowercase() } else { String::new() };
+        let record = lower.contains("\"role\"");
         let user = if record {
             let compact: String = lower.split_whitespace().collect();
             compact.contains("\"role\":\"user\"") && !TOOL_RECORD.iter().any(|m| compact.contains(m))
@@ -260,8 +303,8 @@ fn lines(transcript: &str) -> Vec<Line<'_>> {
             };
             // Headings and placeholders of an earlier summary carry nothing.
             let heading = text.starts_with("# ") || text.starts_with("##") || text == "(none)";
-            let lower = text.to_lowercase();
-            out.push(Line { text, lower, user, lead: (i == 0 && (record || lead_next)), skip: heading });
+            let traits = *memo.entry(xxh3_64(text.as_bytes())).or_insert_with(|| Traits::of(&text));
+            out.push(Line { text, traits, user, lead: (i == 0 && (record || lead_next)), skip: heading });
         }
         lead_next = false;
     }
@@ -345,22 +388,22 @@ fn candidates(section: Section, lines: &[Line<'_>]) -> Vec<usize> {
         }
         Section::Constraints => {
             let any_user = lines.iter().any(|l| l.user);
-            newest_first(&|l| (l.user || !any_user) && has_any(&l.lower, CONSTRAINT))
+            newest_first(&|l| (l.user || !any_user) && l.traits.has(Traits::CONSTRAINT))
         }
-        Section::Errors => newest_first(&|l| is_error(&l.lower)),
+        Section::Errors => newest_first(&|l| l.traits.has(Traits::ERROR)),
         Section::Files => {
-            let mut c = newest_first(&|l| names_path(&l.text) && MODIFIED.iter().any(|m| l.lower.contains(m)));
-            c.extend(newest_first(&|l| names_path(&l.text) && !MODIFIED.iter().any(|m| l.lower.contains(m))));
+            let mut c = newest_first(&|l| l.traits.has(Traits::PATH) && l.traits.has(Traits::MODIFIED));
+            c.extend(newest_first(&|l| l.traits.has(Traits::PATH) && !l.traits.has(Traits::MODIFIED)));
             c
         }
-        Section::Decisions => newest_first(&|l| has_any(&l.lower, DECISION)),
+        Section::Decisions => newest_first(&|l| l.traits.has(Traits::DECISION)),
         Section::NextSteps => {
-            let mut c = newest_first(&|l| has_any(&l.lower, OPEN));
-            c.extend(newest_first(&|l| !has_any(&l.lower, OPEN) && has_word(&l.lower, "next")));
+            let mut c = newest_first(&|l| l.traits.has(Traits::OPEN));
+            c.extend(newest_first(&|l| !l.traits.has(Traits::OPEN) && l.traits.has(Traits::NEXT)));
             c
         }
-        Section::NegativeResults => newest_first(&|l| NEGATIVE.iter().any(|p| l.lower.contains(p))),
-        Section::Identifiers => newest_first(&|l| is_definition(&l.lower)),
+        Section::NegativeResults => newest_first(&|l| l.traits.has(Traits::NEGATIVE)),
+        Section::Identifiers => newest_first(&|l| l.traits.has(Traits::DEFINITION)),
         Section::Recent => {
             let mut c = newest_first(&|l| l.lead);
             c.extend(newest_first(&|l| !l.lead));
@@ -373,12 +416,13 @@ fn candidates(section: Section, lines: &[Line<'_>]) -> Vec<usize> {
 pub struct PromptFollowing {
     counter: TokenCounter,
     fallback: Extractive,
+    traits: TraitMemo,
 }
 
 impl PromptFollowing {
     /// A summarizer counting with `counter`'s encoding.
     pub fn new(counter: TokenCounter) -> PromptFollowing {
-        PromptFollowing { fallback: Extractive::new(counter.clone()), counter }
+        PromptFollowing { fallback: Extractive::new(counter.clone()), counter, traits: TraitMemo::default() }
     }
 }
 
@@ -399,7 +443,7 @@ impl Summarizer for PromptFollowing {
             return self.fallback.summarize(request);
         }
         let input_tokens = self.counter.count_text_segmented(&request.system) + self.counter.count_text_segmented(&request.user_message());
-        let lines = lines(&request.transcript);
+        let lines = lines(&request.transcript, &self.traits);
         let budget = request.max_output_tokens.min(TARGET_TOKENS);
 
         struct Fill {
