@@ -24,6 +24,10 @@
 //! strategy, sessions, panics, and what happened (compactions, failed ones, ones that grew the
 //! view, requests that break the provider shape's rules: measured, not asserted).
 
+/// The long run allocates as heavily as an eval; the eval binary's allocator keeps it as fast.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
