@@ -51,6 +51,8 @@ struct Info {
     /// Indices of offload paths it names (checked lazily as paths appear).
     paths_checked: usize,
     paths: Vec<usize>,
+    /// Its searchable text, kept for the path checks to come (compactions add paths).
+    text: String,
 }
 
 struct Run<'a> {
@@ -68,8 +70,8 @@ struct Run<'a> {
     path_finders: Vec<Finder<'static>>,
     /// A searcher for each planted fact's needle.
     needle_finders: Vec<Finder<'static>>,
-    /// (path index, file length, fact) -> the file holds the needle.
-    reads: HashMap<(usize, usize, usize), bool>,
+    /// (path index, file length) -> the facts whose needle that version of the file holds.
+    reads: HashMap<(usize, usize), Vec<usize>>,
     /// (path index, file length) -> indices of the other paths the file names.
     links: HashMap<(usize, usize), Vec<usize>>,
     rounds: u32,
@@ -108,7 +110,7 @@ impl Run<'_> {
         self.info.entry(key).or_insert_with(|| {
             let text = message.searchable_text();
             let needles = needle_finders.iter().enumerate().filter(|(_, f)| f.find(text.as_bytes()).is_some()).map(|(i, _)| i).collect();
-            Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new() }
+            Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new(), text }
         })
     }
 
@@ -281,9 +283,8 @@ impl Run<'_> {
         for (key, vm) in keys.iter().zip(&view.messages) {
             let info = self.describe(*key, &vm.message);
             if info.paths_checked < paths.len() {
-                let text = vm.message.searchable_text();
                 for (i, p) in paths.iter().enumerate().skip(info.paths_checked) {
-                    if p.find(text.as_bytes()).is_some() {
+                    if p.find(info.text.as_bytes()).is_some() {
                         info.paths.push(i);
                     }
                 }
@@ -303,19 +304,25 @@ impl Run<'_> {
             }
         }
         self.path_finders = paths;
-        if needed.iter().any(|&f| out[f].is_none()) {
+        let missing: Vec<usize> = needed.iter().copied().filter(|&f| out[f].is_none()).collect();
+        if !missing.is_empty() {
             self.follow_pointers(&mut mentioned);
-        }
-        for &f in &needed {
-            if out[f].is_some() {
-                continue;
+            // One pass over the mentioned files, each file's needles looked up once per
+            // version of it, rather than every missing fact asking every file.
+            let mut recoverable = vec![false; facts.len()];
+            for p in (0..mentioned.len()).filter(|&p| mentioned[p]) {
+                let Some(content) = self.store.read(&self.paths[p]) else { continue };
+                let finders = &self.needle_finders;
+                let holds = self.reads.entry((p, content.len())).or_insert_with(|| {
+                    finders.iter().enumerate().filter(|(_, n)| n.find(content.as_bytes()).is_some()).map(|(f, _)| f).collect()
+                });
+                for &f in holds.iter() {
+                    recoverable[f] = true;
+                }
             }
-            let recoverable = mentioned.iter().enumerate().filter(|(_, m)| **m).any(|(p, _)| {
-                let Some(content) = self.store.read(&self.paths[p]) else { return false };
-                let needle = &self.needle_finders[f];
-                *self.reads.entry((p, content.len(), f)).or_insert_with(|| needle.find(content.as_bytes()).is_some())
-            });
-            out[f] = Some(if recoverable { Status::Recoverable } else { Status::Lost });
+            for f in missing {
+                out[f] = Some(if recoverable[f] { Status::Recoverable } else { Status::Lost });
+            }
         }
         for (i, s) in out.iter_mut().enumerate() {
             if !needed.contains(&i) {
