@@ -196,7 +196,7 @@ fn find_filename(before: &[&str]) -> Option<String> {
 /// SEARCH/REPLACE block; shell blocks are skipped. `None` when the reply is malformed (a block
 /// without a file, `=======` or `>>>>>>> REPLACE`): aider then raises `ValueError` in
 /// `get_edits` and applies nothing.
-pub(crate) fn edited_files(reply: &str) -> Option<Vec<String>> {
+pub fn edited_files(reply: &str) -> Option<Vec<String>> {
     let lines: Vec<&str> = reply.split_inclusive('\n').collect();
     let mut files = Vec::new();
     let mut current: Option<String> = None;
