@@ -118,6 +118,8 @@ fn feedback(message: &Message, calls: &HashMap<String, Shown>) -> Message {
     Message { role: Role::User, parts, usage: message.usage }
 }
 
+/// How Aider's model would write the call `name(args)`: as edits, as the shell command it
+/// stands for, or else as the call itself on a command line.
 fn show(name: &str, args: &Value) -> Shown {
     if let Some(blocks) = edit_blocks(name, args) {
         return Shown::Edits(blocks);

@@ -285,7 +285,8 @@ impl Strategy for AiderStrategy {
                 "not in the original: Aider's history is plain text (tool output is a user message, calls are text), ",
                 "so the request Aider sends has no tool blocks to pair; our sessions carry native tool calls, and ",
                 "Aider's split, which only needs an assistant message before the tail, can keep a result whose call ",
-                "went into the summary",
+                "went into the summary (the aider+text rows replay the same sessions in Aider's text shape and ",
+                "break no rule)",
             ),
         )
     }
