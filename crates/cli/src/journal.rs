@@ -1,7 +1,7 @@
 //! The cell journal of `eval`, so an interrupted eval can resume (`eval --resume`).
 //!
 //! `<out>/cells.jsonl`: a header line with the eval's configuration, then one line per finished
-//! cell (strategy, scenario, seed, summarizer, delegation), appended as each run ends: the run
+//! cell (strategy, scenario, seed, summarizer, delegation, text chat), appended as each run ends: the run
 //! as `results.json` holds it plus its `requests` and `phases`. Lines go straight to the file
 //! (no buffering, no fsync: a killed process loses at most the line it was writing, which the
 //! reader drops). The eval deletes the journal once its reports are written.
@@ -40,6 +40,7 @@ pub(crate) struct Config<'a> {
     pub(crate) seeds: u64,
     pub(crate) bounds: bool,
     pub(crate) delegate: Vec<String>,
+    pub(crate) text_chat: Vec<String>,
     pub(crate) encoding: &'a str,
     /// The primary summarizer's and the judge's settings.
     pub(crate) summarizer: Value,
@@ -55,6 +56,7 @@ impl Config<'_> {
             "seeds": self.seeds,
             "bounds": self.bounds,
             "delegate": self.delegate,
+            "text_chat": self.text_chat,
             "encoding": self.encoding,
             "summarizer": self.summarizer,
         })

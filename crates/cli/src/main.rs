@@ -24,6 +24,7 @@ use compactbench_eval::generate::Session;
 use compactbench_eval::matrix::{run_matrix_skipping, SummarizerFactory};
 use compactbench_eval::results::RunResult;
 use compactbench_eval::scenario::{load_dir, Scenario};
+use compactbench_eval::variant;
 use compactbench_report::StrategyMeta;
 use compactbench_summarize::{Extractive, Null, Oracle, PromptFollowing};
 use compactbench_tokens::{Encoding, TokenCounter};
@@ -68,8 +69,16 @@ enum Command {
         /// Run no delegation rows.
         #[arg(long)]
         no_delegation: bool,
+        /// Also run this strategy on each session in Aider's own chat shape: edits as
+        /// SEARCH/REPLACE text, tool output as user messages, no tool calls (rows `<id>+text`;
+        /// repeatable). Ignored for strategies not selected.
+        #[arg(long = "text-chat", value_name = "ID", default_values_t = ["aider".to_owned()])]
+        text_chat: Vec<String>,
+        /// Run no text-chat rows.
+        #[arg(long)]
+        no_text_chat: bool,
         /// Resume an interrupted eval into the same --out: reuse the finished cells (strategy,
-        /// scenario, seed, summarizer, delegation) journaled in <out>/cells.jsonl and run only
+        /// scenario, seed, summarizer, delegation, text chat) journaled in <out>/cells.jsonl and run only
         /// the rest; the reports come out byte for byte as an uninterrupted run's. Refused when
         /// the configuration differs (flags, scenario contents, a rebuilt binary). Every eval
         /// journals its cells there and deletes the journal once its reports are written;
@@ -207,6 +216,12 @@ fn select_strategies(ids: &[String]) -> Result<Vec<Box<dyn Strategy>>> {
     Ok(out)
 }
 
+/// The selected strategies whose ids `ids` names (a variant's rows: `--delegate`,
+/// `--text-chat`), fresh from the registry.
+fn chosen(strategies: &[Box<dyn Strategy>], ids: &[String]) -> Vec<Box<dyn Strategy>> {
+    strategies.iter().filter(|s| ids.contains(&s.info().id)).map(|s| compactbench_registry::find(&s.info().id).expect("from the registry")).collect()
+}
+
 fn select_scenarios(all: Vec<Scenario>, names: &[String], dir: &Path) -> Result<Vec<Scenario>> {
     if names.is_empty() {
         return Ok(all);
@@ -259,6 +274,7 @@ fn eval(
     jobs: Option<usize>,
     bounds: bool,
     delegate: &[String],
+    text_chat: &[String],
     resume: bool,
     summarizer: &summarizer::SummarizerArgs,
     common: &Common,
@@ -273,14 +289,16 @@ fn eval(
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
     let primary = summarizer::Primary::new(summarizer, encoding)?;
-    let delegating: Vec<Box<dyn Strategy>> =
-        strategies.iter().filter(|s| delegate.contains(&s.info().id)).map(|s| compactbench_registry::find(&s.info().id).expect("from the registry")).collect();
+    let delegating = chosen(&strategies, delegate);
+    let texting = chosen(&strategies, text_chat);
+    let ids = |strategies: &[Box<dyn Strategy>]| strategies.iter().map(|s| s.info().id.clone()).collect();
     let config = journal::Config {
-        strategies: strategies.iter().map(|s| s.info().id.clone()).collect(),
+        strategies: ids(&strategies),
         scenarios: &scenarios,
         seeds,
         bounds,
-        delegate: delegating.iter().map(|s| s.info().id.clone()).collect(),
+        delegate: ids(&delegating),
+        text_chat: ids(&texting),
         encoding: &common.encoding,
         summarizer: summarizer.settings(&primary),
     };
@@ -311,11 +329,11 @@ fn eval(
             }
         }
     };
-    // One section of the matrix (strategies under one summarizer, delegating or not), without
-    // the cells the journal already holds.
+    // One section of the matrix (strategies under one summarizer and one set of options),
+    // without the cells the journal already holds.
     let section = |strategies: &[Box<dyn Strategy>], factory: &SummarizerFactory<'_>, options: RunOptions<'_>, name: &str| {
-        let suffix = if options.delegate { "+delegate" } else { "" };
-        let skip = |scenario: &str, id: &str, seed: u64| done.contains(&(scenario.to_owned(), format!("{id}{suffix}"), seed, name.to_owned()));
+        let run_id = |id: &str| variant::run_id(id, options.aider_chat, options.delegate);
+        let skip = |scenario: &str, id: &str, seed: u64| done.contains(&(scenario.to_owned(), run_id(id), seed, name.to_owned()));
         let cells = scenarios.iter().flat_map(|sc| (0..seeds).flat_map(move |seed| strategies.iter().map(move |st| (sc, seed, st))));
         bar.inc_length(strategies.len() as u64 * scenarios.len() as u64 * seeds);
         let reused = cells.filter(|(sc, seed, st)| skip(&sc.name, &st.info().id, *seed)).count() as u64;
@@ -330,7 +348,11 @@ fn eval(
     runs.extend(section(&strategies, extractive, RunOptions { judge: primary.judge(), ..Default::default() }, primary.name()));
     // Delegation rows for the chosen strategies, on the same sessions.
     if !delegating.is_empty() {
-        runs.extend(section(&delegating, extractive, RunOptions { delegate: true, judge: primary.judge() }, primary.name()));
+        runs.extend(section(&delegating, extractive, RunOptions { delegate: true, judge: primary.judge(), ..Default::default() }, primary.name()));
+    }
+    // Rows on the sessions in Aider's chat shape for the chosen strategies.
+    if !texting.is_empty() {
+        runs.extend(section(&texting, extractive, RunOptions { aider_chat: true, judge: primary.judge(), ..Default::default() }, primary.name()));
     }
     if bounds {
         // Bounds only mean something for strategies that called the summarizer.
@@ -359,8 +381,8 @@ fn eval(
     let position = |r: &RunResult| {
         (
             scenarios.iter().position(|s| s.name == r.scenario),
-            strategies.iter().position(|s| r.strategy.strip_suffix("+delegate").unwrap_or(&r.strategy) == s.info().id),
-            r.strategy.ends_with("+delegate"),
+            strategies.iter().position(|s| variant::base(&r.strategy) == s.info().id),
+            variant::rank(&r.strategy),
             [primary.name(), "prompted", "null", "oracle"].iter().position(|n| *n == r.summarizer),
             r.seed,
         )
@@ -516,9 +538,10 @@ fn relative(path: &Path, dir: &Path) -> PathBuf {
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, resume, summarizer, common } => {
+        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, text_chat, no_text_chat, resume, summarizer, common } => {
             let delegate = if no_delegation { Vec::new() } else { delegate };
-            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, resume, &summarizer, &common)
+            let text_chat = if no_text_chat { Vec::new() } else { text_chat };
+            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &text_chat, resume, &summarizer, &common)
         }
         Command::List { common } => list(&common),
         Command::Import { file, format, lenient, row, scenario } => import(&file, &format, lenient, row, scenario.as_deref()),

@@ -21,11 +21,12 @@ kind = "file_path"
 turn = 3
 "#;
 
-/// Primary rows, delegation rows (pi and codex delegate by default) and bound rows: every kind
-/// of cell the journal keeps. One worker, so the run is long enough to kill midway.
+/// Primary rows, delegation rows (pi and codex delegate by default), text-chat rows (aider's, by
+/// default) and bound rows: every kind of cell the journal keeps. One worker, so the run is long
+/// enough to kill midway.
 fn args<'a>(scenarios: &'a Path, out: &'a Path, seeds: &'a str) -> Vec<&'a str> {
     vec![
-        "eval", "--strategy", "none", "--strategy", "truncate-oldest", "--strategy", "pi", "--strategy", "codex", "--seeds", seeds,
+        "eval", "--strategy", "none", "--strategy", "truncate-oldest", "--strategy", "pi", "--strategy", "codex", "--strategy", "aider", "--seeds", seeds,
         "--jobs", "1", "--scenarios", scenarios.to_str().unwrap(), "--out", out.to_str().unwrap(),
     ]
 }

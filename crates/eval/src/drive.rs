@@ -368,6 +368,10 @@ pub struct RunOptions<'a> {
     /// one `task` call and a bounded report instead of the span's steps; the child's own
     /// requests are counted as child cost. The run's strategy id gets a `+delegate` suffix.
     pub delegate: bool,
+    /// Replay the session in Aider's chat shape ([`crate::shape::aider_chat`]): edits as
+    /// SEARCH/REPLACE text, tool output as user messages. The run's strategy id gets a `+text`
+    /// suffix.
+    pub aider_chat: bool,
     /// Ask this model about each fact at the last request that needs it
     /// ([`crate::judge`]). A fact whose last needed request falls inside a delegated span
     /// is not judged (the parent makes no request there).
@@ -589,6 +593,8 @@ pub fn run_with(
     options: RunOptions<'_>,
     mut observe: impl FnMut(&Snapshot<'_>),
 ) -> RunResult {
+    let shaped = options.aider_chat.then(|| crate::shape::aider_chat(session));
+    let session = shaped.as_ref().unwrap_or(session);
     let mut run = Run {
         strategy,
         scenario,
@@ -669,9 +675,8 @@ pub fn run_with(
         step = last + 1;
     }
 
-    let id = &strategy.info().id;
     RunResult {
-        strategy: if options.delegate { format!("{id}+delegate") } else { id.clone() },
+        strategy: crate::variant::run_id(&strategy.info().id, options.aider_chat, options.delegate),
         scenario: scenario.name.clone(),
         seed,
         summarizer: env.summarizer.name().to_owned(),

@@ -12,6 +12,10 @@ pub mod matrix;
 pub mod replay;
 pub mod results;
 pub mod scenario;
+pub mod shape;
+pub mod variant;
 
+#[cfg(test)]
+mod shape_tests;
 #[cfg(test)]
 mod tests;

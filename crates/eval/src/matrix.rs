@@ -80,7 +80,7 @@ pub fn run_matrix_skipping(
     // scenario, strategy, seed.
     let order = |r: &RunResult| {
         let sc = scenarios.iter().position(|s| s.name == r.scenario);
-        let st = strategies.iter().position(|s| r.strategy.strip_suffix("+delegate").unwrap_or(&r.strategy) == s.info().id);
+        let st = strategies.iter().position(|s| crate::variant::base(&r.strategy) == s.info().id);
         (sc, st, r.seed)
     };
     results.sort_by_key(order);

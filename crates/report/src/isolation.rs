@@ -3,15 +3,17 @@
 
 use std::fmt::Write;
 
+use compactbench_eval::variant::DELEGATE;
+
 use crate::Row;
 
 /// Whether a row takes part: delegation rows and their in-place twins, and Amp's rows.
 fn isolating(row: &Row, rows: &[&Row]) -> bool {
     let id = row.strategy.as_str();
-    id.ends_with("+delegate")
+    id.ends_with(DELEGATE)
         || id == "amp"
         || id.starts_with("amp/")
-        || rows.iter().any(|r| r.strategy.strip_suffix("+delegate") == Some(id))
+        || rows.iter().any(|r| r.strategy.strip_suffix(DELEGATE) == Some(id))
 }
 
 /// Thread boundaries a row crossed: Amp's handoff events, summed over seeds.

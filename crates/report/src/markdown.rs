@@ -132,7 +132,7 @@ fn violations(out: &mut String, meta: &[StrategyMeta], runs: &[RunResult]) {
     }
     let _ = writeln!(out, "| strategy | rule | shapes | violations | first example | why |\n|---|---|---|---:|---|---|");
     for (strategy, rule, shapes, n, example) in &found {
-        let base = strategy.strip_suffix("+delegate").unwrap_or(strategy);
+        let base = compactbench_eval::variant::base(strategy);
         let why = meta
             .iter()
             .find(|m| m.id == base)

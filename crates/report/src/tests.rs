@@ -247,6 +247,10 @@ fn violations_are_listed_with_their_example_and_explanation() {
     runs[1].violation_examples = vec![example("orphan_result")];
     runs[4].violations.entry("anthropic").or_default().insert("empty_content", 1);
     runs[4].violation_examples = vec![example("empty_content")];
+    // A variant's row (here on Aider's text shape) takes its strategy's explanation.
+    runs[3].strategy = "sum+text".into();
+    runs[3].violations.entry("anthropic").or_default().insert("orphan_result", 2);
+    runs[3].violation_examples = vec![example("orphan_result")];
     let meta = vec![
         StrategyMeta {
             id: "sum".into(),
@@ -264,5 +268,7 @@ fn violations_are_listed_with_their_example_and_explanation() {
         md.contains("| sum | orphan_result | anthropic | 3 | tiny seed 0 (extractive), request 7: result for c1 has no call (log entries #12) | the original does it too |"),
         "{md}"
     );
+    let text_row = md.lines().find(|l| l.starts_with("| sum+text | orphan_result | anthropic | 2 |")).unwrap_or_else(|| panic!("{md}"));
+    assert!(text_row.ends_with("| the original does it too |"), "{text_row}");
     assert!(md.contains("| trunc | empty_content | anthropic | 1 |") && md.contains("**unexplained**"), "{md}");
 }

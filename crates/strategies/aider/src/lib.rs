@@ -17,11 +17,35 @@
 //! edit) and only ever summarizes `done_messages`. `cur_messages` move into `done_messages` only
 //! after the model's edits were applied; questions answered without edits stay in
 //! `cur_messages` and are never summarized, however large. Here a *turn* is a user message and
-//! everything up to the next user message; a turn *applied an edit* when an assistant tool call
-//! that [`tool_kind`](compactbench_core::tools::tool_kind) classifies as an edit or a write got a
+//! everything up to the next user message that is a request (not one of the messages Aider adds
+//! itself, see Text shape); a turn *applied an edit* when an assistant tool call that
+//! [`tool_kind`](compactbench_core::tools::tool_kind) classifies as an edit or a write got a
 //! non-error result in the same turn (so the behaviour fires whichever harness recorded the
-//! session). The done part of the view is everything up to the end of the newest turn that
-//! applied an edit (plus what the previous compaction left as done); the rest is cur.
+//! session), or when an assistant message of the turn holds SEARCH/REPLACE blocks Aider parses
+//! (see Text shape). The done part of the view is everything up to the end of the newest turn
+//! that applied an edit (plus what the previous compaction left as done); the rest is cur.
+//!
+//! # Text shape
+//! Aider itself never sends tool calls: its model writes SEARCH/REPLACE blocks and suggests
+//! shell commands in plain text, and Aider adds what happened to the chat as user messages.
+//! Module [`chat`] writes and reads those formats (`compactbench_eval::shape::aider_chat`
+//! replays a session in them, the runner's `+text` rows):
+//! - An assistant message applied an edit when its text parses as Aider's `get_edits` parses a
+//!   reply (`find_original_update_blocks` in `aider/coders/editblock_coder.py`: file name within
+//!   three lines before `<<<<<<< SEARCH`, then `=======`, then `>>>>>>> REPLACE`; shell fences
+//!   skipped) into at least one block. A malformed reply applies nothing (`get_edits` raises).
+//!   A block that **failed to match** still counts: `Coder.apply_updates`
+//!   (`aider/coders/base_coder.py`) collects the edited paths before
+//!   `EditBlockCoder.apply_edits` raises its `# N SEARCH/REPLACE block(s) failed to match!`
+//!   reflection and returns them, and `send_message` calls `move_back_cur_messages` for any
+//!   returned path. Measured by running aider-chat 0.86.2's `Coder.run_one` with the model
+//!   mocked (`fidelity/aider/failed_match.py`): after a reply whose only block failed to match,
+//!   `done_messages` holds the request, the reply, `I updated the files.` and `Ok.`; the
+//!   reflection and the next reply are in `cur_messages`.
+//! - Aider's own user messages do not open a turn: command output (`Output from …`,
+//!   `handle_shell_commands`), the edit confirmation (`I updated the files.`,
+//!   `files_content_gpt_edits_no_repo`) and the failed-match reflection belong to the exchange
+//!   that caused them, as in Aider, where they never start a new request.
 //!
 //! # Trigger
 //! [`Moment::TurnEnd`] only. Aider starts the summarizer in a background thread right after
@@ -124,7 +148,9 @@
 //!   whose call was summarized; the pairing violation this makes is left for the runner to
 //!   record, not repaired.
 //! - Deliberate: Aider moves `cur_messages` after every reply whose edits were applied, even
-//!   within one request's reflection loop; we move at turn ends only (see Trigger).
+//!   within one request's reflection loop; we move at turn ends only (see Trigger), the whole
+//!   turn, replies after the edit included. After a failed match Aider keeps the reflection
+//!   and the replies after it in cur until the next applied edit; here they move with the turn.
 //! - Deliberate: start-up summarization of a restored `.aider.chat.history.md`, `/clear` and
 //!   `/reset` have no event in the runner's sessions. The chat-mode switch path
 //!   (`summarize_all` of the done list without `Ok.`, history kept on failure) is implemented
@@ -153,6 +179,7 @@
 //!   `prompts.summary_prefix`), so the recursion test `tokens(summary) + tail < max_tokens` can
 //!   differ when it is within a few tokens.
 
+pub mod chat;
 mod history;
 mod prompt;
 mod session;
@@ -258,7 +285,8 @@ impl Strategy for AiderStrategy {
                 "not in the original: Aider's history is plain text (tool output is a user message, calls are text), ",
                 "so the request Aider sends has no tool blocks to pair; our sessions carry native tool calls, and ",
                 "Aider's split, which only needs an assistant message before the tail, can keep a result whose call ",
-                "went into the summary",
+                "went into the summary (the aider+text rows replay the same sessions in Aider's text shape and ",
+                "break no rule)",
             ),
         )
     }

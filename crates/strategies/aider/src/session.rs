@@ -10,6 +10,7 @@ use compactbench_core::{
 };
 use serde_json::{json, Value};
 
+use crate::chat;
 use crate::history::{self, ChatSummary, Item, Source};
 use crate::tokens::Counter;
 use crate::AiderConfig;
@@ -86,8 +87,7 @@ fn split<'v>(log: &Log, view: &'v View) -> (Vec<&'v ViewMessage>, usize, usize) 
     let mut boundary = base;
     let mut start = base;
     for i in base..=history.len() {
-        let new_turn = i == history.len()
-            || (i > start && history[i].message.role == Role::User && matches!(history[i].origin, Origin::Entry(_)));
+        let new_turn = i == history.len() || (i > start && opens_turn(history[i]));
         if new_turn {
             if applied_edit(&history[start..i]) {
                 boundary = i;
@@ -107,9 +107,34 @@ fn lists(log: &Log, view: &View, counter: &Counter<'_>) -> Lists {
     }
 }
 
-/// Whether an assistant edit or write call of this turn got a non-error result in it (Aider
-/// moves an exchange into history once its edits were applied).
+/// Whether `vm` is a request from the log: a user message that is not one of Aider's own
+/// (command output, edit confirmation or reflection, which belong to the exchange that caused
+/// them).
+fn opens_turn(vm: &ViewMessage) -> bool {
+    vm.message.role == Role::User
+        && matches!(vm.origin, Origin::Entry(_))
+        && !chat::is_aider_feedback(&vm.message.text())
+}
+
+/// Whether this turn applied an edit: Aider moves an exchange into history once
+/// `apply_updates` returned edited files (see [`text_edit`]), and a native edit or write call
+/// counts when it got a non-error result.
 fn applied_edit(turn: &[&ViewMessage]) -> bool {
+    native_edit(turn) || turn.iter().any(|vm| text_edit(&vm.message))
+}
+
+/// Whether an assistant message holds SEARCH/REPLACE blocks that Aider parses
+/// (`EditBlockCoder.get_edits`). Applied or not: `Coder.apply_updates` collects the edited
+/// paths before `apply_edits` raises on a block that failed to match, returns them with the
+/// reflection set, and `send_message` moves the exchange all the same (measured with
+/// aider-chat 0.86.2's own `Coder.run_one`: the failing reply and the confirmation note end up
+/// in `done_messages`, the reflection in `cur_messages`). A malformed reply applies nothing.
+fn text_edit(message: &Message) -> bool {
+    message.role == Role::Assistant && chat::edited_files(&message.text()).is_some_and(|files| !files.is_empty())
+}
+
+/// Whether an assistant edit or write call of this turn got a non-error result in it.
+fn native_edit(turn: &[&ViewMessage]) -> bool {
     let calls: HashSet<&str> = turn
         .iter()
         .filter(|vm| vm.message.role == Role::Assistant)

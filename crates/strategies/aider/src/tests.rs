@@ -13,7 +13,7 @@ use compactbench_core::{
 };
 use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
 
-use crate::{history, prompt, session, tokens, AiderConfig, AiderStrategy};
+use crate::{chat, history, prompt, session, tokens, AiderConfig, AiderStrategy};
 
 /// The crate's counter for the test model (`list` path in `cl100k_base`, as for every name
 /// outside litellm's OpenAI catalog).
@@ -542,4 +542,106 @@ fn strategy_is_registered_as_aider() {
     let s = crate::strategy();
     assert_eq!(s.info().id, "aider");
     assert!(s.info().source.contains("5dc9490bb35f9729ef2c95d00a19ccd30c26339c"));
+}
+
+/// One SEARCH/REPLACE edit of `path`.
+fn block(path: &str) -> chat::EditBlock {
+    chat::EditBlock { path: path.into(), original: "let a = 1;".into(), updated: "let a = 2;".into() }
+}
+
+/// A reply in Aider's own format: one SEARCH/REPLACE block on `path`.
+fn block_reply(path: &str) -> Message {
+    Message::assistant(format!("Changing `a`:\n\n{}", chat::edit_block(&block(path))))
+}
+
+#[test]
+fn aiders_chat_formats_read_back_as_aider_reads_them() {
+    let block = chat::EditBlock { path: "src/a.rs".into(), original: "x\n".into(), updated: "y".into() };
+    let text = chat::edit_block(&block);
+    assert_eq!(text, "src/a.rs\n```rust\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```");
+    assert_eq!(chat::edited_files(&text), Some(vec!["src/a.rs".to_owned()]));
+    // A new file: an empty SEARCH section.
+    let create = chat::EditBlock { path: "b.py".into(), original: String::new(), updated: "print(1)".into() };
+    assert!(chat::edit_block(&create).contains("<<<<<<< SEARCH\n=======\nprint(1)\n"));
+    // A second block without its own path edits the file named before it.
+    let two = format!("{text}\n\n```\n<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n```");
+    assert_eq!(chat::edited_files(&two), Some(vec!["src/a.rs".to_owned(), "src/a.rs".to_owned()]));
+    // Shell blocks are no edits; broken blocks make the whole reply malformed.
+    assert_eq!(chat::edited_files(&chat::shell_block("cargo test")), Some(vec![]));
+    assert_eq!(chat::edited_files("src/a.rs\n```rust\n<<<<<<< SEARCH\nx\n```"), None, "no divider");
+    assert_eq!(chat::edited_files("src/a.rs\n<<<<<<< SEARCH\nx\n=======\ny\n"), None, "no end marker");
+    assert_eq!(chat::edited_files("\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n"), None, "no file");
+
+    // The messages Aider adds itself, and the text of its failed-match reflection.
+    assert!(chat::is_aider_feedback(&chat::command_output("ls", "a.rs")));
+    assert!(chat::is_aider_feedback(&chat::edits_applied("Applied edit to src/a.rs")));
+    let failed = chat::failed_match(&[block.clone(), create], "old text not found");
+    assert!(failed.starts_with("# 2 SEARCH/REPLACE blocks failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in src/a.rs\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n\n"), "{failed}");
+    assert!(failed.ends_with("old text not found\n\nThe SEARCH section must exactly match an existing block of lines including all white space, comments, indentation, docstrings, etc\n"));
+    assert!(chat::is_aider_feedback(&failed));
+    assert!(chat::failed_match(&[block], "").starts_with("# 1 SEARCH/REPLACE block failed to match!\n"));
+    assert!(!chat::is_aider_feedback("Next: fix the parser.") && !chat::is_aider_feedback("# 2 things"));
+}
+
+#[test]
+fn a_text_edit_turn_over_the_limit_compacts() {
+    let s = with_max(1_024);
+    // The edit's confirmation and a command's output are Aider's own user messages: they stay
+    // in the turn, so the turn ends having applied an edit and everything moves.
+    let m = vec![
+        Message::system("sys"),
+        u("q", 1_000),
+        block_reply("src/a.rs"),
+        Message::user(chat::edits_applied("Applied edit to src/a.rs")),
+        Message::assistant(chat::shell_block("cargo test")),
+        Message::user(chat::command_output("cargo test", "test result: ok")),
+        a("done", 50),
+    ];
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::compact("max_chat_history_tokens"));
+    assert_eq!(h.step(&s, Moment::TurnEnd).unwrap().len(), 1);
+    assert!(h.summarizer.requests()[0].transcript.starts_with("# USER\nq:"));
+}
+
+#[test]
+fn a_failed_match_still_moves_the_exchange_as_aider_does() {
+    let s = with_max(1_024);
+    let m = vec![
+        Message::system("sys"),
+        u("q", 1_000),
+        block_reply("src/a.rs"),
+        Message::user(chat::failed_match(&[block("src/a.rs")], "oldText not found in src/a.rs")),
+        a("sorry", 50),
+    ];
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::compact("max_chat_history_tokens"));
+}
+
+#[test]
+fn text_without_a_parsed_edit_moves_nothing() {
+    let s = with_max(1_024);
+    // A malformed block (Aider raises in `get_edits`, nothing is edited) and a shell block.
+    for reply in ["src/a.rs\n```rust\n<<<<<<< SEARCH\nlet a = 1;\n```", "```bash\ncargo test\n```"] {
+        let m = vec![
+            Message::system("sys"),
+            u("q", 1_000),
+            Message::assistant(reply),
+            Message::user(chat::command_output("cargo test", "ok")),
+            a("done", 50),
+        ];
+        let mut h = Harness::new(m, model(128_000, 4_096));
+        assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip, "{reply}");
+    }
+    // A real request after an edit opens a turn of its own: the edit turn moved, this one did
+    // not, so nothing is summarized at its end.
+    let m = vec![
+        Message::system("sys"),
+        u("q", 1_000),
+        block_reply("src/a.rs"),
+        a("done", 50),
+        u("next", 50),
+        a("answer", 50),
+    ];
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
 }
