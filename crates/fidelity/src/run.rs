@@ -83,7 +83,7 @@ pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter,
     }
     let mut disagreements = Vec::new();
     for kind_is_trigger in [true, false] {
-        let picked = failing.iter().filter(|(_, v)| !v.trigger == kind_is_trigger).take(SHOWN_PER_KIND);
+        let picked = failing.iter().filter(|(_, v)| v.trigger != kind_is_trigger).take(SHOWN_PER_KIND);
         for (case, verdict) in picked {
             let same_kind = |v: &Verdict| if kind_is_trigger { !v.trigger } else { v.selection == Some(false) };
             let small = if options.minimize {
