@@ -94,7 +94,7 @@ fn compactbench(args: &[&str]) -> Result<String, String> {
     if !out.status.success() {
         return Err(format!("compactbench {} failed:\n{stderr}", args.join(" ")));
     }
-    Ok(stdout.lines().chain(stderr.lines()).filter(|l| l.contains(" runs") && l.contains(" in ") || l.starts_with("floor:")).last().unwrap_or_default().to_owned())
+    Ok(stdout.lines().chain(stderr.lines()).rfind(|l| l.contains(" runs") && l.contains(" in ") || l.starts_with("floor:")).unwrap_or_default().to_owned())
 }
 
 /// The number right before `unit` in `line` (`in 53.2s` -> 53.2 for unit "s").
@@ -115,7 +115,7 @@ fn matrix_bench(extra: &[String]) -> Result<(), String> {
     eprintln!("xtask bench: full default matrix ...");
     let full = compactbench(&[&["eval", "--out", out][..], &extra].concat())?;
     let wall = number_before(&full, "s").ok_or_else(|| format!("no time in {full:?}"))?;
-    let in_run_floor = full.split("tokenize-once floor ").nth(1).and_then(|r| number_before(r.split(' ').next().unwrap_or_default(), "s"));
+    let in_run_floor = full.split("tokenize-once floor ").nth(1).and_then(|r| number_before(r, "s"));
     let rss = full.split("peak RSS ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("?").to_owned();
     let json_mb = std::fs::metadata(project_root().join(out).join("results.json")).map(|m| m.len() as f64 / 1e6).unwrap_or(f64::NAN);
     eprintln!("xtask bench: tokenize-once floor ...");

@@ -3,7 +3,8 @@
 //! dropped. This is the baseline of Lindenbauer et al., "The Complexity Trap: Simple
 //! Observation Masking Is as Efficient as LLM Summarization for Agent Context Management"
 //! (JetBrains Research, 2025), which runs SWE-agent's `LastNObservations` history processor
-//! (`sweagent/agent/history_processors.py`) with N = 10. The placeholder is that processor's
+//! (`sweagent/agent/history_processors.py`, read at
+//! `SWE-agent/SWE-agent@669b8f9cbd1e8a368a33d0b1d29eb0987006c9b6`) with N = 10. The placeholder is that processor's
 //! text, `Old environment output: (N lines omitted)`. Deliberate simplifications: no
 //! `polling` (the window slides every step, which is the processor's default), and the first
 //! observation is not exempt (SWE-agent exempts the task instance, which our sessions carry in

@@ -16,6 +16,9 @@
 //!   `generateHandoffFromContext`), `shake.ts`, `pruning.ts`, `tool-protection.ts`, `utils.ts`,
 //!   `messages.ts`, `transcript-tokens.ts`, `prompts/*.md`.
 //! - `@oh-my-pi/pi-utils` 18.2.9: `path-tree.ts` (`formatGroupedPaths`), `prompt.ts`.
+//! - Git source, for the tests only: `can1357/oh-my-pi@b46db80e389945d124d8ddaac21dc0dbbac3767c`
+//!   (`packages/agent/test/shake.test.ts`, the shake cases of the spec's (j)). The npm releases
+//!   above, not a commit, are what this crate reproduces.
 //!
 //! Nothing is shared with the `pi` crate: the parts oh-my-pi inherited from Pi (cut points,
 //! split-turn merge, serializer, file lists) are re-implemented here from the oh-my-pi release,
