@@ -1,6 +1,7 @@
 //! The append-only session log.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -41,7 +42,9 @@ pub enum Entry {
 /// a [`Checkpoint`]; the working view is a projection of the log.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Log {
-    entries: Vec<Entry>,
+    /// Shared, not owned: strategies clone the log to project it as if their checkpoints
+    /// were appended, and a clone then costs a pointer per entry, not a copy of the session.
+    entries: Vec<Arc<Entry>>,
     #[serde(skip)]
     identity: Identity,
 }
@@ -94,7 +97,7 @@ impl Log {
 
     fn push(&mut self, entry: Entry) -> EntryId {
         let id = EntryId(u32::try_from(self.entries.len()).expect("log longer than u32::MAX entries"));
-        self.entries.push(entry);
+        self.entries.push(Arc::new(entry));
         id
     }
 
@@ -127,7 +130,7 @@ impl Log {
 
     /// The entry with this id.
     pub fn get(&self, id: EntryId) -> Option<&Entry> {
-        self.entries.get(id.index())
+        self.entries.get(id.index()).map(|e| &**e)
     }
 
     /// The message with this id, if that entry is a message.
@@ -140,7 +143,7 @@ impl Log {
 
     /// All entries with their ids, oldest first.
     pub fn entries(&self) -> impl DoubleEndedIterator<Item = (EntryId, &Entry)> + ExactSizeIterator {
-        self.entries.iter().enumerate().map(|(i, e)| (EntryId(i as u32), e))
+        self.entries.iter().enumerate().map(|(i, e)| (EntryId(i as u32), &**e))
     }
 
     /// All message entries with their ids, oldest first.

@@ -8,13 +8,14 @@ use memchr::memmem::Finder;
 
 use compactbench_core::request::{lower, validate};
 use compactbench_core::{
-    Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Shape, StopReason, Strategy, Summarizer, Summary,
+    Cx, Decision, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Shape, StopReason, Strategy, Summarizer, Summary,
     SummaryRequest, Usage, View, VirtualStore, Window,
 };
 use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
 use crate::generate::{Session, Step};
 use crate::judge::Judged;
+use crate::offload_paths::OffloadPaths;
 use crate::results::{CompactionRecord, FactOutcome, Phases, RequestRecord, RunResult, Status, ViolationExample};
 use crate::scenario::Scenario;
 
@@ -64,10 +65,7 @@ struct Run<'a> {
     store: VirtualStore,
     info: HashMap<Key, Info>,
     /// Offload paths seen in checkpoints, in order of appearance.
-    paths: Vec<String>,
-    /// A searcher for each of `paths`, built once: probes look for every path in every new
-    /// view message, and building a searcher per look cost more than the search.
-    path_finders: Vec<Finder<'static>>,
+    paths: OffloadPaths,
     /// A searcher for each planted fact's needle.
     needle_finders: Vec<Finder<'static>>,
     /// (path index, file length) -> the facts whose needle that version of the file holds.
@@ -137,22 +135,6 @@ impl Run<'_> {
         }
     }
 
-    fn sync_paths(&mut self) {
-        let mut known: std::collections::HashSet<&str> = self.paths.iter().map(String::as_str).collect();
-        let mut fresh = Vec::new();
-        for (_, entry) in self.log.entries() {
-            if let Entry::Checkpoint(cp) = entry {
-                for o in &cp.offloads {
-                    if known.insert(&o.path) {
-                        fresh.push(o.path.clone());
-                    }
-                }
-            }
-        }
-        self.path_finders.extend(fresh.iter().map(|p| Finder::new(p.as_bytes()).into_owned()));
-        self.paths.extend(fresh);
-    }
-
     fn maybe_compact(&mut self, at: Moment) -> bool {
         let view = self.view();
         let started = Instant::now();
@@ -220,7 +202,7 @@ impl Run<'_> {
                 }
                 self.rounds += 1;
                 self.failures = 0;
-                self.sync_paths();
+                self.paths.sync(&self.log);
                 let after = self.view();
                 record.tokens_after = self.measure(&after).2;
                 self.view = Some((self.log.len(), after));
@@ -250,10 +232,10 @@ impl Run<'_> {
         for _ in 0..MAX_POINTER_HOPS {
             let mut next = Vec::new();
             for p in frontier {
-                let Some(content) = self.store.read(&self.paths[p]) else { continue };
-                let finders = &self.path_finders;
+                let Some(content) = self.store.read(self.paths.get(p)) else { continue };
+                let paths = &self.paths;
                 let named = self.links.entry((p, content.len())).or_insert_with(|| {
-                    finders.iter().enumerate().filter(|(q, f)| *q != p && f.find(content.as_bytes()).is_some()).map(|(q, _)| q).collect()
+                    paths.named_in(content, 0).into_iter().filter(|&q| q != p).collect()
                 });
                 for &q in named.iter() {
                     if !mentioned[q] {
@@ -278,17 +260,12 @@ impl Run<'_> {
             return out;
         }
         let mut mentioned = vec![false; self.paths.len()];
-        // Taken out for the loop, which needs `self` mutably; put back below.
-        let paths = std::mem::take(&mut self.path_finders);
         for (key, vm) in keys.iter().zip(&view.messages) {
-            let info = self.describe(*key, &vm.message);
-            if info.paths_checked < paths.len() {
-                for (i, p) in paths.iter().enumerate().skip(info.paths_checked) {
-                    if p.find(info.text.as_bytes()).is_some() {
-                        info.paths.push(i);
-                    }
-                }
-                info.paths_checked = paths.len();
+            self.describe(*key, &vm.message);
+            let info = self.info.get_mut(key).expect("described above");
+            if info.paths_checked < self.paths.len() {
+                info.paths.extend(self.paths.named_in(&info.text, info.paths_checked));
+                info.paths_checked = self.paths.len();
             }
             for &p in &info.paths {
                 mentioned[p] = true;
@@ -303,7 +280,6 @@ impl Run<'_> {
                 out[f] = Some(out[f].map_or(here, |s: Status| s.min(here)));
             }
         }
-        self.path_finders = paths;
         let missing: Vec<usize> = needed.iter().copied().filter(|&f| out[f].is_none()).collect();
         if !missing.is_empty() {
             self.follow_pointers(&mut mentioned);
@@ -311,7 +287,7 @@ impl Run<'_> {
             // version of it, rather than every missing fact asking every file.
             let mut recoverable = vec![false; facts.len()];
             for p in (0..mentioned.len()).filter(|&p| mentioned[p]) {
-                let Some(content) = self.store.read(&self.paths[p]) else { continue };
+                let Some(content) = self.store.read(self.paths.get(p)) else { continue };
                 let finders = &self.needle_finders;
                 let holds = self.reads.entry((p, content.len())).or_insert_with(|| {
                     finders.iter().enumerate().filter(|(_, n)| n.find(content.as_bytes()).is_some()).map(|(f, _)| f).collect()
@@ -603,8 +579,7 @@ pub fn run_with(
         log: Log::new(),
         store: VirtualStore::new(),
         info: HashMap::new(),
-        paths: Vec::new(),
-        path_finders: Vec::new(),
+        paths: OffloadPaths::default(),
         needle_finders: session.facts.iter().map(|f| Finder::new(f.needle.as_bytes()).into_owned()).collect(),
         reads: HashMap::new(),
         links: HashMap::new(),

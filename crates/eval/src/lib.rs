@@ -9,6 +9,7 @@ pub mod facts;
 pub mod generate;
 pub mod judge;
 pub mod matrix;
+mod offload_paths;
 pub mod replay;
 pub mod results;
 pub mod scenario;
