@@ -499,19 +499,39 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
     }
 
     let mut view = View::default();
-    let mut pending: Vec<EntryId> = Vec::new();
+    // Tool-call messages waiting for results, in the order they started waiting. Only the
+    // event that adds a waiting message or a result can complete one, and only the messages
+    // naming that result's call: checking just those (rather than every waiting message after
+    // every event, as `process_events` does) sends the same messages, in linear time when
+    // many calls never complete.
+    let mut waiting_since: HashMap<EntryId, u64> = HashMap::new();
+    let mut naming: HashMap<&str, Vec<EntryId>> = HashMap::new();
     let mut results: HashMap<String, &Event> = HashMap::new();
     let mut masked_from: Option<EntryId> = None;
-    for e in &events {
+    for (n, e) in events.iter().enumerate() {
         let mut continue_masked = false;
+        let mut candidates: Vec<EntryId> = Vec::new();
         match (&e.kind, e.entry) {
             (Kind::Action { .. }, Some(entry)) => {
-                if !pending.contains(&entry) {
-                    pending.push(entry);
+                if let std::collections::hash_map::Entry::Vacant(v) = waiting_since.entry(entry) {
+                    v.insert(n as u64);
+                    for id in log.message(entry).into_iter().flat_map(Message::tool_call_ids) {
+                        naming.entry(id).or_default().push(entry);
+                    }
                 }
+                candidates.push(entry);
             }
             (Kind::Observation { call_id, .. }, Some(_)) => {
                 results.insert(call_id.clone(), e);
+                let mut named: Vec<(u64, EntryId)> = naming
+                    .get(call_id.as_str())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|entry| waiting_since.get(entry).map(|&since| (since, *entry)))
+                    .collect();
+                named.sort_unstable();
+                named.dedup();
+                candidates.extend(named.into_iter().map(|(_, entry)| entry));
             }
             (Kind::Summary { checkpoint, text }, _) => view.messages.push(ViewMessage {
                 origin: Origin::Summary(*checkpoint),
@@ -543,18 +563,16 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
         if !continue_masked {
             masked_from = None;
         }
-        let mut done = Vec::new();
-        for &entry in &pending {
+        for entry in candidates {
             let Some(m) = log.message(entry) else { continue };
-            if !m.tool_call_ids().all(|id| results.contains_key(id)) {
+            if !waiting_since.contains_key(&entry) || !m.tool_call_ids().all(|id| results.contains_key(id)) {
                 continue;
             }
             view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: m.clone() });
             let answers: Vec<&Event> = m.tool_call_ids().filter_map(|id| results.remove(id)).collect();
             push_results(log, &mut view, &answers);
-            done.push(entry);
+            waiting_since.remove(&entry);
         }
-        pending.retain(|p| !done.contains(p));
     }
     view
 }
