@@ -41,7 +41,7 @@ pub use store::VirtualStore;
 pub use strategy::{Cx, Decision, Fidelity, Moment, Strategy, StrategyInfo};
 pub use summarizer::{StopReason, Summarizer, Summary, SummaryRequest};
 pub use tokenizer::{Encoding, Tokenizer};
-pub use view::{default_projection, Origin, View, ViewMessage};
+pub use view::{default_projection, default_reprojection, Origin, View, ViewMessage};
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! The Strategy seam.
 
-use crate::{default_projection, Checkpoint, Error, Log, ModelProfile, Summarizer, Tokenizer, View, VirtualStore};
+use crate::{default_projection, default_reprojection, Checkpoint, Error, Log, ModelProfile, Summarizer, Tokenizer, View, VirtualStore};
 
 /// How faithfully a strategy reproduces its original.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,9 +110,21 @@ pub trait Strategy: Send + Sync {
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error>;
 
     /// The working view for `log`. The default follows checkpoint data; override only when
-    /// the original rebuilds its view differently.
+    /// the original rebuilds its view differently, and then override [`Strategy::reproject`]
+    /// too.
     fn project(&self, log: &Log) -> View {
         default_projection(log)
+    }
+
+    /// Brings `view`, what [`Strategy::project`] returned for `log` when it held its first
+    /// `len` entries, up to date with `log` in place, returning `false` (and leaving `view`
+    /// unspecified) when it cannot; the runner then calls `project`. The result must equal
+    /// `project(log)`: the runner checks that in debug builds, so every test that replays a
+    /// session checks it. The default is [`default_reprojection`], which matches the default
+    /// `project`; a strategy with its own `project` returns `false` unless it has an update of
+    /// its own.
+    fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
+        default_reprojection(log, view, len)
     }
 
     /// Why requests built from this strategy's views break `rule` (a

@@ -76,8 +76,8 @@ struct Run<'a> {
     /// Rounds completed when each fact was planted (set when its step is appended).
     compactions: Vec<CompactionRecord>,
     phases: Phases,
-    /// The projection of the log as it is now (the log length it was built at), so the
-    /// request after a `decide` that skipped, or after a compaction, does not project again.
+    /// The newest projection of the log and the log length it was built at: reused as it is
+    /// while the log has not grown, else brought up to date ([`Run::view`]).
     view: Option<(usize, View)>,
     request: u32,
     /// Consecutive failed compactions (handed to strategies as `Cx::failures`).
@@ -122,17 +122,24 @@ impl Run<'_> {
         (keys, tokens, total)
     }
 
-    /// The strategy's view of the log as it is now, projected at most once per log state.
+    /// The strategy's view of the log as it is now: the view kept from an earlier state
+    /// brought up to date when the strategy can ([`Strategy::reproject`]), else projected.
     fn view(&mut self) -> View {
-        match self.view.take() {
-            Some((len, view)) if len == self.log.len() => view,
-            _ => {
-                let started = Instant::now();
-                let view = self.strategy.project(&self.log);
-                self.phases.project += micros(started);
-                view
+        let started = Instant::now();
+        let view = match self.view.take() {
+            Some((len, view)) if len == self.log.len() => return view,
+            Some((len, mut view)) => {
+                if self.strategy.reproject(&self.log, &mut view, len) {
+                    debug_assert!(view == self.strategy.project(&self.log), "{}: reproject differs from project", self.strategy.info().id);
+                    view
+                } else {
+                    self.strategy.project(&self.log)
+                }
             }
-        }
+            None => self.strategy.project(&self.log),
+        };
+        self.phases.project += micros(started);
+        view
     }
 
     fn maybe_compact(&mut self, at: Moment) -> bool {
@@ -450,6 +457,7 @@ impl Run<'_> {
             violations: per_shape,
         });
         tally.prev_keys = keys;
+        self.view = Some((self.log.len(), view));
         let out = self.env.counter.count_message(answer);
         tally.output_tokens += out;
         let mut answer = answer.clone();

@@ -274,6 +274,10 @@ impl Strategy for AiderStrategy {
         session::compact(&self.config, log, view, cx)
     }
 
+    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
+        false // `project` is this crate's own: rebuilt at each log state.
+    }
+
     fn project(&self, log: &Log) -> View {
         session::project(log)
     }

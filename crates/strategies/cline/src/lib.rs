@@ -409,6 +409,10 @@ impl Strategy for ClineStrategy {
 
     /// The default projection follows the checkpoints' window and replacements; Cline then
     /// repairs tool-result placement on every view it sends.
+    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
+        false // `project` is this crate's own: rebuilt at each log state.
+    }
+
     fn project(&self, log: &Log) -> View {
         let mut view = default_projection(log);
         repair::repair(&mut view, log.last_checkpoint().map(|(id, _)| id));

@@ -244,6 +244,10 @@ impl Strategy for CodexStrategy {
         Ok(vec![layout::checkpoint(log, outcome)])
     }
 
+    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
+        false // `project` is this crate's own: rebuilt at each log state.
+    }
+
     fn project(&self, log: &Log) -> View {
         layout::project(log)
     }

@@ -195,6 +195,10 @@ impl Strategy for DeepAgentsStrategy {
 
     /// The default projection, plus the request-only argument truncation `wrap_model_call`
     /// applies: as recorded by the step that built the pending request, else recomputed.
+    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
+        false // `project` is this crate's own: rebuilt at each log state.
+    }
+
     fn project(&self, log: &Log) -> View {
         let mut view = default_projection(log);
         let Some(facts) = middleware::recorded_facts(log) else { return view };

@@ -293,6 +293,10 @@ impl Strategy for GooseStrategy {
         Ok(out)
     }
 
+    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
+        false // `project` is this crate's own: rebuilt at each log state.
+    }
+
     fn project(&self, log: &Log) -> View {
         replay(log).view()
     }

@@ -247,6 +247,10 @@ impl Strategy for KimiCliStrategy {
 
     /// The default projection, except that re-injected messages Kimi appends after the kept
     /// tail (the background-task note) come after it, not before.
+    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
+        false // `project` is this crate's own: rebuilt at each log state.
+    }
+
     fn project(&self, log: &Log) -> View {
         let mut view = default_projection(log);
         let Some((anchor, cp)) = trigger::anchor(log) else {

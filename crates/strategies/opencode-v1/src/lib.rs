@@ -239,6 +239,10 @@ impl Strategy for OpencodeV1Strategy {
         Ok(out)
     }
 
+    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
+        false // `project` is this crate's own: rebuilt at each log state.
+    }
+
     fn project(&self, log: &Log) -> View {
         Session::new(log).view()
     }

@@ -562,6 +562,10 @@ impl Strategy for OpenhandsStrategy {
         }
     }
 
+    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
+        false // `project` is this crate's own: rebuilt at each log state.
+    }
+
     fn project(&self, log: &Log) -> View {
         match &self.plan {
             Plan::SdkNoOp | Plan::Sdk(_) => event::render(log, &sdk::view(log)),
