@@ -6,7 +6,7 @@
 //! that (Anthropic's API combines them; Gemini rejects them, so adapters such as pi-ai merge).
 //! Everything else that is wrong with a view stays wrong and the validator lists it.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 use serde::Serialize;
 
@@ -265,25 +265,17 @@ pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
         }
     }
 
-    let calls = |m: &WireMessage<'a>| -> Vec<&'a str> {
-        m.blocks.iter().filter_map(|b| if let Block::ToolCall { id, .. } = b { Some(*id) } else { None }).collect()
-    };
-    let results = |m: &WireMessage<'a>| -> Vec<&'a str> {
-        m.blocks.iter().filter_map(|b| if let Block::ToolResult { call_id, .. } = b { Some(*call_id) } else { None }).collect()
-    };
-
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
     if rules.adjacent_results {
         // Calls of the latest assistant message still waiting for their results, and where.
         let mut pending: Vec<(&str, usize)> = Vec::new();
         for (i, m) in msgs.iter().enumerate() {
-            let res = results(m);
-            if res.is_empty() || !calls(m).is_empty() {
+            if results(m).next().is_none() || calls(m).next().is_some() {
                 for (id, at) in pending.drain(..) {
                     push(Rule::MissingResult, at, format!("call {id} has no result right after it"));
                 }
             }
-            for id in res {
+            for id in results(m) {
                 if let Some(k) = pending.iter().position(|(p, _)| *p == id) {
                     pending.remove(k);
                 } else if seen.contains(id) {
@@ -301,7 +293,7 @@ pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
             push(Rule::MissingResult, at, format!("call {id} has no result right after it"));
         }
     } else {
-        let answered: HashSet<&str> = msgs.iter().flat_map(results).collect();
+        let answered: FxHashSet<&str> = msgs.iter().flat_map(results).collect();
         for (i, m) in msgs.iter().enumerate() {
             for id in results(m) {
                 if !seen.contains(id) {
@@ -317,4 +309,15 @@ pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Ids of the calls in `m` (validation runs for every shape at every request, so the ids are
+/// read in place rather than collected).
+fn calls<'a, 'm>(m: &'m WireMessage<'a>) -> impl Iterator<Item = &'a str> + 'm {
+    m.blocks.iter().filter_map(|b| if let Block::ToolCall { id, .. } = b { Some(*id) } else { None })
+}
+
+/// Ids of the calls `m` answers.
+fn results<'a, 'm>(m: &'m WireMessage<'a>) -> impl Iterator<Item = &'a str> + 'm {
+    m.blocks.iter().filter_map(|b| if let Block::ToolResult { call_id, .. } = b { Some(*call_id) } else { None })
 }

@@ -1,10 +1,11 @@
 //! The replay driver: one strategy through one session, request by request.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use memchr::memmem::Finder;
+use rustc_hash::FxHashMap;
 
 use compactbench_core::request::{lower, validate};
 use compactbench_core::{
@@ -63,15 +64,15 @@ struct Run<'a> {
     env: &'a Env<'a>,
     log: Log,
     store: VirtualStore,
-    info: HashMap<Key, Info>,
+    info: FxHashMap<Key, Info>,
     /// Offload paths seen in checkpoints, in order of appearance.
     paths: OffloadPaths,
     /// A searcher for each planted fact's needle.
     needle_finders: Vec<Finder<'static>>,
     /// (path index, file length) -> the facts whose needle that version of the file holds.
-    reads: HashMap<(usize, usize), Vec<usize>>,
+    reads: FxHashMap<(usize, usize), Vec<usize>>,
     /// (path index, file length) -> indices of the other paths the file names.
-    links: HashMap<(usize, usize), Vec<usize>>,
+    links: FxHashMap<(usize, usize), Vec<usize>>,
     rounds: u32,
     /// Rounds completed when each fact was planted (set when its step is appended).
     compactions: Vec<CompactionRecord>,
@@ -85,12 +86,12 @@ struct Run<'a> {
     /// The session step being replayed.
     step: usize,
     /// Log entry -> the session step whose message it holds.
-    entry_step: HashMap<EntryId, usize>,
+    entry_step: FxHashMap<EntryId, usize>,
     judge: Option<&'a dyn Summarizer>,
 }
 
 fn keys(view: &View) -> Vec<Key> {
-    let mut seen: HashMap<Origin, u32> = HashMap::new();
+    let mut seen: FxHashMap<Origin, u32> = FxHashMap::default();
     view.messages
         .iter()
         .map(|vm| {
@@ -586,11 +587,11 @@ pub fn run_with(
         env,
         log: Log::new(),
         store: VirtualStore::new(),
-        info: HashMap::new(),
+        info: FxHashMap::default(),
         paths: OffloadPaths::default(),
         needle_finders: session.facts.iter().map(|f| Finder::new(f.needle.as_bytes()).into_owned()).collect(),
-        reads: HashMap::new(),
-        links: HashMap::new(),
+        reads: FxHashMap::default(),
+        links: FxHashMap::default(),
         rounds: 0,
         compactions: Vec::new(),
         phases: Phases::default(),
@@ -598,7 +599,7 @@ pub fn run_with(
         request: 0,
         failures: 0,
         step: 0,
-        entry_step: HashMap::new(),
+        entry_step: FxHashMap::default(),
         judge: options.judge,
     };
     run.log.push_message(session.system.clone());
