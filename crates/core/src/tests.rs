@@ -170,3 +170,58 @@ fn lowering_merges_same_role_turns_for_anthropic_and_gemini_only() {
     assert_eq!(lower(&view, Shape::OpenaiChat).messages.len(), 2);
     assert_eq!(lower(&view, Shape::OpenaiResponses).messages.len(), 2);
 }
+
+/// Checks `default_reprojection` from every earlier length of `log` against the projection
+/// of `log`, where it says it can; returns the lengths it could not update from.
+fn reprojection_refusals(log: &Log) -> Vec<usize> {
+    let full = default_projection(log);
+    let mut refused = Vec::new();
+    for len in 1..=log.len() {
+        let mut prefix = Log::new();
+        for (_, e) in log.entries().take(len) {
+            match e {
+                Entry::Message(m) => prefix.push_message(m.clone()),
+                Entry::Checkpoint(cp) => prefix.push_checkpoint((**cp).clone()),
+            };
+        }
+        let mut view = default_projection(&prefix);
+        if default_reprojection(log, &mut view, len) {
+            assert_eq!(view, full, "updated from length {len}");
+        } else {
+            refused.push(len);
+        }
+    }
+    refused
+}
+
+fn prune(entry: u32, text: &str) -> Checkpoint {
+    let mut cp = Checkpoint::new(CheckpointKind::Prune, Window::Inherit);
+    cp.replacements.push(Replacement { entry: EntryId(entry), message: Message::tool_result("c1", "read", text, false) });
+    cp
+}
+
+#[test]
+fn reprojection_follows_appended_messages_and_replacements_and_refuses_new_windows() {
+    let mut log = session();
+    // A summary that keeps entries from 3 on, with the summary and an injected message in
+    // between the leading system message and the kept ones.
+    let mut summary = Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(3))).with_summary(Message::user("S"));
+    summary.injected.push(Message::user("re-read a.rs"));
+    log.push_checkpoint(summary); // 7
+    log.push_message(Message::user("u3")); // 8
+    log.push_checkpoint(prune(3, "[pruned once]")); // 9: a kept message, replaced
+    log.push_checkpoint(prune(1, "[gone]")); // 10: a message outside the window: no effect
+    log.push_message(Message::assistant("a3")); // 11
+    log.push_checkpoint(prune(3, "[pruned twice]")); // 12: the later replacement wins
+    log.push_checkpoint(prune(8, "[u3 replaced]")); // 13
+    let refused = reprojection_refusals(&log);
+    // Up to the summary, a new window follows: refused. After it, everything updates.
+    assert_eq!(refused, (1..=7).collect::<Vec<_>>());
+    assert_eq!(texts(&default_projection(&log)), ["sys", "S", "re-read a.rs", "[pruned twice]", "a1", "u2", "a2", "[u3 replaced]", "a3"]);
+
+    // A system message after the first: refused (the default projection may place it among
+    // the leading ones).
+    let mut log = session();
+    log.push_message(Message::system("late"));
+    assert_eq!(reprojection_refusals(&log), (1..=7).collect::<Vec<_>>());
+}
