@@ -130,33 +130,30 @@ pub(crate) enum Slot<'a> {
 
 /// Expands the log into OpenHands' event stream, in log order.
 pub(crate) fn expand(log: &Log) -> Vec<Slot<'_>> {
-    let mut out = Vec::with_capacity(log.len());
+    stream(log).collect()
+}
+
+/// [`expand`], lazily: a caller that needs the first few events does not expand the rest.
+pub(crate) fn stream(log: &Log) -> impl Iterator<Item = Slot<'_>> {
     let mut next: u32 = 0;
     let mut seen_system = false;
-    for (id, entry) in log.entries() {
-        match entry {
-            Entry::Checkpoint(cp) => {
-                // A condensation event takes a stream id, as in OpenHands; the stand-in
-                // records of V0 masking are ours and take none.
-                if Recorded::read(cp).is_some() {
-                    next += 1;
-                }
-                out.push(Slot::Checkpoint(id, cp));
+    log.entries().flat_map(move |(id, entry)| match entry {
+        Entry::Checkpoint(cp) => {
+            // A condensation event takes a stream id, as in OpenHands; the stand-in
+            // records of V0 masking are ours and take none.
+            if Recorded::is_condensation(cp) {
+                next += 1;
             }
-            Entry::Message(m) => {
-                for event in expand_message(id, m, &mut seen_system, &mut next) {
-                    out.push(Slot::Event(event));
-                }
-            }
+            vec![Slot::Checkpoint(id, &**cp)]
         }
-    }
-    out
+        Entry::Message(m) => expand_message(id, m, &mut seen_system, &mut next).into_iter().map(Slot::Event).collect(),
+    })
 }
 
 /// The message events of the log, without checkpoints.
+#[cfg(test)]
 pub(crate) fn message_events(log: &Log) -> Vec<Event> {
-    expand(log)
-        .into_iter()
+    stream(log)
         .filter_map(|s| match s {
             Slot::Event(e) => Some(e),
             Slot::Checkpoint(..) => None,
@@ -398,6 +395,12 @@ pub(crate) const STAND_IN: &str = "stand_in";
 
 impl Recorded {
     /// Reads a checkpoint's details; `None` for checkpoints this crate did not write.
+    /// Whether `cp` is a condensation this crate wrote ([`Recorded::read`] is `Some`), without
+    /// reading its lists.
+    pub(crate) fn is_condensation(cp: &Checkpoint) -> bool {
+        cp.details.get(DETAILS_TAG).is_some_and(|tag| tag == CONDENSATION)
+    }
+
     pub(crate) fn read(cp: &Checkpoint) -> Option<Recorded> {
         let d = cp.details.as_object()?;
         if d.get(DETAILS_TAG)? != CONDENSATION {
@@ -433,6 +436,53 @@ impl Recorded {
                 self.forgotten.contains(&n) || self.range.is_some_and(|(a, b)| a <= n && n <= b)
             }
             EventId::Summary(cp) => self.forgotten_summaries.contains(&cp),
+            EventId::Invalid => false,
+        }
+    }
+}
+
+/// What a set of condensations forgets together: an event is forgotten when any of them
+/// forgets it. Merged once, so that each event is looked up once rather than once per
+/// condensation (a long session holds hundreds).
+#[derive(Default)]
+pub(crate) struct Forgetting {
+    ids: HashSet<i64>,
+    /// Inclusive id ranges, sorted and disjoint.
+    ranges: Vec<(i64, i64)>,
+    summaries: HashSet<EntryId>,
+}
+
+impl Forgetting {
+    pub(crate) fn of<'r>(recorded: impl IntoIterator<Item = &'r Recorded>) -> Forgetting {
+        let mut all = Forgetting::default();
+        let mut ranges = Vec::new();
+        for r in recorded {
+            all.ids.extend(r.forgotten.iter().copied());
+            all.summaries.extend(r.forgotten_summaries.iter().copied());
+            ranges.extend(r.range.filter(|(a, b)| a <= b));
+        }
+        ranges.sort_unstable();
+        for (a, b) in ranges {
+            match all.ranges.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => all.ranges.push((a, b)),
+            }
+        }
+        all
+    }
+
+    /// [`Recorded::forgets`] of any of the condensations.
+    pub(crate) fn forgets(&self, id: EventId) -> bool {
+        match id {
+            EventId::Stream(_) => {
+                let n = id.v0();
+                if self.ids.contains(&n) {
+                    return true;
+                }
+                let after = self.ranges.partition_point(|&(a, _)| a <= n);
+                after > 0 && n <= self.ranges[after - 1].1
+            }
+            EventId::Summary(cp) => self.summaries.contains(&cp),
             EventId::Invalid => false,
         }
     }

@@ -12,7 +12,7 @@ use compactbench_core::{
 };
 use serde_json::json;
 
-use crate::event::{self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
+use crate::event::{self, Event, EventId, Forgetting, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
 use crate::{memo, prompt};
 
 /// `LLMConfig.max_message_chars` default: longer observations are middle-truncated when
@@ -169,13 +169,14 @@ fn build_base_view(log: &Log) -> Vec<Event> {
             Slot::Event(_) => None,
         })
         .collect();
+    let forgetting = Forgetting::of(recorded.iter().map(|(_, _, r)| r));
     let mut events: Vec<Event> = slots
         .into_iter()
         .filter_map(|s| match s {
             Slot::Event(e) => Some(e),
             Slot::Checkpoint(..) => None,
         })
-        .filter(|e| !recorded.iter().any(|(_, _, r)| r.forgets(e.id)))
+        .filter(|e| !forgetting.forgets(e.id))
         .collect();
     let latest = recorded.iter().rev().find_map(|(id, cp, r)| Some((*id, cp.summary.as_ref()?, r.summary_offset?)));
     if let Some((checkpoint, summary, offset)) = latest {
@@ -486,15 +487,28 @@ fn checkpoint(log: &Log, base: &[Event], c: Condensation, request: bool, condens
 /// - summaries and masked observations are user messages;
 /// - observations and summaries longer than `max_message_chars` are middle-truncated.
 fn render(log: &Log, mut events: Vec<Event>) -> View {
-    let stream = event::message_events(log);
-    if !events.iter().any(|e| e.kind == Kind::SystemPrompt) {
-        if let Some(system) = stream.iter().find(|e| e.kind == Kind::SystemPrompt) {
-            events.insert(0, system.clone());
+    // The first system prompt and user message of the whole stream, found without expanding
+    // the rest of it (they are nearly always the first two messages of the log).
+    let (mut system, mut initial) = (None, None);
+    for slot in event::stream(log) {
+        let Slot::Event(e) = slot else { continue };
+        if e.kind == Kind::SystemPrompt {
+            system.get_or_insert(e);
+        } else if e.is_user_message() {
+            initial.get_or_insert(e);
+        }
+        if system.is_some() && initial.is_some() {
+            break;
         }
     }
-    if let Some(initial) = stream.iter().find(|e| e.is_user_message()) {
+    if !events.iter().any(|e| e.kind == Kind::SystemPrompt) {
+        if let Some(system) = system {
+            events.insert(0, system);
+        }
+    }
+    if let Some(initial) = initial {
         if events.len() == 1 || events.get(1).is_some_and(|e| !e.is_user_message()) {
-            events.insert(1, initial.clone());
+            events.insert(1, initial);
         }
     }
 
