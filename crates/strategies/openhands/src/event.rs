@@ -10,9 +10,13 @@
 //! stream numbers every event it stores (V0 prints these ids to its summarizer and forgets
 //! id ranges over them).
 
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::rc::Rc;
 
 use compactbench_core::{estimate, Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage};
+
+use crate::memo;
 
 /// Identity of an event in a view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -122,43 +126,72 @@ impl Event {
     }
 }
 
-/// One step of the expanded log: an event, or a checkpoint with its stream id.
-pub(crate) enum Slot<'a> {
+/// One step of the expanded log: an event, or a checkpoint with what it records when it is
+/// a condensation of this crate's.
+#[derive(Clone, Debug)]
+pub(crate) enum Slot {
     Event(Event),
-    Checkpoint(EntryId, &'a Checkpoint),
+    Checkpoint(EntryId, Option<Recorded>),
 }
 
-/// Expands the log into OpenHands' event stream, in log order.
-pub(crate) fn expand(log: &Log) -> Vec<Slot<'_>> {
-    stream(log).collect()
+/// The log expanded into OpenHands' event stream, in log order.
+#[derive(Clone, Default)]
+pub(crate) struct Stream {
+    pub(crate) slots: Vec<Slot>,
+    /// The next stream id.
+    next: u32,
+    seen_system: bool,
 }
 
-/// [`expand`], lazily: a caller that needs the first few events does not expand the rest.
-pub(crate) fn stream(log: &Log) -> impl Iterator<Item = Slot<'_>> {
-    let mut next: u32 = 0;
-    let mut seen_system = false;
-    log.entries().flat_map(move |(id, entry)| match entry {
-        Entry::Checkpoint(cp) => {
-            // A condensation event takes a stream id, as in OpenHands; the stand-in
-            // records of V0 masking are ours and take none.
-            if Recorded::is_condensation(cp) {
-                next += 1;
+impl memo::Fold for Stream {
+    fn add(&mut self, id: EntryId, entry: &Entry) {
+        match entry {
+            Entry::Checkpoint(cp) => {
+                let recorded = Recorded::read(cp);
+                // A condensation event takes a stream id, as in OpenHands; the stand-in
+                // records of V0 masking are ours and take none.
+                if recorded.is_some() {
+                    self.next += 1;
+                }
+                self.slots.push(Slot::Checkpoint(id, recorded));
             }
-            vec![Slot::Checkpoint(id, &**cp)]
+            Entry::Message(m) => {
+                let events = expand_message(id, m, &mut self.seen_system, &mut self.next);
+                self.slots.extend(events.into_iter().map(Slot::Event));
+            }
         }
-        Entry::Message(m) => expand_message(id, m, &mut seen_system, &mut next).into_iter().map(Slot::Event).collect(),
-    })
+    }
+}
+
+impl Stream {
+    /// The events, without checkpoints.
+    pub(crate) fn events(&self) -> impl Iterator<Item = &Event> {
+        self.slots.iter().filter_map(|s| match s {
+            Slot::Event(e) => Some(e),
+            Slot::Checkpoint(..) => None,
+        })
+    }
+}
+
+/// The log's event stream (kept per thread and extended as the log grows: every view of
+/// every log state starts from it).
+pub(crate) fn stream(log: &Log) -> Rc<Stream> {
+    thread_local!(static STREAM: memo::Folds<Stream> = const { RefCell::new(Vec::new()) });
+    memo::fold(&STREAM, log)
+}
+
+/// The checkpoint at `id` (a [`Slot::Checkpoint`] of this log's stream).
+pub(crate) fn checkpoint(log: &Log, id: EntryId) -> &Checkpoint {
+    match log.get(id) {
+        Some(Entry::Checkpoint(cp)) => cp,
+        _ => unreachable!("a checkpoint slot names a checkpoint of its log"),
+    }
 }
 
 /// The message events of the log, without checkpoints.
 #[cfg(test)]
 pub(crate) fn message_events(log: &Log) -> Vec<Event> {
-    stream(log)
-        .filter_map(|s| match s {
-            Slot::Event(e) => Some(e),
-            Slot::Checkpoint(..) => None,
-        })
-        .collect()
+    stream(log).events().cloned().collect()
 }
 
 fn expand_message(entry: EntryId, m: &Message, seen_system: &mut bool, next: &mut u32) -> Vec<Event> {
@@ -395,12 +428,6 @@ pub(crate) const STAND_IN: &str = "stand_in";
 
 impl Recorded {
     /// Reads a checkpoint's details; `None` for checkpoints this crate did not write.
-    /// Whether `cp` is a condensation this crate wrote ([`Recorded::read`] is `Some`), without
-    /// reading its lists.
-    pub(crate) fn is_condensation(cp: &Checkpoint) -> bool {
-        cp.details.get(DETAILS_TAG).is_some_and(|tag| tag == CONDENSATION)
-    }
-
     pub(crate) fn read(cp: &Checkpoint) -> Option<Recorded> {
         let d = cp.details.as_object()?;
         if d.get(DETAILS_TAG)? != CONDENSATION {

@@ -25,19 +25,16 @@ pub(crate) fn view(log: &Log) -> Rc<Vec<Event>> {
 }
 
 fn build_view(log: &Log) -> Vec<Event> {
-    let slots = event::expand(log);
+    let stream = event::stream(log);
     let mut events: Vec<Event> = Vec::new();
-    for slot in &slots {
+    for slot in &stream.slots {
         match slot {
             Slot::Event(e) => events.push(e.clone()),
-            Slot::Checkpoint(id, cp) => {
-                if let Some(rec) = Recorded::read(cp) {
-                    apply(&mut events, *id, &rec, cp.summary.as_ref());
-                }
-            }
+            Slot::Checkpoint(id, Some(rec)) => apply(&mut events, *id, rec, event::checkpoint(log, *id).summary.as_ref()),
+            Slot::Checkpoint(_, None) => {}
         }
     }
-    enforce_properties(&mut events, &slots);
+    enforce_properties(&mut events, &stream.slots);
     events
 }
 
@@ -60,7 +57,7 @@ fn apply(events: &mut Vec<Event>, checkpoint: EntryId, rec: &Recorded, summary: 
 
 /// `View.enforce_properties`: observation uniqueness, batch atomicity, tool-call matching,
 /// tool-loop atomicity, in that order; after any property drops events, all are checked again.
-fn enforce_properties(events: &mut Vec<Event>, all: &[Slot<'_>]) {
+fn enforce_properties(events: &mut Vec<Event>, all: &[Slot]) {
     loop {
         let drop = [
             observation_uniqueness(events),
@@ -87,7 +84,7 @@ fn observation_uniqueness(events: &[Event]) -> HashSet<EventId> {
         .collect()
 }
 
-fn batch_atomicity(events: &[Event], all: &[Slot<'_>]) -> HashSet<EventId> {
+fn batch_atomicity(events: &[Event], all: &[Slot]) -> HashSet<EventId> {
     let mut full: HashMap<EntryId, usize> = HashMap::new();
     for slot in all {
         if let Slot::Event(e) = slot {
@@ -119,7 +116,7 @@ fn tool_call_matching(events: &[Event]) -> HashSet<EventId> {
 
 /// Tool loops over the whole log: a run of actions and observations that starts at an
 /// action with thinking blocks; any other event (checkpoints included) ends it.
-fn tool_loops(all: &[Slot<'_>]) -> HashMap<EventId, usize> {
+fn tool_loops(all: &[Slot]) -> HashMap<EventId, usize> {
     let mut loop_of = HashMap::new();
     let mut current: Option<usize> = None;
     let mut next = 0;
@@ -141,7 +138,7 @@ fn tool_loops(all: &[Slot<'_>]) -> HashMap<EventId, usize> {
     loop_of
 }
 
-fn tool_loop_atomicity(events: &[Event], all: &[Slot<'_>]) -> HashSet<EventId> {
+fn tool_loop_atomicity(events: &[Event], all: &[Slot]) -> HashSet<EventId> {
     let loop_of = tool_loops(all);
     let mut size: HashMap<usize, usize> = HashMap::new();
     for l in loop_of.values() {

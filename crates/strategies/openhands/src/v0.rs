@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
+    Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
     SummarizerUsage, SummaryPosition, SummaryRequest, View, ViewMessage, Window,
 };
 use serde_json::json;
@@ -105,7 +105,7 @@ impl Condenser {
                             return e;
                         }
                         if seen >= *attention_window {
-                            let url = e.call_id().and_then(|c| urls.get(c)).cloned().unwrap_or_default();
+                            let url = e.call_id().and_then(|c| urls.0.get(c)).cloned().unwrap_or_default();
                             masked(e, format!("Visited URL {url}\nContent omitted"))
                         } else {
                             seen += 1;
@@ -139,18 +139,25 @@ fn is_browser_output(e: &Event) -> bool {
 }
 
 /// Call id -> the `url` argument of the call, for browser outputs' "Visited URL" line.
-fn action_urls(log: &Log) -> HashMap<String, String> {
-    let mut urls = HashMap::new();
-    for (_, m) in log.messages() {
+#[derive(Clone, Default)]
+struct ActionUrls(HashMap<String, String>);
+
+impl memo::Fold for ActionUrls {
+    fn add(&mut self, _: EntryId, entry: &Entry) {
+        let Entry::Message(m) = entry else { return };
         for p in &m.parts {
             if let Part::ToolCall { id, args, .. } = p {
                 if let Some(u) = args.get("url").and_then(|u| u.as_str()) {
-                    urls.insert(id.clone(), u.to_owned());
+                    self.0.insert(id.clone(), u.to_owned());
                 }
             }
         }
     }
-    urls
+}
+
+fn action_urls(log: &Log) -> Rc<ActionUrls> {
+    thread_local!(static URLS: memo::Folds<ActionUrls> = const { RefCell::new(Vec::new()) });
+    memo::fold(&URLS, log)
 }
 
 /// V0 `View.from_events`: every forgotten id of every condensation is dropped at once, then
@@ -161,24 +168,21 @@ pub(crate) fn base_view(log: &Log) -> Rc<Vec<Event>> {
 }
 
 fn build_base_view(log: &Log) -> Vec<Event> {
-    let slots = event::expand(log);
-    let recorded: Vec<(EntryId, &Checkpoint, Recorded)> = slots
+    let stream = event::stream(log);
+    let recorded: Vec<(EntryId, &Recorded)> = stream
+        .slots
         .iter()
         .filter_map(|s| match s {
-            Slot::Checkpoint(id, cp) => Recorded::read(cp).map(|r| (*id, *cp, r)),
-            Slot::Event(_) => None,
+            Slot::Checkpoint(id, Some(r)) => Some((*id, r)),
+            Slot::Checkpoint(_, None) | Slot::Event(_) => None,
         })
         .collect();
-    let forgetting = Forgetting::of(recorded.iter().map(|(_, _, r)| r));
-    let mut events: Vec<Event> = slots
-        .into_iter()
-        .filter_map(|s| match s {
-            Slot::Event(e) => Some(e),
-            Slot::Checkpoint(..) => None,
-        })
-        .filter(|e| !forgetting.forgets(e.id))
-        .collect();
-    let latest = recorded.iter().rev().find_map(|(id, cp, r)| Some((*id, cp.summary.as_ref()?, r.summary_offset?)));
+    let forgetting = Forgetting::of(recorded.iter().map(|(_, r)| *r));
+    let mut events: Vec<Event> = stream.events().filter(|e| !forgetting.forgets(e.id)).cloned().collect();
+    let latest = recorded
+        .iter()
+        .rev()
+        .find_map(|(id, r)| Some((*id, event::checkpoint(log, *id).summary.as_ref()?, r.summary_offset?)));
     if let Some((checkpoint, summary, offset)) = latest {
         let at = offset.min(events.len());
         events.insert(
@@ -487,11 +491,11 @@ fn checkpoint(log: &Log, base: &[Event], c: Condensation, request: bool, condens
 /// - summaries and masked observations are user messages;
 /// - observations and summaries longer than `max_message_chars` are middle-truncated.
 fn render(log: &Log, mut events: Vec<Event>) -> View {
-    // The first system prompt and user message of the whole stream, found without expanding
-    // the rest of it (they are nearly always the first two messages of the log).
+    // The first system prompt and user message of the whole stream (nearly always the first
+    // two messages of the log: the search stops there).
+    let stream = event::stream(log);
     let (mut system, mut initial) = (None, None);
-    for slot in event::stream(log) {
-        let Slot::Event(e) = slot else { continue };
+    for e in stream.events() {
         if e.kind == Kind::SystemPrompt {
             system.get_or_insert(e);
         } else if e.is_user_message() {
@@ -503,12 +507,12 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
     }
     if !events.iter().any(|e| e.kind == Kind::SystemPrompt) {
         if let Some(system) = system {
-            events.insert(0, system);
+            events.insert(0, system.clone());
         }
     }
     if let Some(initial) = initial {
         if events.len() == 1 || events.get(1).is_some_and(|e| !e.is_user_message()) {
-            events.insert(1, initial);
+            events.insert(1, initial.clone());
         }
     }
 
@@ -627,8 +631,8 @@ pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
         if &vm.message == original {
             continue;
         }
-        match recorded.get(&entry) {
-            Some((checkpoint, m)) if **m == vm.message => vm.origin = Origin::Replaced(entry, *checkpoint),
+        match recorded.0.get(&entry) {
+            Some((checkpoint, m)) if *m == vm.message => vm.origin = Origin::Replaced(entry, *checkpoint),
             _ => vm.message = original.clone(),
         }
     }
@@ -636,16 +640,23 @@ pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
 }
 
 /// Stand-ins recorded so far: log message -> (checkpoint, stand-in); later ones win.
-fn recorded_stand_ins(log: &Log) -> HashMap<EntryId, (EntryId, &Message)> {
-    let mut out = HashMap::new();
-    for (id, cp) in log.checkpoints() {
+#[derive(Clone, Default)]
+struct StandIns(HashMap<EntryId, (EntryId, Message)>);
+
+impl memo::Fold for StandIns {
+    fn add(&mut self, id: EntryId, entry: &Entry) {
+        let Entry::Checkpoint(cp) = entry else { return };
         if cp.details.get(DETAILS_TAG).and_then(|t| t.as_str()) == Some(STAND_IN) {
             for r in &cp.replacements {
-                out.insert(r.entry, (id, &r.message));
+                self.0.insert(r.entry, (id, r.message.clone()));
             }
         }
     }
-    out
+}
+
+fn recorded_stand_ins(log: &Log) -> Rc<StandIns> {
+    thread_local!(static STAND_INS: memo::Folds<StandIns> = const { RefCell::new(Vec::new()) });
+    memo::fold(&STAND_INS, log)
 }
 
 /// Stand-ins the current view needs that are not recorded yet.
@@ -655,7 +666,7 @@ pub(crate) fn pending_stand_ins(log: &Log, pipeline: &[Condenser]) -> Vec<Replac
     let mut out: Vec<Replacement> = Vec::new();
     for vm in &view.messages {
         let Origin::Entry(entry) = vm.origin else { continue };
-        if log.message(entry) == Some(&vm.message) || recorded.get(&entry).is_some_and(|(_, m)| **m == vm.message) {
+        if log.message(entry) == Some(&vm.message) || recorded.0.get(&entry).is_some_and(|(_, m)| *m == vm.message) {
             continue;
         }
         if !out.iter().any(|r| r.entry == entry) {
