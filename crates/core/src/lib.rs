@@ -21,6 +21,7 @@
 mod checkpoint;
 mod error;
 pub mod estimate;
+pub mod fold;
 mod log;
 mod message;
 mod model;

@@ -191,6 +191,8 @@ impl Run<'_> {
                 return false;
             }
             Ok(checkpoints) => {
+                // The view before is brought up to date below, not projected again.
+                self.view = Some((self.log.len(), view));
                 for cp in checkpoints {
                     let first_kept = match &cp.window {
                         Window::From(id) => self.entry_step.get(id).copied(),

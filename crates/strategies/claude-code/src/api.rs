@@ -1,10 +1,12 @@
 //! The Anthropic API's server-side context management: `clear_tool_uses_20250919` (beta
 //! `context-management-2025-06-27`) and `compact_20260112` (beta `compact-2026-01-12`).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, Error, ErrorKind, Log, Message, Moment, Origin, Part, Replacement, Role,
+    Checkpoint, CheckpointKind, Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Part, Replacement, Role,
     SummarizerUsage, SummaryRequest, View, Window,
 };
 use serde_json::{json, Value};
@@ -50,14 +52,34 @@ struct Plan {
     compact: bool,
 }
 
+/// Each log message's estimate, part by part, by entry (empty for checkpoints). The server
+/// estimates the whole prompt at every request and a log message's estimate never changes, so
+/// it is folded once per message rather than recounted per request.
+#[derive(Clone, Default)]
+struct PartEstimates(Vec<Vec<u64>>);
+
+impl Fold for PartEstimates {
+    fn add(&mut self, _: EntryId, entry: &Entry) {
+        self.0.push(match entry {
+            Entry::Message(m) => m.parts.iter().map(part_tokens).collect(),
+            Entry::Checkpoint(_) => Vec::new(),
+        });
+    }
+}
+
 fn plan(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
+    thread_local!(static ESTIMATES: Folds<PartEstimates> = const { RefCell::new(Vec::new()) });
+    let estimates = fold(&ESTIMATES, log);
     // One estimating pass: the prompt's total, and each tool result's own estimate (its part's
     // share of that total), kept in prompt order for the clearing edit below.
     let mut raw = 0;
     let mut result_tokens = Vec::new();
-    for message in unedited(log, view) {
-        for part in &message.parts {
-            let tokens = part_tokens(part);
+    for (vm, message) in view.messages.iter().zip(unedited(log, view)) {
+        // A log message shown as it is, or through a replacement (undone here), is estimated
+        // already; summaries and injected messages are not log messages.
+        let known = vm.origin.entry().map(|e| &estimates.0[e.index()]).filter(|parts| parts.len() == message.parts.len());
+        for (k, part) in message.parts.iter().enumerate() {
+            let tokens = known.map_or_else(|| part_tokens(part), |parts| parts[k]);
             raw += tokens;
             if matches!(part, Part::ToolResult { .. }) {
                 result_tokens.push(tokens);

@@ -14,9 +14,8 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use compactbench_core::{estimate, Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage};
+use compactbench_core::{estimate, fold, Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage};
 
-use crate::memo;
 
 /// Identity of an event in a view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -143,7 +142,7 @@ pub(crate) struct Stream {
     seen_system: bool,
 }
 
-impl memo::Fold for Stream {
+impl fold::Fold for Stream {
     fn add(&mut self, id: EntryId, entry: &Entry) {
         match entry {
             Entry::Checkpoint(cp) => {
@@ -176,8 +175,8 @@ impl Stream {
 /// The log's event stream (kept per thread and extended as the log grows: every view of
 /// every log state starts from it).
 pub(crate) fn stream(log: &Log) -> Rc<Stream> {
-    thread_local!(static STREAM: memo::Folds<Stream> = const { RefCell::new(Vec::new()) });
-    memo::fold(&STREAM, log)
+    thread_local!(static STREAM: fold::Folds<Stream> = const { RefCell::new(Vec::new()) });
+    fold::fold(&STREAM, log)
 }
 
 /// The checkpoint at `id` (a [`Slot::Checkpoint`] of this log's stream).

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
+    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
     SummarizerUsage, SummaryPosition, SummaryRequest, View, ViewMessage, Window,
 };
 use serde_json::json;
@@ -142,7 +142,7 @@ fn is_browser_output(e: &Event) -> bool {
 #[derive(Clone, Default)]
 struct ActionUrls(HashMap<String, String>);
 
-impl memo::Fold for ActionUrls {
+impl fold::Fold for ActionUrls {
     fn add(&mut self, _: EntryId, entry: &Entry) {
         let Entry::Message(m) = entry else { return };
         for p in &m.parts {
@@ -156,8 +156,8 @@ impl memo::Fold for ActionUrls {
 }
 
 fn action_urls(log: &Log) -> Rc<ActionUrls> {
-    thread_local!(static URLS: memo::Folds<ActionUrls> = const { RefCell::new(Vec::new()) });
-    memo::fold(&URLS, log)
+    thread_local!(static URLS: fold::Folds<ActionUrls> = const { RefCell::new(Vec::new()) });
+    fold::fold(&URLS, log)
 }
 
 /// V0 `View.from_events`: every forgotten id of every condensation is dropped at once, then
@@ -643,7 +643,7 @@ pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
 #[derive(Clone, Default)]
 struct StandIns(HashMap<EntryId, (EntryId, Message)>);
 
-impl memo::Fold for StandIns {
+impl fold::Fold for StandIns {
     fn add(&mut self, id: EntryId, entry: &Entry) {
         let Entry::Checkpoint(cp) = entry else { return };
         if cp.details.get(DETAILS_TAG).and_then(|t| t.as_str()) == Some(STAND_IN) {
@@ -655,8 +655,8 @@ impl memo::Fold for StandIns {
 }
 
 fn recorded_stand_ins(log: &Log) -> Rc<StandIns> {
-    thread_local!(static STAND_INS: memo::Folds<StandIns> = const { RefCell::new(Vec::new()) });
-    memo::fold(&STAND_INS, log)
+    thread_local!(static STAND_INS: fold::Folds<StandIns> = const { RefCell::new(Vec::new()) });
+    fold::fold(&STAND_INS, log)
 }
 
 /// Stand-ins the current view needs that are not recorded yet.

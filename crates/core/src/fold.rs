@@ -1,0 +1,52 @@
+//! Values folded over a log's entries, kept per thread and extended as the log grows.
+//!
+//! A strategy that needs something computed from every entry at every log state (an event
+//! stream, each message's estimate) would walk the whole log per request, which makes a replay
+//! quadratic in its length. Because a log only grows and [`LogVersion::extends`] says when one
+//! state continues another, such a value can instead be kept and fed the new entries only.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::thread::LocalKey;
+
+use crate::{Entry, EntryId, Log, LogVersion};
+
+/// A value folded over a log's entries in order, one entry at a time.
+pub trait Fold: Clone + Default + 'static {
+    /// Takes in the next entry.
+    fn add(&mut self, id: EntryId, entry: &Entry);
+}
+
+/// The folds kept per thread, newest first: two, because a strategy that projects a copy of
+/// the log with its own checkpoint appended (a new log identity) goes back to the runner's
+/// log right after.
+pub type Folds<T> = RefCell<Vec<(LogVersion, Rc<T>)>>;
+
+/// `T` folded over every entry of `log`, extended from a kept fold of an earlier state of
+/// the same log when there is one.
+pub fn fold<T: Fold>(kept: &'static LocalKey<Folds<T>>, log: &Log) -> Rc<T> {
+    const KEEP: usize = 2;
+    let version = log.version();
+    kept.with_borrow_mut(|kept| {
+        let (from, mut value) = match kept.iter().position(|(v, _)| version.extends(*v)) {
+            Some(i) if kept[i].0 == version => {
+                let hit = kept.remove(i);
+                kept.insert(0, hit.clone());
+                return hit.1;
+            }
+            // Extended in place unless a caller still holds it.
+            Some(i) => {
+                let (v, value) = kept.remove(i);
+                (v.len(), Rc::try_unwrap(value).unwrap_or_else(|shared| T::clone(&shared)))
+            }
+            None => (0, T::default()),
+        };
+        for (id, entry) in log.entries().skip(from) {
+            value.add(id, entry);
+        }
+        let value = Rc::new(value);
+        kept.insert(0, (version, value.clone()));
+        kept.truncate(KEEP);
+        value
+    })
+}
