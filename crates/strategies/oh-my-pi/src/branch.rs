@@ -10,8 +10,10 @@
 //! the original does.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
+use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::{Checkpoint, CheckpointKind, Entry, EntryId, Log, Message, Part, Replacement, Role, Window};
 use serde_json::{json, Value};
 
@@ -57,7 +59,9 @@ impl Compaction {
 pub(crate) enum Item<'a> {
     /// A `message` entry with its current content; `pruned` holds the indices of `ToolResult`
     /// parts that carry oh-my-pi's `prunedAt` stamp.
-    Msg { id: EntryId, msg: Cow<'a, Message>, pruned: BTreeSet<usize> },
+    /// `tokens` is its `countMessage` while it shows a message of the log (which never
+    /// changes, so it is counted once per log, see [`Counts`]); `None` once a pass rewrote it.
+    Msg { id: EntryId, msg: Cow<'a, Message>, pruned: BTreeSet<usize>, tokens: Option<u64> },
     /// A `compaction` entry.
     Compaction { id: EntryId, c: Compaction },
 }
@@ -192,6 +196,21 @@ impl ResultUnit {
 /// Tool calls on the branch by id: `(tool name, arguments)` (`collectToolCallsById`).
 pub(crate) type ToolCalls<'w> = HashMap<&'w str, (&'w str, &'w Value)>;
 
+/// `countMessage` of every message the log holds, by entry: one count for a message entry, one
+/// per replacement for a checkpoint. Maintenance counts the whole branch at every request and
+/// these never change, so they are folded once per log (`compactbench_core::fold`).
+#[derive(Clone, Default)]
+struct Counts(Vec<Vec<u64>>);
+
+impl Fold for Counts {
+    fn add(&mut self, _: EntryId, entry: &Entry) {
+        self.0.push(match entry {
+            Entry::Message(m) => vec![count_message(m)],
+            Entry::Checkpoint(cp) => cp.replacements.iter().map(|r| count_message(&r.message)).collect(),
+        });
+    }
+}
+
 /// The branch being maintained, and the checkpoints one maintenance pass will append.
 pub(crate) struct Work<'a> {
     /// The log's leading system messages: oh-my-pi's system prompt, outside the session.
@@ -200,7 +219,8 @@ pub(crate) struct Work<'a> {
     pub(crate) items: Vec<Item<'a>>,
     /// `contextSnapshot.historyRewriteTokensRemoved` per usage-anchor assistant.
     removed: HashMap<EntryId, u64>,
-    index: HashMap<EntryId, usize>,
+    /// Log entry -> its item, for message entries.
+    index: Vec<Option<usize>>,
     next: u32,
     /// Checkpoints this pass produced, in order.
     pub(crate) out: Vec<Checkpoint>,
@@ -231,25 +251,29 @@ impl<'a> Work<'a> {
             system: Vec::new(),
             items: Vec::new(),
             removed: HashMap::new(),
-            index: HashMap::new(),
+            index: vec![None; log.len()],
             next: log.next_id().0,
             out: Vec::new(),
         };
+        thread_local!(static COUNTS: Folds<Counts> = const { RefCell::new(Vec::new()) });
+        let counts = fold(&COUNTS, log);
         let mut leading = true;
         for (id, entry) in log.entries() {
             match entry {
                 Entry::Message(m) if leading && m.role == Role::System => work.system.push(m),
                 Entry::Message(m) => {
                     leading = false;
-                    work.index.insert(id, work.items.len());
-                    work.items.push(Item::Msg { id, msg: Cow::Borrowed(m), pruned: BTreeSet::new() });
+                    work.index[id.index()] = Some(work.items.len());
+                    let tokens = Some(counts.0[id.index()][0]);
+                    work.items.push(Item::Msg { id, msg: Cow::Borrowed(m), pruned: BTreeSet::new(), tokens });
                 }
                 Entry::Checkpoint(cp) => {
                     leading = false;
-                    for r in &cp.replacements {
-                        if let Some(&i) = work.index.get(&r.entry) {
-                            if let Item::Msg { msg, .. } = &mut work.items[i] {
+                    for (r, &counted) in cp.replacements.iter().zip(&counts.0[id.index()]) {
+                        if let Some(i) = work.index.get(r.entry.index()).copied().flatten() {
+                            if let Item::Msg { msg, tokens, .. } = &mut work.items[i] {
                                 *msg = Cow::Borrowed(&r.message);
+                                *tokens = Some(counted);
                             }
                         }
                     }
@@ -273,7 +297,7 @@ impl<'a> Work<'a> {
                 else {
                     continue;
                 };
-                if let Some(&i) = self.index.get(&EntryId(entry as u32)) {
+                if let Some(i) = self.index.get(entry as usize).copied().flatten() {
                     if let Item::Msg { pruned, .. } = &mut self.items[i] {
                         pruned.insert(part as usize);
                     }
@@ -299,8 +323,9 @@ impl<'a> Work<'a> {
 
     /// Replaces the content of item `i` in this pass.
     pub(crate) fn replace(&mut self, i: usize, message: Message, rw: &mut Rewrite) {
-        if let Item::Msg { msg, .. } = &mut self.items[i] {
+        if let Item::Msg { msg, tokens, .. } = &mut self.items[i] {
             *msg = Cow::Owned(message);
+            *tokens = None;
             rw.changed.insert(i);
         }
     }
@@ -367,7 +392,10 @@ impl<'a> Work<'a> {
     /// `countMessage` of a context message.
     pub(crate) fn count(&self, c: Ctx) -> u64 {
         match c {
-            Ctx::Msg(i) => count_message(self.msg(i)),
+            Ctx::Msg(i) => match &self.items[i] {
+                Item::Msg { tokens: Some(t), .. } => *t,
+                _ => count_message(self.msg(i)),
+            },
             Ctx::Summary(i) => match &self.items[i] {
                 Item::Compaction { c, .. } => count_compaction_summary(&c.raw, 0),
                 Item::Msg { .. } => 0,
