@@ -37,7 +37,7 @@ pub fn fold<T: Fold>(kept: &'static LocalKey<Folds<T>>, log: &Log) -> Rc<T> {
             // Extended in place unless a caller still holds it.
             Some(i) => {
                 let (v, value) = kept.remove(i);
-                (v.len(), Rc::try_unwrap(value).unwrap_or_else(|shared| T::clone(&shared)))
+                (v.entries(), Rc::try_unwrap(value).unwrap_or_else(|shared| T::clone(&shared)))
             }
             None => (0, T::default()),
         };
@@ -49,4 +49,53 @@ pub fn fold<T: Fold>(kept: &'static LocalKey<Folds<T>>, log: &Log) -> Rc<T> {
         kept.truncate(KEEP);
         value
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Checkpoint, CheckpointKind, Message, Window};
+
+    /// Every entry id it was fed, and how many times `add` ran in all (across clones).
+    #[derive(Clone, Default)]
+    struct Seen(Vec<u32>);
+
+    thread_local!(static ADDS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+
+    impl Fold for Seen {
+        fn add(&mut self, id: EntryId, _: &Entry) {
+            ADDS.set(ADDS.get() + 1);
+            self.0.push(id.0);
+        }
+    }
+
+    fn seen(log: &Log) -> Rc<Seen> {
+        thread_local!(static KEPT: Folds<Seen> = const { RefCell::new(Vec::new()) });
+        fold(&KEPT, log)
+    }
+
+    #[test]
+    fn a_fold_is_extended_by_new_entries_only_and_never_shared_across_logs() {
+        let mut log = Log::from_messages([Message::user("a"), Message::assistant("b")]);
+        assert_eq!(seen(&log).0, [0, 1]);
+        assert_eq!(ADDS.get(), 2);
+        // The same state: kept as it is.
+        assert_eq!(seen(&log).0, [0, 1]);
+        assert_eq!(ADDS.get(), 2);
+        // Grown: only the new entries are fed, even while a caller holds the earlier value.
+        let held = seen(&log);
+        log.push_checkpoint(Checkpoint::new(CheckpointKind::Prune, Window::Inherit));
+        log.push_message(Message::user("c"));
+        assert_eq!(seen(&log).0, [0, 1, 2, 3]);
+        assert_eq!(ADDS.get(), 4);
+        assert_eq!(held.0, [0, 1], "a value a caller holds does not change");
+        // A copy is another log: folded from its first entry, and the original stays kept.
+        let mut copy = log.clone();
+        copy.push_message(Message::assistant("d"));
+        assert_eq!(seen(&copy).0, [0, 1, 2, 3, 4]);
+        assert_eq!(ADDS.get(), 9);
+        log.push_message(Message::assistant("e"));
+        assert_eq!(seen(&log).0, [0, 1, 2, 3, 4]);
+        assert_eq!(ADDS.get(), 10);
+    }
 }

@@ -82,12 +82,12 @@ pub struct LogVersion {
 
 impl LogVersion {
     /// Number of entries at this state.
-    pub fn len(self) -> usize {
+    pub fn entries(self) -> usize {
         self.len
     }
 
     /// Whether this is a state of the same log as `earlier`, at or after it: the entries of
-    /// `earlier` are then the first `earlier.len()` entries of this state, so a value folded
+    /// `earlier` are then the first `earlier.entries()` entries of this state, so a value folded
     /// over them can be extended with the rest rather than recomputed.
     pub fn extends(self, earlier: LogVersion) -> bool {
         self.log == earlier.log && self.len >= earlier.len

@@ -7,6 +7,7 @@
 //! Everything else that is wrong with a view stays wrong and the validator lists it.
 
 use rustc_hash::FxHashSet;
+use smallvec::{smallvec, SmallVec};
 
 use serde::Serialize;
 
@@ -68,10 +69,11 @@ impl Block<'_> {
 pub struct WireMessage<'a> {
     /// Role or item type in the shape's own words (`user`, `model`, `function_call_output`, …).
     pub role: &'static str,
-    /// Content.
-    pub blocks: Vec<Block<'a>>,
+    /// Content (inline up to two blocks: a request is lowered for every shape at every
+    /// request, and a heap allocation per message was most of that).
+    pub blocks: SmallVec<[Block<'a>; 2]>,
     /// Indices of the view messages this was built from.
-    pub from_view: Vec<usize>,
+    pub from_view: SmallVec<[usize; 2]>,
 }
 
 /// A view lowered to one provider shape.
@@ -86,7 +88,7 @@ pub struct Request<'a> {
     pub messages: Vec<WireMessage<'a>>,
 }
 
-fn blocks_of(parts: &[Part], keep_reasoning: bool) -> Vec<Block<'_>> {
+fn blocks_of(parts: &[Part], keep_reasoning: bool) -> SmallVec<[Block<'_>; 2]> {
     parts
         .iter()
         .filter_map(|p| match p {
@@ -112,7 +114,7 @@ pub fn lower<'a>(view: &'a View, shape: Shape) -> Request<'a> {
             continue;
         }
         leading = false;
-        let wire = |role: &'static str, blocks: Vec<Block<'a>>| WireMessage { role, blocks, from_view: vec![i] };
+        let wire = |role: &'static str, blocks: SmallVec<[Block<'a>; 2]>| WireMessage { role, blocks, from_view: smallvec![i] };
         match shape {
             Shape::OpenaiChat => match m.role {
                 Role::System => request.messages.push(wire("system", blocks_of(&m.parts, false))),
@@ -121,7 +123,7 @@ pub fn lower<'a>(view: &'a View, shape: Shape) -> Request<'a> {
                 // One `tool` message per result.
                 Role::Tool => {
                     for b in blocks_of(&m.parts, false) {
-                        request.messages.push(wire("tool", vec![b]));
+                        request.messages.push(wire("tool", smallvec![b]));
                     }
                 }
             },
@@ -132,13 +134,13 @@ pub fn lower<'a>(view: &'a View, shape: Shape) -> Request<'a> {
                     Role::Assistant => "assistant",
                 };
                 // Every call and every output is an item of its own; text goes in a message item.
-                let mut text = Vec::new();
+                let mut text = SmallVec::new();
                 let mut items = Vec::new();
                 for b in blocks_of(&m.parts, true) {
                     match b {
-                        Block::ToolCall { .. } => items.push(wire("function_call", vec![b])),
-                        Block::ToolResult { .. } => items.push(wire("function_call_output", vec![b])),
-                        Block::Reasoning { .. } => items.push(wire("reasoning", vec![b])),
+                        Block::ToolCall { .. } => items.push(wire("function_call", smallvec![b])),
+                        Block::ToolResult { .. } => items.push(wire("function_call_output", smallvec![b])),
+                        Block::Reasoning { .. } => items.push(wire("reasoning", smallvec![b])),
                         Block::Text { .. } | Block::Media { .. } => text.push(b),
                     }
                 }

@@ -153,8 +153,8 @@ fn first_role_empty_content_and_alternation() {
         shape: Shape::Gemini,
         system: vec![],
         messages: vec![
-            WireMessage { role: "user", blocks: vec![text("a")], from_view: vec![0] },
-            WireMessage { role: "user", blocks: vec![text("b"), text(" ")], from_view: vec![1] },
+            WireMessage { role: "user", blocks: vec![text("a")].into(), from_view: vec![0].into() },
+            WireMessage { role: "user", blocks: vec![text("b"), text(" ")].into(), from_view: vec![1].into() },
         ],
     };
     let got: Vec<Rule> = validate(&req).into_iter().map(|v| v.rule).collect();

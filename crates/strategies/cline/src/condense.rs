@@ -168,9 +168,9 @@ mod tests {
             Block::Media { tokens: 1200 },
         ];
         let messages = vec![
-            WireMessage { role: "user", blocks: blocks.clone(), from_view: vec![0] },
-            WireMessage { role: "assistant", blocks: Vec::new(), from_view: vec![] },
-            WireMessage { role: "user", blocks: blocks[3..4].to_vec(), from_view: vec![1] },
+            WireMessage { role: "user", blocks: blocks.clone().into(), from_view: vec![0].into() },
+            WireMessage { role: "assistant", blocks: Vec::new().into(), from_view: vec![].into() },
+            WireMessage { role: "user", blocks: blocks[3..4].to_vec().into(), from_view: vec![1].into() },
         ];
         assert_eq!(super::transcript(&messages), reference(&messages));
         assert_eq!(super::transcript(&messages[..0]), reference(&messages[..0]));
