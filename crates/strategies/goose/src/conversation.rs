@@ -5,7 +5,7 @@
 //! and appends new agent-only messages. Replaying the log's checkpoints in order gives the
 //! same list; the model sees the agent-visible part of it, which is the view.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use compactbench_core::{Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage};
 use serde_json::Value;
@@ -49,6 +49,12 @@ pub(crate) fn replay(log: &Log) -> Conversation<'_> {
         }
     }
     let mut items: Vec<Item<'_>> = Vec::new();
+    // Item of each log message, by entry: a tool-pair summary hides a few of them by id.
+    let mut item_of: Vec<Option<usize>> = vec![None; log.len()];
+    // A full compaction hides every item before it but system ones, and nothing ever shows an
+    // item again, so only the newest compaction's mark matters: applied once at the end
+    // rather than over every item at every compaction.
+    let mut compacted_before = 0;
     let mut leading = true;
     for (id, entry) in log.entries() {
         match entry {
@@ -59,28 +65,22 @@ pub(crate) fn replay(log: &Log) -> Conversation<'_> {
                     Some((r, by)) => (Origin::Replaced(id, *by), *r),
                     None => (Origin::Entry(id), m),
                 };
+                item_of[id.index()] = Some(items.len());
                 items.push(Item { origin, message, visible: true, system });
             }
             Entry::Checkpoint(cp) => match op(cp) {
                 Some(OP_COMPACT) => {
-                    for item in items.iter_mut().filter(|i| !i.system) {
-                        item.visible = false;
-                    }
+                    compacted_before = items.len();
                     if let Some(s) = &cp.summary {
                         items.push(Item { origin: Origin::Summary(id), message: s, visible: true, system: false });
                     }
                     push_injected(&mut items, id, cp);
                 }
                 Some(OP_TOOL_PAIRS) => {
-                    let hidden: HashSet<u64> = cp
-                        .details
-                        .get("hidden")
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_u64).collect())
-                        .unwrap_or_default();
-                    for item in &mut items {
-                        if item.origin.entry().is_some_and(|e| hidden.contains(&u64::from(e.0))) {
-                            item.visible = false;
+                    let hidden = cp.details.get("hidden").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64);
+                    for entry in hidden {
+                        if let Some(i) = usize::try_from(entry).ok().and_then(|e| item_of.get(e).copied().flatten()) {
+                            items[i].visible = false;
                         }
                     }
                     push_injected(&mut items, id, cp);
@@ -88,6 +88,9 @@ pub(crate) fn replay(log: &Log) -> Conversation<'_> {
                 _ => {}
             },
         }
+    }
+    for item in items[..compacted_before].iter_mut().filter(|i| !i.system) {
+        item.visible = false;
     }
     Conversation { items }
 }
