@@ -392,10 +392,7 @@ impl<'a> Work<'a> {
     /// `countMessage` of a context message.
     pub(crate) fn count(&self, c: Ctx) -> u64 {
         match c {
-            Ctx::Msg(i) => match &self.items[i] {
-                Item::Msg { tokens: Some(t), .. } => *t,
-                _ => count_message(self.msg(i)),
-            },
+            Ctx::Msg(i) => self.message_tokens(i),
             Ctx::Summary(i) => match &self.items[i] {
                 Item::Compaction { c, .. } => count_compaction_summary(&c.raw, 0),
                 Item::Msg { .. } => 0,
@@ -454,6 +451,16 @@ impl<'a> Work<'a> {
         calls
     }
 
+    /// `countMessage` of message item `i` (0 for a compaction item): the log's own count
+    /// while it shows a log message, else counted now.
+    pub(crate) fn message_tokens(&self, i: usize) -> u64 {
+        match &self.items[i] {
+            Item::Msg { tokens: Some(t), .. } => *t,
+            Item::Msg { msg, .. } => count_message(msg),
+            Item::Compaction { .. } => 0,
+        }
+    }
+
     /// For each item, the tokens of every message entry strictly after it
     /// (`computeMessageSuffixTokens`; compaction entries count nothing).
     pub(crate) fn message_suffix_tokens(&self) -> Vec<u64> {
@@ -461,9 +468,7 @@ impl<'a> Work<'a> {
         let mut acc = 0;
         for i in (0..self.items.len()).rev() {
             out[i] = acc;
-            if let Some(m) = self.items[i].message() {
-                acc += count_message(m);
-            }
+            acc += self.message_tokens(i);
         }
         out
     }

@@ -7,7 +7,7 @@ use compactbench_core::{CheckpointKind, Message, Offload, Part, Role, VirtualSto
 use serde_json::json;
 
 use crate::branch::{part_text, result_units, Item, Rewrite, ToolCalls, Work};
-use crate::tokens::{count_message, count_text};
+use crate::tokens::count_text;
 
 /// A shake preset (`ShakeConfig`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,7 +188,7 @@ pub(crate) fn collect_regions(work: &Work<'_>, config: &ShakeConfig) -> Vec<Regi
     let mut acc = 0;
     for i in (0..n).rev() {
         after[i] = acc;
-        acc += work.items[i].message().map_or(0, count_message);
+        acc += work.message_tokens(i);
     }
     let calls: ToolCalls<'_> = work.tool_calls();
     let boundary = work.boundary_index();
