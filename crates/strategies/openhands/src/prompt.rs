@@ -27,12 +27,18 @@ fn len(s: &str) -> usize {
     s.chars().count()
 }
 
+/// Whether `s` is longer than `max` characters. A string has at most as many characters as
+/// bytes, so most are answered without counting (views are rendered at every request).
+pub(crate) fn longer_than(s: &str, max: usize) -> bool {
+    s.len() > max && len(s) > max
+}
+
 /// V0 `truncate_content`: keeps the first and last `max // 2` characters around the marker.
 pub(crate) fn v0_truncate(content: &str, max: usize) -> String {
-    let n = len(content);
-    if n <= max {
+    if !longer_than(content, max) {
         return content.to_owned();
     }
+    let n = len(content);
     let half = max / 2;
     let head = take(content, half);
     // Python's `content[-0:]` is the whole string; `max` of 0 or 1 is never configured.

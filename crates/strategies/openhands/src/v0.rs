@@ -609,7 +609,7 @@ fn push_results(log: &Log, view: &mut View, answers: &[&Event]) {
         let mut message = event::subset(m, &parts);
         for p in &mut message.parts {
             if let Part::ToolResult { text, .. } = p {
-                if text.chars().count() > MAX_MESSAGE_CHARS {
+                if prompt::longer_than(text, MAX_MESSAGE_CHARS) {
                     *text = prompt::v0_truncate(text, MAX_MESSAGE_CHARS);
                 }
             }
