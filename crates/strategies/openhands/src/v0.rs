@@ -2,6 +2,7 @@
 //! forgotten ids at once, only the latest summary), the condenser family, the pipeline, and
 //! the parts of `ConversationMemory.process_events` that decide what reaches the model.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -77,12 +78,16 @@ impl Condenser {
         }
     }
 
-    /// The view a non-rolling condenser returns (nothing stored).
-    fn transform(&self, log: &Log, view: Vec<Event>) -> Vec<Event> {
+    /// The view a non-rolling condenser returns (nothing stored). Borrowed in, borrowed out
+    /// where it changes nothing, and only what it keeps is copied: the base view holds every
+    /// event a condensation has not forgotten, and copying it whole per request was most of
+    /// a `RecentEvents` pipeline's cost.
+    fn transform<'v>(&self, log: &Log, view: Cow<'v, [Event]>) -> Cow<'v, [Event]> {
         match self {
             Condenser::ObservationMasking { attention_window } => {
                 let n = view.len();
-                view.into_iter()
+                view.into_owned()
+                    .into_iter()
                     .enumerate()
                     .map(|(i, e)| {
                         // Summaries stay: they stand for no log message a stand-in could replace.
@@ -98,6 +103,7 @@ impl Condenser {
                 let urls = action_urls(log);
                 let mut seen = 0;
                 let mut out: Vec<Event> = view
+                    .into_owned()
                     .into_iter()
                     .rev()
                     .map(|e| {
@@ -114,7 +120,7 @@ impl Condenser {
                     })
                     .collect();
                 out.reverse();
-                out
+                Cow::Owned(out)
             }
             Condenser::RecentEvents { keep_first, max_events } => {
                 let head: Vec<Event> = view.iter().take(*keep_first).cloned().collect();
@@ -122,7 +128,7 @@ impl Condenser {
                 // Python `view[-tail_len:]`: `view[-0:]` is the whole view, and a tail longer
                 // than the view is the whole view too, so short views repeat their head.
                 let tail = if tail_len == 0 { &view[..] } else { &view[view.len().saturating_sub(tail_len)..] };
-                head.into_iter().chain(tail.iter().cloned()).collect()
+                Cow::Owned(head.into_iter().chain(tail.iter().cloned()).collect())
             }
             _ => view,
         }
@@ -200,12 +206,14 @@ fn build_base_view(log: &Log) -> Vec<Event> {
 
 /// The view the pipeline hands to the model when nothing condenses: every transform applied.
 pub(crate) fn view(log: &Log, pipeline: &[Condenser]) -> Vec<Event> {
-    pipeline.iter().fold(Vec::clone(&base_view(log)), |v, c| c.transform(log, v))
+    let base = base_view(log);
+    pipeline.iter().fold(Cow::Borrowed(&base[..]), |v, c| c.transform(log, v)).into_owned()
 }
 
 /// Whether the pipeline would return a condensation for this log.
 pub(crate) fn wants(log: &Log, pipeline: &[Condenser], request: bool) -> bool {
-    let mut view = Vec::clone(&base_view(log));
+    let base = base_view(log);
+    let mut view = Cow::Borrowed(&base[..]);
     for c in pipeline {
         if c.is_rolling() {
             if c.should_condense(&view, request) {
@@ -235,7 +243,7 @@ struct Condensation {
 /// triggers returns the condensation (errors propagate, as in V0).
 fn condense(log: &Log, pipeline: &[Condenser], request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
     let base = base_view(log);
-    let mut view = Vec::clone(&base);
+    let mut view = Cow::Borrowed(&base[..]);
     for c in pipeline {
         if !c.is_rolling() {
             view = c.transform(log, view);
