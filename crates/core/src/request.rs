@@ -105,7 +105,7 @@ fn blocks_of(parts: &[Part], keep_reasoning: bool) -> SmallVec<[Block<'_>; 2]> {
 
 /// Lowers `view` to `shape`.
 pub fn lower<'a>(view: &'a View, shape: Shape) -> Request<'a> {
-    let mut request = Request { shape, system: Vec::new(), messages: Vec::new() };
+    let mut request = Request { shape, system: Vec::new(), messages: Vec::with_capacity(view.len()) };
     let mut leading = true;
     for (i, vm) in view.messages.iter().enumerate() {
         let m = &vm.message;
@@ -267,7 +267,7 @@ pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
         }
     }
 
-    let mut seen: FxHashSet<&str> = FxHashSet::default();
+    let mut seen: FxHashSet<&str> = FxHashSet::with_capacity_and_hasher(msgs.len(), Default::default());
     if rules.adjacent_results {
         // Calls of the latest assistant message still waiting for their results, and where.
         let mut pending: Vec<(&str, usize)> = Vec::new();
