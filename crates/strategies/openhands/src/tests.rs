@@ -763,3 +763,30 @@ fn sdk_render_labels_a_message_shown_in_part_as_replaced() {
         }
     }
 }
+
+#[test]
+fn merged_forgetting_forgets_what_any_condensation_forgets() {
+    use crate::event::{EventId, Forgetting, Recorded};
+    let e = compactbench_core::EntryId;
+    let recorded = [
+        Recorded { forgotten: [3, 40].into_iter().collect(), range: Some((5, 9)), ..Recorded::default() },
+        // Overlapping, adjacent and empty ranges, a summary forgotten.
+        Recorded { range: Some((8, 12)), forgotten_summaries: vec![e(7)], ..Recorded::default() },
+        Recorded { range: Some((13, 13)), ..Recorded::default() },
+        Recorded { range: Some((30, 20)), ..Recorded::default() },
+        Recorded { range: Some((-1, 0)), forgotten: [25].into_iter().collect(), ..Recorded::default() },
+    ];
+    let merged = Forgetting::of(&recorded);
+    let mut forgotten = Vec::new();
+    for n in 0..50 {
+        let id = EventId::Stream(n);
+        assert_eq!(merged.forgets(id), recorded.iter().any(|r| r.forgets(id)), "stream {n}");
+        if merged.forgets(id) {
+            forgotten.push(n);
+        }
+    }
+    assert_eq!(forgotten, [0, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 40]);
+    for (id, expected) in [(EventId::Summary(e(7)), true), (EventId::Summary(e(8)), false), (EventId::Invalid, false)] {
+        assert_eq!(merged.forgets(id), expected, "{id:?}");
+    }
+}
