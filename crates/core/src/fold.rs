@@ -13,7 +13,8 @@ use crate::{Entry, EntryId, Log, LogVersion};
 
 /// A value folded over a log's entries in order, one entry at a time.
 pub trait Fold: Clone + Default + 'static {
-    /// Takes in the next entry.
+    /// Takes in the next entry. It must not ask [`fold`] for a fold of the same type (the
+    /// kept folds are borrowed while it runs).
     fn add(&mut self, id: EntryId, entry: &Entry);
 }
 
