@@ -31,9 +31,12 @@
 //! joined by newlines as one string; here they are counted as separate blocks like every
 //! other model's.
 
-use compactbench_core::{estimate, Encoding, Log, Part, Role, Tokenizer};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
-use crate::event::{self, Event, Kind};
+use compactbench_core::{estimate, Encoding, Log, LogVersion, Part, Role, Tokenizer};
+
+use crate::event::{self, Event, EventId, Kind};
 
 /// `TIKTOKEN_ENCODE_CHUNK_SIZE_CHARS`.
 const CHUNK: usize = 1024;
@@ -204,14 +207,39 @@ impl<'a> Counter<'a> {
     }
 
     /// The tokens `events` add after `previous` (the last event before them, if any).
+    ///
+    /// The SDK counts its whole view at every request. What an event adds depends only on it
+    /// and the event before it, and an event with a stream or summary id has the same content
+    /// at every state of its log, so those counts are kept per thread for the log being
+    /// counted (and dropped when another log is).
     pub(crate) fn sum(&self, log: &Log, previous: Option<&Event>, events: &[Event]) -> u64 {
-        let mut prev = previous;
-        let mut total = 0;
-        for e in events {
-            total += self.event(log, prev, e);
-            prev = Some(e);
-        }
-        total
+        type Key = (usize, Encoding, Option<EventId>, EventId);
+        thread_local!(static COUNTED: RefCell<(Option<LogVersion>, HashMap<Key, u64>)> = RefCell::new((None, HashMap::new())));
+        let stable = |e: &Event| (e.id != EventId::Invalid).then_some(e.id);
+        // The tokenizer is part of the key: two counters may count one log differently.
+        let tokenizer = self.tokenizer as *const dyn Tokenizer as *const () as usize;
+        COUNTED.with_borrow_mut(|(counted_for, counted)| {
+            let now = log.version();
+            if !counted_for.is_some_and(|v| now.extends(v) || v.extends(now)) {
+                counted.clear();
+            }
+            *counted_for = Some(now);
+            let mut prev = previous;
+            let mut total = 0;
+            for e in events {
+                let key = match (prev.map(stable), stable(e)) {
+                    (None, Some(id)) => Some((tokenizer, self.encoding, None, id)),
+                    (Some(Some(p)), Some(id)) => Some((tokenizer, self.encoding, Some(p), id)),
+                    _ => None,
+                };
+                total += match key {
+                    Some(key) => *counted.entry(key).or_insert_with(|| self.event(log, prev, e)),
+                    None => self.event(log, prev, e),
+                };
+                prev = Some(e);
+            }
+            total
+        })
     }
 }
 
