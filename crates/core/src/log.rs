@@ -90,7 +90,13 @@ impl LogVersion {
     /// `earlier` are then the first `earlier.entries()` entries of this state, so a value folded
     /// over them can be extended with the rest rather than recomputed.
     pub fn extends(self, earlier: LogVersion) -> bool {
-        self.log == earlier.log && self.len >= earlier.len
+        self.same_log(earlier) && self.len >= earlier.len
+    }
+
+    /// Whether this and `other` are states of the same log (whichever is newer): a value
+    /// that depends only on what an entry id holds is the same for both.
+    pub fn same_log(self, other: LogVersion) -> bool {
+        self.log == other.log
     }
 }
 

@@ -183,13 +183,7 @@ pub(crate) fn is_protected_for_prune(name: &str, call: Option<&(&str, &serde_jso
 /// user, assistant and (mid-log system, read as `developer`) messages. Nothing if the
 /// savings estimate `Σ max(0, tokens − 16)` stays under `min_savings`.
 pub(crate) fn collect_regions(work: &Work<'_>, config: &ShakeConfig) -> Vec<Region> {
-    let n = work.items.len();
-    let mut after = vec![0u64; n];
-    let mut acc = 0;
-    for i in (0..n).rev() {
-        after[i] = acc;
-        acc += work.message_tokens(i);
-    }
+    let after = work.message_suffix_tokens();
     let calls: ToolCalls<'_> = work.tool_calls();
     let boundary = work.boundary_index();
     let mut regions = Vec::new();

@@ -16,7 +16,6 @@ use std::rc::Rc;
 
 use compactbench_core::{estimate, fold, Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage};
 
-
 /// Identity of an event in a view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum EventId {

@@ -220,7 +220,7 @@ impl<'a> Counter<'a> {
         let tokenizer = self.tokenizer as *const dyn Tokenizer as *const () as usize;
         COUNTED.with_borrow_mut(|(counted_for, counted)| {
             let now = log.version();
-            if !counted_for.is_some_and(|v| now.extends(v) || v.extends(now)) {
+            if !counted_for.is_some_and(|v| now.same_log(v)) {
                 counted.clear();
             }
             *counted_for = Some(now);
