@@ -18,10 +18,9 @@
 //! reason is `Length` when lines were left out because of the caller's own cap (not the
 //! target), so strategies' "summary hit its output cap" paths still fire.
 
-use std::collections::HashSet;
-
 use compactbench_core::{Error, StopReason, Summarizer, Summary, SummaryRequest};
 use compactbench_tokens::TokenCounter;
+use rustc_hash::FxHashSet;
 
 /// Longest line kept, in characters.
 pub const MAX_LINE_CHARS: usize = 400;
@@ -83,12 +82,18 @@ impl Summarizer for Extractive {
 
         let budget = request.max_output_tokens.min(TARGET_TOKENS);
         let mut used = 0u64;
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         let mut taken = Vec::new();
         let mut left_out = false;
         for &(pos, line) in ranked {
             if !seen.insert(line) {
                 continue;
+            }
+            // Every line costs at least 2 (a token and its newline): with less left, this
+            // line and every later one is left out, and counting them would change nothing.
+            if budget - used < 2 {
+                left_out = true;
+                break;
             }
             // +1 for the newline joining it to the others.
             let cost = self.counter.count_text_cached(line) + 1;

@@ -8,11 +8,13 @@
 //! counter through core's [`Tokenizer`] seam in the original's encoding (either encoding,
 //! whatever the counter's own).
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use compactbench_core::{Message, Part, Tokenizer};
 use dashmap::DashMap;
+use rustc_hash::FxBuildHasher;
 use tiktoken_rs::CoreBPE;
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -41,7 +43,11 @@ fn bpe(encoding: Encoding) -> &'static CoreBPE {
 #[derive(Clone)]
 pub struct TokenCounter {
     encoding: Encoding,
-    cache: Arc<DashMap<u64, u64>>,
+    /// Counts by [`key`]. Keys are XXH3 hashes already, so the map hashes them with Fx
+    /// (a multiply) rather than SipHash.
+    cache: Arc<DashMap<u64, u64, FxBuildHasher>>,
+    /// Tells this memo's entries apart in the per-thread [`NEAR`] front (clones share it).
+    salt: u64,
     misses: Arc<AtomicU64>,
     hits: Arc<AtomicU64>,
     /// Time spent in the BPE itself, summed over threads: the tokenize-once floor of the
@@ -52,7 +58,9 @@ pub struct TokenCounter {
 impl TokenCounter {
     /// A counter for `encoding`.
     pub fn new(encoding: Encoding) -> TokenCounter {
-        TokenCounter { encoding, cache: Arc::default(), misses: Arc::default(), hits: Arc::default(), bpe_nanos: Arc::default() }
+        static MEMOS: AtomicU64 = AtomicU64::new(0);
+        let salt = (MEMOS.fetch_add(1, Ordering::Relaxed) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        TokenCounter { encoding, cache: Arc::default(), salt, misses: Arc::default(), hits: Arc::default(), bpe_nanos: Arc::default() }
     }
 
     /// The encoding.
@@ -108,17 +116,35 @@ impl TokenCounter {
     /// results, media sizes, plus [`PER_MESSAGE_OVERHEAD`]. Memoized by content.
     pub fn count_message(&self, message: &Message) -> u64 {
         let text = message.searchable_text();
-        let key = key(Kind::Message(message.role), &text);
-        if let Some(n) = self.cache.get(&key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return *n;
-        }
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        // Media is charged by its declared size, not by the placeholder text.
-        let media: u64 = message.parts.iter().map(|p| if let Part::Media { tokens, .. } = p { u64::from(*tokens) } else { 0 }).sum();
-        let n = self.count_text(&text) + media + PER_MESSAGE_OVERHEAD;
-        self.cache.insert(key, n);
+        let (n, hit) = self.memoized(key(Kind::Message(message.role), &text), || {
+            // Media is charged by its declared size, not by the placeholder text.
+            let media: u64 = message.parts.iter().map(|p| if let Part::Media { tokens, .. } = p { u64::from(*tokens) } else { 0 }).sum();
+            self.count_text(&text) + media + PER_MESSAGE_OVERHEAD
+        });
+        if hit { &self.hits } else { &self.misses }.fetch_add(1, Ordering::Relaxed);
         n
+    }
+
+    /// The count memoized under `key`, computed by `count` (and kept) when there is none; and
+    /// whether it was memoized. Looked up in this thread's [`NEAR`] front first, then in the
+    /// shared memo.
+    fn memoized(&self, key: u64, count: impl FnOnce() -> u64) -> (u64, bool) {
+        let near_key = key ^ self.salt;
+        let slot = near_key as usize % NEAR_SLOTS;
+        let near = NEAR.with_borrow(|near| near[slot]);
+        if near.0 == near_key && near_key != 0 {
+            return (near.1, true);
+        }
+        let (n, hit) = match self.cache.get(&key) {
+            Some(n) => (*n, true),
+            None => {
+                let n = count();
+                self.cache.insert(key, n);
+                (n, false)
+            }
+        };
+        NEAR.with_borrow_mut(|near| near[slot] = (near_key, n));
+        (n, hit)
     }
 
     /// Messages tokenized so far (cache misses) and answered from the cache (hits).
@@ -131,6 +157,18 @@ impl TokenCounter {
     pub fn bpe_time(&self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.bpe_nanos.load(Ordering::Relaxed))
     }
+}
+
+/// Slots of [`NEAR`] (16 bytes each: half a megabyte, so it stays in a core's L2 cache).
+const NEAR_SLOTS: usize = 1 << 15;
+
+thread_local! {
+    /// A direct-mapped front of recent counts, per thread: (key ^ memo salt, count). Counting
+    /// is mostly hits (a summarizer's transcript repeats the lines of every earlier one), and
+    /// on two threads every hit in the shared map took its shard's lock word from the other
+    /// core; this front answers most of them from the thread's own cache without atomics.
+    /// The salt keeps memos apart (a message key does not name the encoding).
+    static NEAR: RefCell<Box<[(u64, u64)]>> = RefCell::new(vec![(0, 0); NEAR_SLOTS].into_boxed_slice());
 }
 
 /// What a cached count is of: a message (its role matters) or a bare text in one encoding.
@@ -162,13 +200,7 @@ fn is_unicode_space_start(rest: &str) -> bool {
 /// counter's cache (so one counter per run serves the runner and every strategy).
 impl Tokenizer for TokenCounter {
     fn count(&self, encoding: Encoding, text: &str) -> u64 {
-        let key = key(Kind::Text(encoding), text);
-        if let Some(n) = self.cache.get(&key) {
-            return *n;
-        }
-        let n = self.encode(encoding, text);
-        self.cache.insert(key, n);
-        n
+        self.memoized(key(Kind::Text(encoding), text), || self.encode(encoding, text)).0
     }
 }
 
@@ -227,6 +259,14 @@ mod tests {
         let o = TokenCounter::new(Encoding::O200kBase).count_text(text);
         let c = TokenCounter::new(Encoding::Cl100kBase).count_text(text);
         assert_ne!(o, c);
+        // Messages are memoized by role and text only; each memo (and its per-thread front)
+        // must still answer in its own encoding, on the same thread, in either order.
+        let (o200k, cl100k) = (TokenCounter::new(Encoding::O200kBase), TokenCounter::new(Encoding::Cl100kBase));
+        let m = Message::user(text);
+        for _ in 0..2 {
+            assert_eq!(o200k.count_message(&m), o + PER_MESSAGE_OVERHEAD);
+            assert_eq!(cl100k.count_message(&m), c + PER_MESSAGE_OVERHEAD);
+        }
         assert_eq!(Encoding::parse("cl100k_base"), Some(Encoding::Cl100kBase));
         assert_eq!(Encoding::parse("gpt2"), None);
     }
