@@ -13,6 +13,10 @@ use serde::Serialize;
 
 use crate::{Part, Role, Shape, View};
 
+mod revalidate;
+
+pub use revalidate::{count, Revalidator, RuleCounts};
+
 /// One content block of a wire message, borrowing from the view it was lowered from (a
 /// request is built for every shape at every step, so copying the content would dominate).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -106,8 +110,18 @@ fn blocks_of(parts: &[Part], keep_reasoning: bool) -> SmallVec<[Block<'_>; 2]> {
 /// Lowers `view` to `shape`.
 pub fn lower<'a>(view: &'a View, shape: Shape) -> Request<'a> {
     let mut request = Request { shape, system: Vec::new(), messages: Vec::with_capacity(view.len()) };
-    let mut leading = true;
-    for (i, vm) in view.messages.iter().enumerate() {
+    lower_tail(view, 0, &mut request);
+    request
+}
+
+/// Lowers the view messages from `from` on to `request.shape` and appends them to `request`.
+/// From 0 this is [`lower`]; from a later message it continues a lowering that ended in a
+/// non-system message (so no leading system messages are left, and nothing merges into what
+/// `request` already holds when `request` is empty).
+fn lower_tail<'a>(view: &'a View, from: usize, request: &mut Request<'a>) {
+    let shape = request.shape;
+    let mut leading = from == 0;
+    for (i, vm) in view.messages.iter().enumerate().skip(from) {
         let m = &vm.message;
         if m.role == Role::System && leading && shape != Shape::OpenaiChat {
             request.system.extend(blocks_of(&m.parts, false));
@@ -166,7 +180,6 @@ pub fn lower<'a>(view: &'a View, shape: Shape) -> Request<'a> {
             }
         }
     }
-    request
 }
 
 /// A rule a request breaks.

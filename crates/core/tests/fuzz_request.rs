@@ -3,10 +3,11 @@
 //!
 //! Properties: lowering and validating never panic, for every shape; every violation and
 //! every wire message points inside the request and the view; a well-formed conversation
-//! (before mutation) breaks no rule of any shape. Cases: 256 by default,
+//! (before mutation) breaks no rule of any shape; revalidating a sequence of edited views
+//! counts what validating each from scratch counts. Cases: 256 by default,
 //! `COMPACTBENCH_FUZZ_CASES` in the long mode (`cargo xtask fuzz`).
 
-use compactbench_core::request::{lower, validate, Block, Request};
+use compactbench_core::request::{count, lower, validate, Block, Request, Revalidator};
 use compactbench_core::{EntryId, Message, Origin, Part, Role, Shape, View, ViewMessage};
 use proptest::prelude::*;
 
@@ -241,5 +242,29 @@ fn fuzz_request_validators_on_mutated_conversations() {
             apply(&mut view, m);
         }
         check_any(&view);
+    });
+}
+
+#[test]
+fn fuzz_revalidation_counts_what_validation_counts() {
+    let edit = (mutation(), prop::collection::vec((role(), prop::collection::vec(part(), 0..4)), 0..3), any::<prop::sample::Index>());
+    let input = (any::<bool>(), prop::collection::vec(step(), 0..12), prop::collection::vec(edit, 1..10));
+    support::fuzz("request-validators/revalidate", 256, input, |(system, steps, edits)| {
+        let mut view = well_formed(system, &steps);
+        let mut revalidator = Revalidator::new();
+        let expected = |view: &View| Shape::ALL.map(|shape| count(&validate(&lower(view, shape))));
+        assert_eq!(revalidator.update(&view, 0), expected(&view));
+        for (mutation, appended, slack) in edits {
+            let before = view.clone();
+            apply(&mut view, &mutation);
+            for (role, parts) in appended {
+                let origin = Origin::Entry(EntryId(view.len() as u32 + 1000));
+                view.messages.push(ViewMessage { origin, message: Message::new(role, parts) });
+            }
+            // Any count of unchanged messages up to the true one is a correct thing to say.
+            let same = view.messages.iter().zip(&before.messages).take_while(|(a, b)| a.message == b.message).count();
+            let unchanged = slack.index(same + 1);
+            assert_eq!(revalidator.update(&view, unchanged), expected(&view), "after {mutation:?}, {unchanged} of {same} unchanged");
+        }
     });
 }

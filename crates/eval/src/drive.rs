@@ -7,7 +7,7 @@ use std::time::Instant;
 use memchr::memmem::Finder;
 use rustc_hash::FxHashMap;
 
-use compactbench_core::request::{lower, validate};
+use compactbench_core::request::{lower, validate, Revalidator, Rule};
 use compactbench_core::{
     Cx, Decision, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Shape, StopReason, Strategy, Summarizer, Summary,
     SummaryRequest, Usage, View, VirtualStore, Window,
@@ -378,6 +378,8 @@ struct Tally {
     /// The first violation of each (shape, rule), as it happened.
     examples: Vec<ViolationExample>,
     prev_keys: Vec<Key>,
+    /// Validity of this run's requests, kept from one request to the next.
+    validity: Revalidator,
     probes: Vec<Vec<Probe>>,
     /// The judge's verdict per fact, when a judge is set.
     judged: Vec<Option<Judged>>,
@@ -416,21 +418,32 @@ impl Run<'_> {
                 (keys, tokens, total) = self.measure(&view);
             }
         }
+        // Equal keys mean equal content, so the prefix shared with the previous request is
+        // known without comparing messages (and revalidation resumes after it).
+        let shared = keys.iter().zip(&tally.prev_keys).take_while(|(a, b)| a == b).count();
         let started = Instant::now();
         let mut per_shape = [0u32; 4];
-        for (i, shape) in Shape::ALL.into_iter().enumerate() {
-            let found = validate(&lower(&view, shape));
-            per_shape[i] = found.len() as u32;
-            for v in found {
-                let count = tally.violations.entry(shape.as_str()).or_default().entry(v.rule.as_str()).or_default();
-                if *count == 0 {
-                    tally.examples.push(example(self.request, shape, &v, &view));
+        for ((i, shape), counts) in Shape::ALL.into_iter().enumerate().zip(tally.validity.update(&view, shared)) {
+            per_shape[i] = counts.iter().sum();
+            let seen = tally.violations.get(shape.as_str());
+            let first = Rule::ALL.iter().zip(counts).any(|(rule, n)| n > 0 && seen.and_then(|s| s.get(rule.as_str())).is_none());
+            if first {
+                // A rule broken for the first time in this run: its example is the first
+                // violation in validation order, so validate this request in full.
+                for v in validate(&lower(&view, shape)) {
+                    let count = tally.violations.entry(shape.as_str()).or_default().entry(v.rule.as_str()).or_default();
+                    if *count == 0 {
+                        tally.examples.push(example(self.request, shape, &v, &view));
+                    }
+                    *count += 1;
                 }
-                *count += 1;
+            } else {
+                for (rule, n) in Rule::ALL.iter().zip(counts).filter(|(_, n)| *n > 0) {
+                    *tally.violations.entry(shape.as_str()).or_default().entry(rule.as_str()).or_default() += n;
+                }
             }
         }
         self.phases.validate += micros(started);
-        let shared = keys.iter().zip(&tally.prev_keys).take_while(|(a, b)| a == b).count();
         let cached: u64 = tokens[..shared].iter().sum();
         let started = Instant::now();
         for (f, s) in self.probe(&view, &keys, step).into_iter().enumerate() {
@@ -611,6 +624,7 @@ pub fn run_with(
         violations: BTreeMap::new(),
         examples: Vec::new(),
         prev_keys: Vec::new(),
+        validity: Revalidator::new(),
         probes: vec![Vec::new(); facts.len()],
         judged: vec![None; facts.len()],
         planted_round: vec![0; facts.len()],
