@@ -65,6 +65,7 @@ struct Run<'a> {
     log: Log,
     store: VirtualStore,
     info: FxHashMap<Key, Info>,
+    measured: Measured,
     /// Offload paths seen in checkpoints, in order of appearance.
     paths: OffloadPaths,
     /// A searcher for each planted fact's needle.
@@ -90,16 +91,34 @@ struct Run<'a> {
     judge: Option<&'a dyn Summarizer>,
 }
 
-fn keys(view: &View) -> Vec<Key> {
-    let mut seen: FxHashMap<Origin, u32> = FxHashMap::default();
-    view.messages
-        .iter()
-        .map(|vm| {
-            let n = seen.entry(vm.origin).or_default();
-            *n += 1;
-            (vm.origin, *n - 1)
-        })
-        .collect()
+/// The keys and exact tokens of the view measured last, kept so that the next measure only
+/// does the messages after the prefix the two views share (a view mostly grows by a message
+/// or two, and redoing all of it made a long replay quadratic).
+#[derive(Default)]
+struct Measured {
+    keys: Vec<Key>,
+    tokens: Vec<u64>,
+    /// Messages per origin among `keys` (the next occurrence number of each).
+    occurrences: FxHashMap<Origin, u32>,
+}
+
+impl Measured {
+    /// Drops the messages from `at` on.
+    fn truncate(&mut self, at: usize) {
+        for (origin, _) in self.keys.drain(at..) {
+            *self.occurrences.get_mut(&origin).expect("counted when kept") -= 1;
+        }
+        self.tokens.truncate(at);
+    }
+
+    /// The key of `origin` appended after the kept messages.
+    fn push(&mut self, origin: Origin) -> Key {
+        let n = self.occurrences.entry(origin).or_default();
+        *n += 1;
+        let key = (origin, *n - 1);
+        self.keys.push(key);
+        key
+    }
 }
 
 impl Run<'_> {
@@ -116,8 +135,17 @@ impl Run<'_> {
     /// Exact tokens per view message (filling the content cache) and the request total.
     fn measure(&mut self, view: &View) -> (Vec<Key>, Vec<u64>, u64) {
         let started = Instant::now();
-        let keys = keys(view);
-        let tokens: Vec<u64> = keys.iter().zip(&view.messages).map(|(k, vm)| self.describe(*k, &vm.message).tokens).collect();
+        let mut measured = std::mem::take(&mut self.measured);
+        // Keys are origins numbered by occurrence, so equal origins up to here mean equal keys.
+        let same = measured.keys.iter().zip(&view.messages).take_while(|((origin, _), vm)| *origin == vm.origin).count();
+        measured.truncate(same);
+        for vm in &view.messages[same..] {
+            let key = measured.push(vm.origin);
+            let tokens = self.describe(key, &vm.message).tokens;
+            measured.tokens.push(tokens);
+        }
+        let (keys, tokens) = (measured.keys.clone(), measured.tokens.clone());
+        self.measured = measured;
         let total = tokens.iter().sum::<u64>() + PER_REQUEST_OVERHEAD;
         self.phases.measure += micros(started);
         (keys, tokens, total)
@@ -603,6 +631,7 @@ pub fn run_with(
         log: Log::new(),
         store: VirtualStore::new(),
         info: FxHashMap::default(),
+        measured: Measured::default(),
         paths: OffloadPaths::default(),
         needle_finders: session.facts.iter().map(|f| Finder::new(f.needle.as_bytes()).into_owned()).collect(),
         reads: FxHashMap::default(),

@@ -249,7 +249,9 @@ impl<'a> Work<'a> {
     pub(crate) fn new(log: &'a Log) -> Work<'a> {
         let mut work = Work {
             system: Vec::new(),
-            items: Vec::new(),
+            // One item per message at most (plus compactions): built at every decision, so
+            // growing it by doubling was a visible share of a long session's replay.
+            items: Vec::with_capacity(log.len()),
             removed: HashMap::new(),
             index: vec![None; log.len()],
             next: log.next_id().0,
@@ -436,7 +438,7 @@ impl<'a> Work<'a> {
 
     /// `collectToolCallsById` over the branch.
     pub(crate) fn tool_calls(&self) -> ToolCalls<'_> {
-        let mut calls = HashMap::new();
+        let mut calls = HashMap::with_capacity(self.items.len());
         for it in &self.items {
             let Some(m) = it.message() else { continue };
             if m.role != Role::Assistant {
