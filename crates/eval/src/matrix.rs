@@ -63,8 +63,7 @@ pub fn run_matrix_skipping(
                 })
         })
         .collect();
-    let jobs: Vec<(&SessionJob, &Box<dyn Strategy>)> = sessions
-        .iter()
+    let jobs: Vec<(&SessionJob, &Box<dyn Strategy>)> = dealt(&sessions, rayon::current_num_threads())
         .flat_map(|s| strategies.iter().filter(|st| todo(&scenarios[s.0], s.1, st.as_ref())).map(move |st| (s, st)))
         .collect();
     let mut results: Vec<RunResult> = jobs
@@ -85,4 +84,17 @@ pub fn run_matrix_skipping(
     };
     results.sort_by_key(order);
     results
+}
+
+/// The sessions in the order their runs are laid out for `threads` workers: longest first,
+/// dealt round-robin into one contiguous group per worker. Rayon splits the job list into
+/// contiguous halves, so each worker starts on sessions of its own (two workers replaying
+/// one session at once would both tokenize its new messages) and every group ends with its
+/// shortest runs, which are what idle workers steal at the end: a long run left for last
+/// kept one core busy alone for seconds.
+fn dealt(sessions: &[SessionJob], threads: usize) -> impl Iterator<Item = &SessionJob> {
+    let mut longest_first: Vec<&SessionJob> = sessions.iter().collect();
+    longest_first.sort_by_key(|s| std::cmp::Reverse(s.2.steps.len()));
+    let threads = threads.max(1);
+    (0..threads).flat_map(move |t| longest_first.clone().into_iter().skip(t).step_by(threads))
 }
