@@ -204,25 +204,24 @@ impl Track {
         }
         if self.rules.adjacent_results {
             if w.results.is_empty() || !w.calls.is_empty() {
-                self.counts[Rule::MissingResult as usize] += self.pending.len() as u32;
-                self.pending.clear();
+                for _ in self.pending.drain(..) {
+                    found(Rule::MissingResult);
+                }
             }
             for &r in &w.results {
-                let rule = if let Some(k) = self.pending.iter().position(|&p| p == r) {
+                if let Some(k) = self.pending.iter().position(|&p| p == r) {
                     self.pending.remove(k);
-                    continue;
                 } else if self.first_call[r as usize] != UNSEEN {
-                    Rule::ResultNotAfterCall
+                    found(Rule::ResultNotAfterCall);
                 } else {
-                    Rule::OrphanResult
-                };
-                self.counts[rule as usize] += 1;
+                    found(Rule::OrphanResult);
+                }
             }
             self.pending.extend(w.calls.iter().copied());
         } else {
             for &r in &w.results {
                 if self.first_call[r as usize] == UNSEEN {
-                    self.counts[Rule::OrphanResult as usize] += 1;
+                    found(Rule::OrphanResult);
                 }
                 if self.answered[r as usize] == 0 {
                     self.unanswered -= self.called[r as usize];
