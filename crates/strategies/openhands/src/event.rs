@@ -51,47 +51,68 @@ pub(crate) enum Kind {
     /// thinking blocks on the first action of a batch only).
     Action {
         /// Provider call id.
-        call_id: String,
+        call_id: Rc<str>,
         /// Tool name.
-        name: String,
+        name: Rc<str>,
         /// Whether it carries thinking blocks (reasoning parts of the message).
         thinking: bool,
     },
     /// One tool result (`ObservationEvent` / a V0 observation).
     Observation {
         /// Id of the call it answers.
-        call_id: String,
+        call_id: Rc<str>,
         /// Tool name.
-        name: String,
+        name: Rc<str>,
     },
     /// A condensation summary (SDK `CondensationSummaryEvent`, V0 `AgentCondensationObservation`).
     Summary {
         /// The checkpoint that carries it.
         checkpoint: EntryId,
         /// Summary text.
-        text: String,
+        text: Rc<str>,
     },
     /// V0: an observation replaced on the fly by an `AgentCondensationObservation`
     /// (`<MASKED>`, or a browser output reduced to its URL). `entry` and `parts` still name
     /// the observation it stands for.
     Masked {
         /// The stand-in text.
-        text: String,
+        text: Rc<str>,
     },
 }
 
-/// One event of a view.
+/// One event of a view. Views are rebuilt per log state from the stream's events, so an
+/// event is cheap to clone: what it shares with its stream copy is reference counted.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Event {
     pub(crate) id: EventId,
     /// The log message it was expanded from (none for summaries).
     pub(crate) entry: Option<EntryId>,
     /// Indices of the parts of that message this event owns.
-    pub(crate) parts: Vec<usize>,
+    pub(crate) parts: Rc<[usize]>,
     pub(crate) kind: Kind,
+    /// V0's `tokens_before` share of this event ([`tokens`]), computed when it is made.
+    v0_tokens: u64,
 }
 
 impl Event {
+    /// An event owning `parts` of log message `m` (at `entry`).
+    fn of_message(id: EventId, entry: EntryId, m: &Message, parts: Vec<usize>, kind: Kind) -> Event {
+        let v0_tokens = v0_estimate(parts.iter().filter_map(|&i| m.parts.get(i)));
+        Event { id, entry: Some(entry), parts: parts.into(), kind, v0_tokens }
+    }
+
+    /// A summary event (stands for no log message).
+    pub(crate) fn summary(id: EventId, checkpoint: EntryId, text: String) -> Event {
+        let v0_tokens = estimate::code_points(&text).div_ceil(4);
+        Event { id, entry: None, parts: Rc::from([]), kind: Kind::Summary { checkpoint, text: text.into() }, v0_tokens }
+    }
+
+    /// V0's `AgentCondensationObservation` standing where this observation was, saying `text`.
+    pub(crate) fn masked(self, text: Rc<str>) -> Event {
+        let v0_tokens = estimate::code_points(&text).div_ceil(4);
+        Event { id: EventId::Invalid, entry: self.entry, parts: self.parts, kind: Kind::Masked { text }, v0_tokens }
+    }
+
     pub(crate) fn is_action(&self) -> bool {
         matches!(self.kind, Kind::Action { .. })
     }
@@ -199,7 +220,7 @@ fn expand_message(entry: EntryId, m: &Message, seen_system: &mut bool, next: &mu
         id
     };
     let all: Vec<usize> = (0..m.parts.len()).collect();
-    let whole = |kind: Kind, id: EventId| Event { id, entry: Some(entry), parts: all.clone(), kind };
+    let whole = |kind: Kind, id: EventId| Event::of_message(id, entry, m, all.clone(), kind);
     match m.role {
         Role::System => {
             let kind = if *seen_system { Kind::Message(Role::System) } else { Kind::SystemPrompt };
@@ -228,12 +249,8 @@ fn expand_message(entry: EntryId, m: &Message, seen_system: &mut bool, next: &mu
                     let mut parts = if k == 0 { rest.clone() } else { Vec::new() };
                     parts.push(i);
                     parts.sort_unstable();
-                    Event {
-                        id: take_id(),
-                        entry: Some(entry),
-                        parts,
-                        kind: Kind::Action { call_id: id.clone(), name: name.clone(), thinking: thinking && k == 0 },
-                    }
+                    let kind = Kind::Action { call_id: id.as_str().into(), name: name.as_str().into(), thinking: thinking && k == 0 };
+                    Event::of_message(take_id(), entry, m, parts, kind)
                 })
                 .collect()
         }
@@ -259,12 +276,8 @@ fn expand_message(entry: EntryId, m: &Message, seen_system: &mut bool, next: &mu
                     let mut parts = if k == 0 { rest.clone() } else { Vec::new() };
                     parts.push(i);
                     parts.sort_unstable();
-                    Event {
-                        id: take_id(),
-                        entry: Some(entry),
-                        parts,
-                        kind: Kind::Observation { call_id: call_id.clone(), name: name.clone() },
-                    }
+                    let kind = Kind::Observation { call_id: call_id.as_str().into(), name: name.as_str().into() };
+                    Event::of_message(take_id(), entry, m, parts, kind)
                 })
                 .collect()
         }
@@ -320,30 +333,35 @@ pub(crate) fn args_of(log: &Log, event: &Event) -> serde_json::Value {
 /// V0's `tokens_before` (reports only; V0 decides by event counts): code points / 4, rounded
 /// up, per event (Python `len`), plus the stated size of media. The SDK's own count is
 /// `tokens.rs`.
-pub(crate) fn tokens(log: &Log, event: &Event) -> u64 {
-    match &event.kind {
-        Kind::Summary { text, .. } | Kind::Masked { text } => estimate::code_points(text).div_ceil(4),
-        _ => {
-            let mut chars = 0;
-            let mut media = 0;
-            for part in owned_parts(log, event) {
-                match part {
-                    Part::Text { text } | Part::Reasoning { text } => chars += estimate::code_points(text),
-                    Part::ToolCall { name, args, .. } => {
-                        chars += estimate::code_points(name) + estimate::code_points(&args.to_string());
-                    }
-                    Part::ToolResult { text, .. } => chars += estimate::code_points(text),
-                    Part::Media { tokens, .. } => media += u64::from(*tokens),
-                }
+pub(crate) fn tokens(event: &Event) -> u64 {
+    event.v0_tokens
+}
+
+/// [`tokens`] of an event owning `parts`.
+fn v0_estimate<'a>(parts: impl Iterator<Item = &'a Part>) -> u64 {
+    let mut chars = 0;
+    let mut media = 0;
+    for part in parts {
+        match part {
+            Part::Text { text } | Part::Reasoning { text } => chars += estimate::code_points(text),
+            Part::ToolCall { name, args, .. } => {
+                chars += estimate::code_points(name) + estimate::code_points(&args.to_string());
             }
-            chars.div_ceil(4) + media
+            Part::ToolResult { text, .. } => chars += estimate::code_points(text),
+            Part::Media { tokens, .. } => media += u64::from(*tokens),
         }
     }
+    chars.div_ceil(4) + media
+}
+
+/// Whether `parts` (sorted, without repeats) are all the parts of `m`.
+pub(crate) fn is_whole(m: &Message, parts: &[usize]) -> bool {
+    parts.len() == m.parts.len() && parts.iter().enumerate().all(|(i, &p)| i == p)
 }
 
 /// A message holding only `parts` of `m` (the whole message when all are kept).
 pub(crate) fn subset(m: &Message, parts: &[usize]) -> Message {
-    if parts.len() == m.parts.len() && parts.iter().enumerate().all(|(i, &p)| i == p) {
+    if is_whole(m, parts) {
         return m.clone();
     }
     Message { role: m.role, parts: parts.iter().filter_map(|&i| m.parts.get(i).cloned()).collect(), usage: m.usage }
@@ -372,11 +390,11 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> View {
         match (&event.kind, event.entry) {
             (Kind::Summary { checkpoint, text }, _) => {
                 view.messages
-                    .push(ViewMessage { origin: Origin::Summary(*checkpoint), message: Message::user(text.clone()) });
+                    .push(ViewMessage { origin: Origin::Summary(*checkpoint), message: Message::user(&**text) });
                 i += 1;
             }
             (Kind::Masked { text }, Some(entry)) => {
-                let message = Message::user(text.clone());
+                let message = Message::user(&**text);
                 view.messages.push(ViewMessage { origin: shown_as(log, entry, &message), message });
                 i += 1;
             }
@@ -393,8 +411,14 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> View {
                 parts.sort_unstable();
                 parts.dedup();
                 if let Some(m) = log.message(entry) {
-                    let message = subset(m, &parts);
-                    view.messages.push(ViewMessage { origin: shown_as(log, entry, &message), message });
+                    // A subset of fewer parts never equals its message: only the rest is compared.
+                    let (origin, message) = if is_whole(m, &parts) {
+                        (Origin::Entry(entry), m.clone())
+                    } else {
+                        let message = subset(m, &parts);
+                        (shown_as(log, entry, &message), message)
+                    };
+                    view.messages.push(ViewMessage { origin, message });
                 }
                 i = j;
             }

@@ -562,8 +562,16 @@ impl Strategy for OpenhandsStrategy {
         }
     }
 
-    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
-        false // `project` is this crate's own: rebuilt at each log state.
+    fn reproject(&self, log: &Log, view: &mut View, _: usize) -> bool {
+        match &self.plan {
+            // The SDK view is rebuilt at each log state (a message can show different parts
+            // of its batch under one origin, so kept messages would have to be compared).
+            Plan::SdkNoOp | Plan::Sdk(_) => false,
+            Plan::V0(pipeline) => {
+                v0::remessage(log, pipeline, view);
+                true
+            }
+        }
     }
 
     fn project(&self, log: &Log) -> View {

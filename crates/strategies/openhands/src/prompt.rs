@@ -19,8 +19,13 @@ const SDK_TRUNCATE_NOTICE: &str =
 /// Marker the SDK puts before a failed tool's output.
 const SDK_ERROR_HEADER: &str = "[An error occurred during execution.]\n";
 
+/// The first `n` characters of `s`.
+fn head(s: &str, n: usize) -> &str {
+    &s[..s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)]
+}
+
 fn take(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
+    head(s, n).to_owned()
 }
 
 fn len(s: &str) -> usize {
@@ -40,10 +45,9 @@ pub(crate) fn v0_truncate(content: &str, max: usize) -> String {
     }
     let n = len(content);
     let half = max / 2;
-    let head = take(content, half);
     // Python's `content[-0:]` is the whole string; `max` of 0 or 1 is never configured.
-    let tail: String = if half == 0 { content.to_owned() } else { content.chars().skip(n - half).collect() };
-    format!("{head}{V0_TRUNCATION_MARKER}{tail}")
+    let tail = if half == 0 { content } else { &content[head(content, n - half).len()..] };
+    [head(content, half), V0_TRUNCATION_MARKER, tail].concat()
 }
 
 /// SDK `maybe_truncate` (without saving the full content to a file).
@@ -163,7 +167,7 @@ pub(crate) fn v0_event_str(log: &Log, e: &Event) -> String {
                 text
             }
         }
-        Kind::Summary { text, .. } | Kind::Masked { text } => text.clone(),
+        Kind::Summary { text, .. } | Kind::Masked { text } => text.to_string(),
     }
 }
 
@@ -172,7 +176,7 @@ pub(crate) fn v0_event_message(log: &Log, e: &Event) -> String {
     match &e.kind {
         Kind::Action { name, .. } => format!("{name} {}", event::args_of(log, e)),
         Kind::Observation { .. } => event::result_of(log, e).0,
-        Kind::Summary { text, .. } | Kind::Masked { text } => text.clone(),
+        Kind::Summary { text, .. } | Kind::Masked { text } => text.to_string(),
         Kind::SystemPrompt | Kind::Message(_) => event::owned_texts(log, e).join("\n"),
     }
 }

@@ -45,12 +45,7 @@ fn apply(events: &mut Vec<Event>, checkpoint: EntryId, rec: &Recorded, summary: 
         let at = offset.min(events.len());
         events.insert(
             at,
-            Event {
-                id: EventId::Summary(checkpoint),
-                entry: None,
-                parts: Vec::new(),
-                kind: Kind::Summary { checkpoint, text: summary.text() },
-            },
+            Event::summary(EventId::Summary(checkpoint), checkpoint, summary.text()),
         );
     }
 }
@@ -106,8 +101,8 @@ fn tool_call_matching(events: &[Event]) -> HashSet<EventId> {
     events
         .iter()
         .filter(|e| match e.kind {
-            Kind::Action { ref call_id, .. } => !results.contains(call_id.as_str()),
-            Kind::Observation { ref call_id, .. } => !calls.contains(call_id.as_str()),
+            Kind::Action { ref call_id, .. } => !results.contains(&**call_id),
+            Kind::Observation { ref call_id, .. } => !calls.contains(&**call_id),
             _ => false,
         })
         .map(|e| e.id)
@@ -171,7 +166,7 @@ pub(crate) fn manipulation_indices(events: &[Event]) -> Vec<bool> {
                 pending.insert(call_id);
             }
             Kind::Observation { call_id, .. } => {
-                pending.remove(call_id.as_str());
+                pending.remove(&**call_id);
             }
             _ => {}
         }

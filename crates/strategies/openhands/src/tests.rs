@@ -222,7 +222,7 @@ fn case_04_browser_output_keeps_newest_k() {
         .iter()
         .filter(|e| match &e.kind {
             Kind::Masked { .. } => true,
-            Kind::Observation { name, .. } => name == "browser",
+            Kind::Observation { name, .. } => &**name == "browser",
             _ => false,
         })
         .collect();
@@ -750,8 +750,8 @@ fn sdk_render_labels_a_message_shown_in_part_as_replaced() {
     // The view's rules dropped call `b` and its result.
     let events: Vec<Event> = crate::event::message_events(&log)
         .into_iter()
-        .filter(|ev| !matches!(&ev.kind, Kind::Observation { call_id, .. } if call_id == "b"))
-        .filter(|ev| !(ev.entry == Some(e(2)) && ev.parts == [1]))
+        .filter(|ev| !matches!(&ev.kind, Kind::Observation { call_id, .. } if &**call_id == "b"))
+        .filter(|ev| !(ev.entry == Some(e(2)) && *ev.parts == [1]))
         .collect();
     let view = crate::event::render(&log, &events);
     let shown: Vec<(Origin, usize)> = view.messages.iter().map(|m| (m.origin, m.message.parts.len())).collect();

@@ -11,6 +11,7 @@ use compactbench_core::{
     fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
     SummarizerUsage, SummaryPosition, SummaryRequest, View, ViewMessage, Window,
 };
+use rustc_hash::FxHashMap;
 use serde_json::json;
 
 use crate::event::{self, Event, EventId, Forgetting, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
@@ -86,13 +87,14 @@ impl Condenser {
         match self {
             Condenser::ObservationMasking { attention_window } => {
                 let n = view.len();
+                let text: Rc<str> = Rc::from("<MASKED>");
                 view.into_owned()
                     .into_iter()
                     .enumerate()
                     .map(|(i, e)| {
                         // Summaries stay: they stand for no log message a stand-in could replace.
                         if e.is_observation() && (i as i64) < n as i64 - *attention_window as i64 {
-                            masked(e, "<MASKED>".to_owned())
+                            e.masked(text.clone())
                         } else {
                             e
                         }
@@ -112,7 +114,7 @@ impl Condenser {
                         }
                         if seen >= *attention_window {
                             let url = e.call_id().and_then(|c| urls.0.get(c)).cloned().unwrap_or_default();
-                            masked(e, format!("Visited URL {url}\nContent omitted"))
+                            e.masked(format!("Visited URL {url}\nContent omitted").into())
                         } else {
                             seen += 1;
                             e
@@ -135,13 +137,8 @@ impl Condenser {
     }
 }
 
-/// A fresh `AgentCondensationObservation` standing where the observation `e` was.
-fn masked(e: Event, text: String) -> Event {
-    Event { id: EventId::Invalid, entry: e.entry, parts: e.parts, kind: Kind::Masked { text } }
-}
-
 fn is_browser_output(e: &Event) -> bool {
-    matches!(&e.kind, Kind::Observation { name, .. } if BROWSER_TOOLS.contains(&name.as_str()))
+    matches!(&e.kind, Kind::Observation { name, .. } if BROWSER_TOOLS.contains(&&**name))
 }
 
 /// Call id -> the `url` argument of the call, for browser outputs' "Visited URL" line.
@@ -193,12 +190,7 @@ fn build_base_view(log: &Log) -> Vec<Event> {
         let at = offset.min(events.len());
         events.insert(
             at,
-            Event {
-                id: EventId::Invalid,
-                entry: None,
-                parts: Vec::new(),
-                kind: Kind::Summary { checkpoint, text: summary.text() },
-            },
+            Event::summary(EventId::Invalid, checkpoint, summary.text()),
         );
     }
     events
@@ -261,7 +253,7 @@ fn condense(log: &Log, pipeline: &[Condenser], request: bool, cx: &mut Cx<'_>) -
             Condenser::ConversationWindow => window(&view),
             _ => unreachable!("only rolling condensers condense"),
         };
-        return Ok(Some(checkpoint(log, &base, condensation, request, name(c))));
+        return Ok(Some(checkpoint(&base, condensation, request, name(c))));
     }
     Ok(None)
 }
@@ -457,7 +449,7 @@ fn window(view: &[Event]) -> Condensation {
     Condensation { forgotten, summary: None, offset: None, usage: SummarizerUsage::default() }
 }
 
-fn checkpoint(log: &Log, base: &[Event], c: Condensation, request: bool, condenser: &str) -> Checkpoint {
+fn checkpoint(base: &[Event], c: Condensation, request: bool, condenser: &str) -> Checkpoint {
     let forgets = |id: i64| match &c.forgotten {
         Forgotten::List(l) => l.contains(&id),
         Forgotten::Range(a, b) => *a <= id && id <= *b,
@@ -474,7 +466,7 @@ fn checkpoint(log: &Log, base: &[Event], c: Condensation, request: bool, condens
     );
     cp.summary = c.summary.map(Message::user);
     cp.summary_position = SummaryPosition::AfterSystem;
-    cp.tokens_before = base.iter().map(|e| event::tokens(log, e)).sum();
+    cp.tokens_before = base.iter().map(|e| event::tokens(e)).sum();
     cp.summarizer = c.usage;
     let mut details = json!({
         DETAILS_TAG: CONDENSATION,
@@ -490,6 +482,74 @@ fn checkpoint(log: &Log, base: &[Event], c: Condensation, request: bool, condens
     cp
 }
 
+/// One message of the view V0 builds: the log message at `origin` as it is (`built` is
+/// `None`), or the message V0 builds in its place.
+#[derive(Clone, Debug)]
+struct Rendered {
+    origin: Origin,
+    built: Option<Built>,
+}
+
+/// A message V0 builds in place of a log message.
+#[derive(Clone, Debug)]
+enum Built {
+    /// A summary, a batch's answered calls, truncated results.
+    Message(Message),
+    /// Stand-ins for masked observations of one log message, one user text each (before
+    /// truncation at `max_message_chars`). Kept as the stand-in texts, shared with their
+    /// events: most of a long masked view, rebuilt at every log state and compared with the
+    /// stand-ins recorded for it.
+    Masked(Vec<Rc<str>>),
+}
+
+impl Built {
+    fn to_message(&self) -> Message {
+        match self {
+            Built::Message(m) => m.clone(),
+            Built::Masked(texts) => {
+                Message::new(Role::User, texts.iter().map(|t| Part::text(prompt::v0_truncate(t, MAX_MESSAGE_CHARS))).collect())
+            }
+        }
+    }
+
+    /// Whether this is `m` (without building it).
+    fn is(&self, m: &Message) -> bool {
+        match self {
+            Built::Message(built) => built == m,
+            Built::Masked(texts) => {
+                m.role == Role::User
+                    && m.usage.is_none()
+                    && m.parts.len() == texts.len()
+                    && m.parts.iter().zip(texts).all(|(p, t)| match p {
+                        Part::Text { text } if prompt::longer_than(t, MAX_MESSAGE_CHARS) => {
+                            *text == prompt::v0_truncate(t, MAX_MESSAGE_CHARS)
+                        }
+                        Part::Text { text } => **text == **t,
+                        _ => false,
+                    })
+            }
+        }
+    }
+}
+
+impl Rendered {
+    fn entry(entry: EntryId, m: &Message, parts: &[usize]) -> Rendered {
+        let built = (!event::is_whole(m, parts)).then(|| Built::Message(event::subset(m, parts)));
+        Rendered { origin: Origin::Entry(entry), built }
+    }
+
+    /// The view message, as [`Strategy::project`](compactbench_core::Strategy::project)
+    /// returns it.
+    fn to_view_message(&self, log: &Log) -> ViewMessage {
+        let message = match (&self.built, self.origin) {
+            (Some(built), _) => built.to_message(),
+            (None, Origin::Entry(entry)) => log.message(entry).expect("rendered from a log message").clone(),
+            (None, _) => unreachable!("only log messages are rendered as they are"),
+        };
+        ViewMessage { origin: self.origin, message }
+    }
+}
+
 /// What V0's `ConversationMemory.process_events` sends for these events:
 /// - a system prompt is put first if the view lost it, and the first user message is put
 ///   second if the second event is not a user message;
@@ -498,7 +558,7 @@ fn checkpoint(log: &Log, base: &[Event], c: Condensation, request: bool, condens
 ///   call never completes are never sent;
 /// - summaries and masked observations are user messages;
 /// - observations and summaries longer than `max_message_chars` are middle-truncated.
-fn render(log: &Log, mut events: Vec<Event>) -> View {
+fn render(log: &Log, mut events: Vec<Event>) -> Vec<Rendered> {
     // The first system prompt and user message of the whole stream (nearly always the first
     // two messages of the log: the search stops there).
     let stream = event::stream(log);
@@ -524,15 +584,15 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
         }
     }
 
-    let mut view = View::default();
+    let mut view: Vec<Rendered> = Vec::with_capacity(events.len());
     // Tool-call messages waiting for results, in the order they started waiting. Only the
     // event that adds a waiting message or a result can complete one, and only the messages
     // naming that result's call: checking just those (rather than every waiting message after
     // every event, as `process_events` does) sends the same messages, in linear time when
     // many calls never complete.
-    let mut waiting_since: HashMap<EntryId, u64> = HashMap::new();
-    let mut naming: HashMap<&str, Vec<EntryId>> = HashMap::new();
-    let mut results: HashMap<String, &Event> = HashMap::new();
+    let mut waiting_since: FxHashMap<EntryId, u64> = FxHashMap::default();
+    let mut naming: FxHashMap<&str, Vec<EntryId>> = FxHashMap::default();
+    let mut results: FxHashMap<&str, &Event> = FxHashMap::default();
     let mut masked_from: Option<EntryId> = None;
     for (n, e) in events.iter().enumerate() {
         let mut continue_masked = false;
@@ -548,9 +608,9 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
                 candidates.push(entry);
             }
             (Kind::Observation { call_id, .. }, Some(_)) => {
-                results.insert(call_id.clone(), e);
+                results.insert(call_id, e);
                 let mut named: Vec<(u64, EntryId)> = naming
-                    .get(call_id.as_str())
+                    .get(&**call_id)
                     .into_iter()
                     .flatten()
                     .filter_map(|entry| waiting_since.get(entry).map(|&since| (since, *entry)))
@@ -559,29 +619,26 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
                 named.dedup();
                 candidates.extend(named.into_iter().map(|(_, entry)| entry));
             }
-            (Kind::Summary { checkpoint, text }, _) => view.messages.push(ViewMessage {
+            (Kind::Summary { checkpoint, text }, _) => view.push(Rendered {
                 origin: Origin::Summary(*checkpoint),
-                message: Message::user(prompt::v0_truncate(text, MAX_MESSAGE_CHARS)),
+                built: Some(Built::Message(Message::user(prompt::v0_truncate(text, MAX_MESSAGE_CHARS)))),
             }),
             (Kind::Masked { text }, Some(entry)) => {
                 // Stand-ins for several results of one tool message form one message.
-                let text = Part::text(prompt::v0_truncate(text, MAX_MESSAGE_CHARS));
-                match view.messages.last_mut() {
-                    Some(last) if last.origin == Origin::Entry(entry) && masked_from == Some(entry) => {
-                        last.message.parts.push(text)
+                match view.last_mut() {
+                    Some(Rendered { origin, built: Some(Built::Masked(texts)) })
+                        if *origin == Origin::Entry(entry) && masked_from == Some(entry) =>
+                    {
+                        texts.push(text.clone())
                     }
-                    _ => view.messages.push(ViewMessage {
-                        origin: Origin::Entry(entry),
-                        message: Message::new(Role::User, vec![text]),
-                    }),
+                    _ => view.push(Rendered { origin: Origin::Entry(entry), built: Some(Built::Masked(vec![text.clone()])) }),
                 }
                 masked_from = Some(entry);
                 continue_masked = true;
             }
             (_, Some(entry)) => {
                 if let Some(m) = log.message(entry) {
-                    view.messages
-                        .push(ViewMessage { origin: Origin::Entry(entry), message: event::subset(m, &e.parts) });
+                    view.push(Rendered::entry(entry, m, &e.parts));
                 }
             }
             (_, None) => {}
@@ -594,7 +651,7 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
             if !waiting_since.contains_key(&entry) || !m.tool_call_ids().all(|id| results.contains_key(id)) {
                 continue;
             }
-            view.messages.push(ViewMessage { origin: Origin::Entry(entry), message: m.clone() });
+            view.push(Rendered { origin: Origin::Entry(entry), built: None });
             let answers: Vec<&Event> = m.tool_call_ids().filter_map(|id| results.remove(id)).collect();
             push_results(log, &mut view, &answers);
             waiting_since.remove(&entry);
@@ -604,7 +661,7 @@ fn render(log: &Log, mut events: Vec<Event>) -> View {
 }
 
 /// Tool messages for answered calls, results from one log message kept together.
-fn push_results(log: &Log, view: &mut View, answers: &[&Event]) {
+fn push_results(log: &Log, view: &mut Vec<Rendered>, answers: &[&Event]) {
     let mut i = 0;
     while i < answers.len() {
         let entry = answers[i].entry;
@@ -614,37 +671,70 @@ fn push_results(log: &Log, view: &mut View, answers: &[&Event]) {
             i += 1;
         }
         let Some((entry, m)) = entry.and_then(|e| Some((e, log.message(e)?))) else { continue };
-        let mut message = event::subset(m, &parts);
-        for p in &mut message.parts {
-            if let Part::ToolResult { text, .. } = p {
-                if prompt::longer_than(text, MAX_MESSAGE_CHARS) {
-                    *text = prompt::v0_truncate(text, MAX_MESSAGE_CHARS);
+        let mut message = (!event::is_whole(m, &parts)).then(|| event::subset(m, &parts));
+        let long = |p: &Part| matches!(p, Part::ToolResult { text, .. } if prompt::longer_than(text, MAX_MESSAGE_CHARS));
+        if message.as_ref().unwrap_or(m).parts.iter().any(long) {
+            for p in &mut message.get_or_insert_with(|| m.clone()).parts {
+                if let Part::ToolResult { text, .. } = p {
+                    if prompt::longer_than(text, MAX_MESSAGE_CHARS) {
+                        *text = prompt::v0_truncate(text, MAX_MESSAGE_CHARS);
+                    }
                 }
             }
         }
-        view.messages.push(ViewMessage { origin: Origin::Entry(entry), message });
+        view.push(Rendered { origin: Origin::Entry(entry), built: message.map(Built::Message) });
     }
 }
 
-/// The view V0 sends for this log: the pipeline's view turned into messages, with every
-/// message that differs from its log message (a masked observation, a truncated result)
-/// shown through the stand-in recorded for it. A stand-in not recorded yet (the view was
-/// asked for before the strategy was) shows the log message as it is.
+/// The view V0 sends at one log state, and the stand-ins it needs that are not recorded yet.
+struct Shown {
+    /// Every message that differs from its log message (a masked observation, a truncated
+    /// result) is shown through the stand-in recorded for it; a stand-in not recorded yet
+    /// (the view was asked for before the strategy was) shows the log message as it is. So
+    /// equal origins mean equal messages, at any two states of a log.
+    messages: Vec<Rendered>,
+    pending: Vec<Replacement>,
+}
+
+fn shown(log: &Log, pipeline: &[Condenser]) -> Rc<Shown> {
+    thread_local!(static SHOWN: memo::Slot<Vec<Condenser>, Shown> = const { RefCell::new(None) });
+    memo::get(&SHOWN, log, pipeline.to_vec(), || {
+        let recorded = recorded_stand_ins(log);
+        let mut messages = render(log, view(log, pipeline));
+        let mut pending: Vec<Replacement> = Vec::new();
+        for r in &mut messages {
+            let (Origin::Entry(entry), Some(built)) = (r.origin, &r.built) else { continue };
+            let original = log.message(entry).expect("rendered from a log message");
+            if built.is(original) {
+                r.built = None;
+                continue;
+            }
+            match recorded.0.get(&entry) {
+                Some((checkpoint, m)) if built.is(m) => r.origin = Origin::Replaced(entry, *checkpoint),
+                _ => {
+                    if !pending.iter().any(|p| p.entry == entry) {
+                        pending.push(Replacement { entry, message: built.to_message() });
+                    }
+                    r.built = None;
+                }
+            }
+        }
+        Shown { messages, pending }
+    })
+}
+
+/// The view V0 sends for this log (see [`Shown::messages`]).
 pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
-    let mut view = View::clone(&rendered(log, pipeline));
-    let recorded = recorded_stand_ins(log);
-    for vm in &mut view.messages {
-        let Origin::Entry(entry) = vm.origin else { continue };
-        let Some(original) = log.message(entry) else { continue };
-        if &vm.message == original {
-            continue;
-        }
-        match recorded.0.get(&entry) {
-            Some((checkpoint, m)) if *m == vm.message => vm.origin = Origin::Replaced(entry, *checkpoint),
-            _ => vm.message = original.clone(),
-        }
-    }
-    view
+    View { messages: shown(log, pipeline).messages.iter().map(|r| r.to_view_message(log)).collect() }
+}
+
+/// Brings `view`, [`messages`] at an earlier state of `log`, up to date: since equal origins
+/// mean equal messages, the messages up to the first origin that changed stay as they are.
+pub(crate) fn remessage(log: &Log, pipeline: &[Condenser], view: &mut View) {
+    let shown = shown(log, pipeline);
+    let same = view.messages.iter().zip(&shown.messages).take_while(|(vm, r)| vm.origin == r.origin).count();
+    view.messages.truncate(same);
+    view.messages.extend(shown.messages[same..].iter().map(|r| r.to_view_message(log)));
 }
 
 /// Stand-ins recorded so far: log message -> (checkpoint, stand-in); later ones win.
@@ -669,33 +759,14 @@ fn recorded_stand_ins(log: &Log) -> Rc<StandIns> {
 
 /// Stand-ins the current view needs that are not recorded yet.
 pub(crate) fn pending_stand_ins(log: &Log, pipeline: &[Condenser]) -> Vec<Replacement> {
-    let view = rendered(log, pipeline);
-    let recorded = recorded_stand_ins(log);
-    let mut out: Vec<Replacement> = Vec::new();
-    for vm in &view.messages {
-        let Origin::Entry(entry) = vm.origin else { continue };
-        if log.message(entry) == Some(&vm.message) || recorded.0.get(&entry).is_some_and(|(_, m)| *m == vm.message) {
-            continue;
-        }
-        if !out.iter().any(|r| r.entry == entry) {
-            out.push(Replacement { entry, message: vm.message.clone() });
-        }
-    }
-    out
-}
-
-/// The pipeline's view as messages, before recorded stand-ins are applied: what both the
-/// projection and the stand-in check start from at one log state.
-fn rendered(log: &Log, pipeline: &[Condenser]) -> Rc<View> {
-    thread_local!(static VIEW: memo::Slot<Vec<Condenser>, View> = const { RefCell::new(None) });
-    memo::get(&VIEW, log, pipeline.to_vec(), || render(log, view(log, pipeline)))
+    shown(log, pipeline).pending.clone()
 }
 
 /// V0 masks and truncates on the fly and stores nothing; the stand-ins it shows are
 /// recorded here as replacements, so each view message keeps an honest origin.
 fn stand_in_checkpoint(log: &Log, pipeline: &[Condenser], replacements: Vec<Replacement>) -> Checkpoint {
     let mut cp = Checkpoint::new(CheckpointKind::Mask, Window::Inherit);
-    cp.tokens_before = view(log, pipeline).iter().map(|e| event::tokens(log, e)).sum();
+    cp.tokens_before = view(log, pipeline).iter().map(|e| event::tokens(e)).sum();
     cp.replacements = replacements;
     cp.details = json!({ DETAILS_TAG: STAND_IN });
     cp
