@@ -16,6 +16,8 @@ use std::rc::Rc;
 
 use compactbench_core::{estimate, fold, Checkpoint, Entry, EntryId, Log, Message, Origin, Part, Role, View, ViewMessage};
 
+use crate::{prompt, v0};
+
 /// Identity of an event in a view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum EventId {
@@ -157,6 +159,11 @@ pub(crate) enum Slot {
 #[derive(Clone, Default)]
 pub(crate) struct Stream {
     pub(crate) slots: Vec<Slot>,
+    /// The SDK's `View.from_events` replay so far, before the view properties are enforced:
+    /// the events, each condensation dropping what it forgets from the list before it and
+    /// inserting its summary. Replayed once per entry here rather than from the start at
+    /// every log state (each condensation filters the whole list).
+    pub(crate) replayed: Vec<Event>,
     /// The next stream id.
     next: u32,
     seen_system: bool,
@@ -169,13 +176,15 @@ impl fold::Fold for Stream {
                 let recorded = Recorded::read(cp);
                 // A condensation event takes a stream id, as in OpenHands; the stand-in
                 // records of V0 masking are ours and take none.
-                if recorded.is_some() {
+                if let Some(rec) = &recorded {
                     self.next += 1;
+                    crate::sdk::apply(&mut self.replayed, id, rec, cp.summary.as_ref());
                 }
                 self.slots.push(Slot::Checkpoint(id, recorded));
             }
             Entry::Message(m) => {
                 let events = expand_message(id, m, &mut self.seen_system, &mut self.next);
+                self.replayed.extend(events.iter().cloned());
                 self.slots.extend(events.into_iter().map(Slot::Event));
             }
         }
@@ -367,10 +376,10 @@ pub(crate) fn subset(m: &Message, parts: &[usize]) -> Message {
     Message { role: m.role, parts: parts.iter().filter_map(|&i| m.parts.get(i).cloned()).collect(), usage: m.usage }
 }
 
-/// The origin of `message` shown for log message `entry`: the entry itself when shown as it
-/// is; else (some of a batch's calls or results dropped by the view's rules, a stand-in) shown
-/// through the newest checkpoint, or through itself when there is none yet (a call the view
-/// drops for want of a result), since an `Entry` origin promises the log message as it is.
+/// The origin of a message built for log message `entry` (some of a batch's calls or results
+/// dropped by the view's rules, a stand-in): shown through the newest checkpoint, or through
+/// itself when there is none yet (a call the view drops for want of a result), since an
+/// `Entry` origin promises the log message as it is.
 fn shown_as(log: &Log, entry: EntryId, message: &Message) -> Origin {
     if log.message(entry) == Some(message) {
         Origin::Entry(entry)
@@ -382,20 +391,20 @@ fn shown_as(log: &Log, entry: EntryId, message: &Message) -> Origin {
 /// Turns events into view messages the way the SDK's `events_to_messages` does: the events
 /// of one log message (a batch of actions, or several results) become that message again;
 /// summaries and stand-ins become user messages.
-pub(crate) fn render(log: &Log, events: &[Event]) -> View {
-    let mut view = View::default();
+pub(crate) fn render(log: &Log, events: &[Event]) -> Vec<Rendered> {
+    let mut view = Vec::with_capacity(events.len());
     let mut i = 0;
     while i < events.len() {
         let event = &events[i];
         match (&event.kind, event.entry) {
             (Kind::Summary { checkpoint, text }, _) => {
-                view.messages
-                    .push(ViewMessage { origin: Origin::Summary(*checkpoint), message: Message::user(&**text) });
+                let built = Some(Built::Message(Message::user(&**text)));
+                view.push(Rendered { origin: Origin::Summary(*checkpoint), built });
                 i += 1;
             }
             (Kind::Masked { text }, Some(entry)) => {
                 let message = Message::user(&**text);
-                view.messages.push(ViewMessage { origin: shown_as(log, entry, &message), message });
+                view.push(Rendered { origin: shown_as(log, entry, &message), built: Some(Built::Message(message)) });
                 i += 1;
             }
             (_, Some(entry)) => {
@@ -411,14 +420,11 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> View {
                 parts.sort_unstable();
                 parts.dedup();
                 if let Some(m) = log.message(entry) {
-                    // A subset of fewer parts never equals its message: only the rest is compared.
-                    let (origin, message) = if is_whole(m, &parts) {
-                        (Origin::Entry(entry), m.clone())
-                    } else {
-                        let message = subset(m, &parts);
-                        (shown_as(log, entry, &message), message)
-                    };
-                    view.messages.push(ViewMessage { origin, message });
+                    let mut rendered = Rendered::entry(entry, m, &parts);
+                    if let Some(Built::Message(built)) = &rendered.built {
+                        rendered.origin = shown_as(log, entry, built);
+                    }
+                    view.push(rendered);
                 }
                 i = j;
             }
@@ -426,6 +432,95 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> View {
         }
     }
     view
+}
+
+/// One message of a view as rendered: the log message at `origin` as it is (`built` is
+/// `None`), or the message built in its place.
+#[derive(Clone, Debug)]
+pub(crate) struct Rendered {
+    pub(crate) origin: Origin,
+    pub(crate) built: Option<Built>,
+}
+
+/// A message built in place of a log message.
+#[derive(Clone, Debug)]
+pub(crate) enum Built {
+    /// A summary, part of a batch, truncated results.
+    Message(Message),
+    /// V0: stand-ins for masked observations of one log message, one user text each (before
+    /// truncation at `max_message_chars`). Kept as the stand-in texts, shared with their
+    /// events: most of a long masked view, rebuilt at every log state and compared with the
+    /// stand-ins recorded for it.
+    Masked(Vec<Rc<str>>),
+}
+
+impl Built {
+    pub(crate) fn to_message(&self) -> Message {
+        match self {
+            Built::Message(m) => m.clone(),
+            Built::Masked(texts) => {
+                Message::new(Role::User, texts.iter().map(|t| Part::text(prompt::v0_truncate(t, v0::MAX_MESSAGE_CHARS))).collect())
+            }
+        }
+    }
+
+    /// Whether this is `m` (without building it).
+    pub(crate) fn is(&self, m: &Message) -> bool {
+        match self {
+            Built::Message(built) => built == m,
+            Built::Masked(texts) => {
+                m.role == Role::User
+                    && m.usage.is_none()
+                    && m.parts.len() == texts.len()
+                    && m.parts.iter().zip(texts).all(|(p, t)| match p {
+                        Part::Text { text } if prompt::longer_than(t, v0::MAX_MESSAGE_CHARS) => {
+                            *text == prompt::v0_truncate(t, v0::MAX_MESSAGE_CHARS)
+                        }
+                        Part::Text { text } => **text == **t,
+                        _ => false,
+                    })
+            }
+        }
+    }
+}
+
+impl Rendered {
+    /// Log message `m` (at `entry`) showing only `parts`.
+    pub(crate) fn entry(entry: EntryId, m: &Message, parts: &[usize]) -> Rendered {
+        let built = (!is_whole(m, parts)).then(|| Built::Message(subset(m, parts)));
+        Rendered { origin: Origin::Entry(entry), built }
+    }
+
+    /// The view message, as [`Strategy::project`](compactbench_core::Strategy::project)
+    /// returns it.
+    pub(crate) fn to_view_message(&self, log: &Log) -> ViewMessage {
+        let message = match (&self.built, self.origin) {
+            (Some(built), _) => built.to_message(),
+            (None, Origin::Entry(entry)) => log.message(entry).expect("rendered from a log message").clone(),
+            (None, _) => unreachable!("only log messages are rendered as they are"),
+        };
+        ViewMessage { origin: self.origin, message }
+    }
+}
+
+/// The view of `rendered` messages.
+pub(crate) fn materialize(log: &Log, rendered: &[Rendered]) -> View {
+    View { messages: rendered.iter().map(|r| r.to_view_message(log)).collect() }
+}
+
+/// Brings `view`, [`materialize`]d at an earlier state of `log`, up to date with `rendered`.
+/// A message showing its log message as it is at the same place stays; one built in its place
+/// stays when it is the same; from the first difference on, messages are made anew (views are
+/// rebuilt at every log state, and copying every message was most of the cost).
+pub(crate) fn bring_up_to_date(log: &Log, view: &mut View, rendered: &[Rendered]) {
+    let same = view
+        .messages
+        .iter()
+        .zip(rendered)
+        .take_while(|(vm, r)| vm.origin == r.origin && r.built.as_ref().is_none_or(|b| b.is(&vm.message)))
+        .count();
+    view.messages.truncate(same);
+    view.messages.extend(rendered[same..].iter().map(|r| r.to_view_message(log)));
 }
 
 /// Checkpoint data this crate writes, read back when the view is rebuilt.

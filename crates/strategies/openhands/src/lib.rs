@@ -564,19 +564,15 @@ impl Strategy for OpenhandsStrategy {
 
     fn reproject(&self, log: &Log, view: &mut View, _: usize) -> bool {
         match &self.plan {
-            // The SDK view is rebuilt at each log state (a message can show different parts
-            // of its batch under one origin, so kept messages would have to be compared).
-            Plan::SdkNoOp | Plan::Sdk(_) => false,
-            Plan::V0(pipeline) => {
-                v0::remessage(log, pipeline, view);
-                true
-            }
+            Plan::SdkNoOp | Plan::Sdk(_) => event::bring_up_to_date(log, view, &event::render(log, &sdk::view(log))),
+            Plan::V0(pipeline) => v0::remessage(log, pipeline, view),
         }
+        true
     }
 
     fn project(&self, log: &Log) -> View {
         match &self.plan {
-            Plan::SdkNoOp | Plan::Sdk(_) => event::render(log, &sdk::view(log)),
+            Plan::SdkNoOp | Plan::Sdk(_) => event::materialize(log, &event::render(log, &sdk::view(log))),
             Plan::V0(pipeline) => v0::messages(log, pipeline),
         }
     }

@@ -26,20 +26,13 @@ pub(crate) fn view(log: &Log) -> Rc<Vec<Event>> {
 
 fn build_view(log: &Log) -> Vec<Event> {
     let stream = event::stream(log);
-    let mut events: Vec<Event> = Vec::new();
-    for slot in &stream.slots {
-        match slot {
-            Slot::Event(e) => events.push(e.clone()),
-            Slot::Checkpoint(id, Some(rec)) => apply(&mut events, *id, rec, event::checkpoint(log, *id).summary.as_ref()),
-            Slot::Checkpoint(_, None) => {}
-        }
-    }
+    let mut events = stream.replayed.clone();
     enforce_properties(&mut events, &stream.slots);
     events
 }
 
-/// `Condensation.apply`.
-fn apply(events: &mut Vec<Event>, checkpoint: EntryId, rec: &Recorded, summary: Option<&Message>) {
+/// `Condensation.apply` (the replay itself is folded with the stream: [`event::Stream`]).
+pub(crate) fn apply(events: &mut Vec<Event>, checkpoint: EntryId, rec: &Recorded, summary: Option<&Message>) {
     events.retain(|e| !rec.forgets(e.id));
     if let (Some(summary), Some(offset)) = (summary, rec.summary_offset) {
         let at = offset.min(events.len());

@@ -753,7 +753,7 @@ fn sdk_render_labels_a_message_shown_in_part_as_replaced() {
         .filter(|ev| !matches!(&ev.kind, Kind::Observation { call_id, .. } if &**call_id == "b"))
         .filter(|ev| !(ev.entry == Some(e(2)) && *ev.parts == [1]))
         .collect();
-    let view = crate::event::render(&log, &events);
+    let view = crate::event::materialize(&log, &crate::event::render(&log, &events));
     let shown: Vec<(Origin, usize)> = view.messages.iter().map(|m| (m.origin, m.message.parts.len())).collect();
     // Shown through the message itself, as no checkpoint exists yet.
     assert_eq!(shown, [(Origin::Entry(e(0)), 1), (Origin::Entry(e(1)), 1), (Origin::Replaced(e(2), e(2)), 1), (Origin::Entry(e(3)), 1), (Origin::Entry(e(5)), 1)]);

@@ -8,18 +8,18 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use compactbench_core::{
-    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement, Role,
-    SummarizerUsage, SummaryPosition, SummaryRequest, View, ViewMessage, Window,
+    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement,
+    SummarizerUsage, SummaryPosition, SummaryRequest, View, Window,
 };
 use rustc_hash::FxHashMap;
 use serde_json::json;
 
-use crate::event::{self, Event, EventId, Forgetting, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
+use crate::event::{self, Built, Event, EventId, Forgetting, Kind, Recorded, Rendered, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
 use crate::{memo, prompt};
 
 /// `LLMConfig.max_message_chars` default: longer observations are middle-truncated when
 /// messages are built.
-const MAX_MESSAGE_CHARS: usize = 30_000;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 30_000;
 
 /// V0 tool names whose results are `BrowserOutputObservation`s (CodeAct's `browser` and
 /// `web_read`).
@@ -466,7 +466,7 @@ fn checkpoint(base: &[Event], c: Condensation, request: bool, condenser: &str) -
     );
     cp.summary = c.summary.map(Message::user);
     cp.summary_position = SummaryPosition::AfterSystem;
-    cp.tokens_before = base.iter().map(|e| event::tokens(e)).sum();
+    cp.tokens_before = base.iter().map(event::tokens).sum();
     cp.summarizer = c.usage;
     let mut details = json!({
         DETAILS_TAG: CONDENSATION,
@@ -480,74 +480,6 @@ fn checkpoint(base: &[Event], c: Condensation, request: bool, condenser: &str) -
     }
     cp.details = details;
     cp
-}
-
-/// One message of the view V0 builds: the log message at `origin` as it is (`built` is
-/// `None`), or the message V0 builds in its place.
-#[derive(Clone, Debug)]
-struct Rendered {
-    origin: Origin,
-    built: Option<Built>,
-}
-
-/// A message V0 builds in place of a log message.
-#[derive(Clone, Debug)]
-enum Built {
-    /// A summary, a batch's answered calls, truncated results.
-    Message(Message),
-    /// Stand-ins for masked observations of one log message, one user text each (before
-    /// truncation at `max_message_chars`). Kept as the stand-in texts, shared with their
-    /// events: most of a long masked view, rebuilt at every log state and compared with the
-    /// stand-ins recorded for it.
-    Masked(Vec<Rc<str>>),
-}
-
-impl Built {
-    fn to_message(&self) -> Message {
-        match self {
-            Built::Message(m) => m.clone(),
-            Built::Masked(texts) => {
-                Message::new(Role::User, texts.iter().map(|t| Part::text(prompt::v0_truncate(t, MAX_MESSAGE_CHARS))).collect())
-            }
-        }
-    }
-
-    /// Whether this is `m` (without building it).
-    fn is(&self, m: &Message) -> bool {
-        match self {
-            Built::Message(built) => built == m,
-            Built::Masked(texts) => {
-                m.role == Role::User
-                    && m.usage.is_none()
-                    && m.parts.len() == texts.len()
-                    && m.parts.iter().zip(texts).all(|(p, t)| match p {
-                        Part::Text { text } if prompt::longer_than(t, MAX_MESSAGE_CHARS) => {
-                            *text == prompt::v0_truncate(t, MAX_MESSAGE_CHARS)
-                        }
-                        Part::Text { text } => **text == **t,
-                        _ => false,
-                    })
-            }
-        }
-    }
-}
-
-impl Rendered {
-    fn entry(entry: EntryId, m: &Message, parts: &[usize]) -> Rendered {
-        let built = (!event::is_whole(m, parts)).then(|| Built::Message(event::subset(m, parts)));
-        Rendered { origin: Origin::Entry(entry), built }
-    }
-
-    /// The view message, as [`Strategy::project`](compactbench_core::Strategy::project)
-    /// returns it.
-    fn to_view_message(&self, log: &Log) -> ViewMessage {
-        let message = match (&self.built, self.origin) {
-            (Some(built), _) => built.to_message(),
-            (None, Origin::Entry(entry)) => log.message(entry).expect("rendered from a log message").clone(),
-            (None, _) => unreachable!("only log messages are rendered as they are"),
-        };
-        ViewMessage { origin: self.origin, message }
-    }
 }
 
 /// What V0's `ConversationMemory.process_events` sends for these events:
@@ -725,16 +657,12 @@ fn shown(log: &Log, pipeline: &[Condenser]) -> Rc<Shown> {
 
 /// The view V0 sends for this log (see [`Shown::messages`]).
 pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
-    View { messages: shown(log, pipeline).messages.iter().map(|r| r.to_view_message(log)).collect() }
+    event::materialize(log, &shown(log, pipeline).messages)
 }
 
-/// Brings `view`, [`messages`] at an earlier state of `log`, up to date: since equal origins
-/// mean equal messages, the messages up to the first origin that changed stay as they are.
+/// Brings `view`, [`messages`] at an earlier state of `log`, up to date.
 pub(crate) fn remessage(log: &Log, pipeline: &[Condenser], view: &mut View) {
-    let shown = shown(log, pipeline);
-    let same = view.messages.iter().zip(&shown.messages).take_while(|(vm, r)| vm.origin == r.origin).count();
-    view.messages.truncate(same);
-    view.messages.extend(shown.messages[same..].iter().map(|r| r.to_view_message(log)));
+    event::bring_up_to_date(log, view, &shown(log, pipeline).messages);
 }
 
 /// Stand-ins recorded so far: log message -> (checkpoint, stand-in); later ones win.
@@ -766,7 +694,7 @@ pub(crate) fn pending_stand_ins(log: &Log, pipeline: &[Condenser]) -> Vec<Replac
 /// recorded here as replacements, so each view message keeps an honest origin.
 fn stand_in_checkpoint(log: &Log, pipeline: &[Condenser], replacements: Vec<Replacement>) -> Checkpoint {
     let mut cp = Checkpoint::new(CheckpointKind::Mask, Window::Inherit);
-    cp.tokens_before = view(log, pipeline).iter().map(|e| event::tokens(e)).sum();
+    cp.tokens_before = view(log, pipeline).iter().map(event::tokens).sum();
     cp.replacements = replacements;
     cp.details = json!({ DETAILS_TAG: STAND_IN });
     cp
