@@ -11,10 +11,11 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::{Checkpoint, CheckpointKind, Entry, EntryId, Log, Message, Part, Replacement, Role, Window};
+use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 
 use crate::tokens::{count_compaction_summary, count_message, is_usage_anchor, prompt_tokens, valid_usage};
@@ -194,7 +195,7 @@ impl ResultUnit {
 }
 
 /// Tool calls on the branch by id: `(tool name, arguments)` (`collectToolCallsById`).
-pub(crate) type ToolCalls<'w> = HashMap<&'w str, (&'w str, &'w Value)>;
+pub(crate) type ToolCalls<'w> = FxHashMap<&'w str, (&'w str, &'w Value)>;
 
 /// `countMessage` of every message the log holds, by entry: one count for a message entry, one
 /// per replacement for a checkpoint. Maintenance counts the whole branch at every request and
@@ -211,6 +212,37 @@ impl Fold for Counts {
     }
 }
 
+/// What rewrite checkpoints recorded in their details, folded once per log: the `prunedAt`
+/// stamps `(entry, part)` (of entries before the checkpoint) and, per usage anchor, the tokens
+/// rewrites removed before it.
+#[derive(Clone, Default)]
+struct Stamps {
+    pruned: Vec<(usize, usize)>,
+    removed: FxHashMap<EntryId, u64>,
+}
+
+impl Fold for Stamps {
+    fn add(&mut self, id: EntryId, entry: &Entry) {
+        let Entry::Checkpoint(cp) = entry else { return };
+        if let Some(pruned) = cp.details.get("pruned").and_then(Value::as_array) {
+            for pair in pruned {
+                if let (Some(entry), Some(part)) =
+                    (pair.get(0).and_then(Value::as_u64), pair.get(1).and_then(Value::as_u64))
+                {
+                    if entry < u64::from(id.0) {
+                        self.pruned.push((entry as usize, part as usize));
+                    }
+                }
+            }
+        }
+        let anchor = cp.details.get("anchor").and_then(Value::as_u64);
+        let removed = cp.details.get("anchoredTokensRemoved").and_then(Value::as_u64).unwrap_or(0);
+        if let Some(anchor) = anchor {
+            *self.removed.entry(EntryId(anchor as u32)).or_default() += removed;
+        }
+    }
+}
+
 /// The branch being maintained, and the checkpoints one maintenance pass will append.
 pub(crate) struct Work<'a> {
     /// The log's leading system messages: oh-my-pi's system prompt, outside the session.
@@ -218,7 +250,7 @@ pub(crate) struct Work<'a> {
     /// Branch entries in order.
     pub(crate) items: Vec<Item<'a>>,
     /// `contextSnapshot.historyRewriteTokensRemoved` per usage-anchor assistant.
-    removed: HashMap<EntryId, u64>,
+    removed: FxHashMap<EntryId, u64>,
     /// Log entry -> its item, for message entries.
     index: Vec<Option<usize>>,
     next: u32,
@@ -252,7 +284,7 @@ impl<'a> Work<'a> {
             // One item per message at most (plus compactions): built at every decision, so
             // growing it by doubling was a visible share of a long session's replay.
             items: Vec::with_capacity(log.len()),
-            removed: HashMap::new(),
+            removed: FxHashMap::default(),
             index: vec![None; log.len()],
             next: log.next_id().0,
             out: Vec::new(),
@@ -279,38 +311,24 @@ impl<'a> Work<'a> {
                             }
                         }
                     }
-                    work.absorb_details(cp);
                     if cp.window != Window::Inherit {
                         work.items.push(Item::Compaction { id, c: Compaction::from_checkpoint(cp) });
                     }
                 }
             }
         }
-        work
-    }
-
-    /// Reads back what a rewrite checkpoint recorded: `prunedAt` stamps and the tokens it
-    /// removed before the usage anchor.
-    fn absorb_details(&mut self, cp: &Checkpoint) {
-        if let Some(pruned) = cp.details.get("pruned").and_then(Value::as_array) {
-            for pair in pruned {
-                let (Some(entry), Some(part)) =
-                    (pair.get(0).and_then(Value::as_u64), pair.get(1).and_then(Value::as_u64))
-                else {
-                    continue;
-                };
-                if let Some(i) = self.index.get(entry as usize).copied().flatten() {
-                    if let Item::Msg { pruned, .. } = &mut self.items[i] {
-                        pruned.insert(part as usize);
-                    }
+        // The stamps name entries before their checkpoint, whose items are all in place now.
+        thread_local!(static STAMPS: Folds<Stamps> = const { RefCell::new(Vec::new()) });
+        let stamps = fold(&STAMPS, log);
+        for &(entry, part) in &stamps.pruned {
+            if let Some(i) = work.index.get(entry).copied().flatten() {
+                if let Item::Msg { pruned, .. } = &mut work.items[i] {
+                    pruned.insert(part);
                 }
             }
         }
-        let anchor = cp.details.get("anchor").and_then(Value::as_u64);
-        let removed = cp.details.get("anchoredTokensRemoved").and_then(Value::as_u64).unwrap_or(0);
-        if let Some(anchor) = anchor {
-            *self.removed.entry(EntryId(anchor as u32)).or_default() += removed;
-        }
+        work.removed = stamps.removed.clone();
+        work
     }
 
     /// The message of item `i` (panics on a compaction item).
@@ -438,7 +456,7 @@ impl<'a> Work<'a> {
 
     /// `collectToolCallsById` over the branch.
     pub(crate) fn tool_calls(&self) -> ToolCalls<'_> {
-        let mut calls = HashMap::with_capacity(self.items.len());
+        let mut calls = FxHashMap::with_capacity_and_hasher(self.items.len(), Default::default());
         for it in &self.items {
             let Some(m) = it.message() else { continue };
             if m.role != Role::Assistant {
