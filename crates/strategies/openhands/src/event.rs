@@ -164,6 +164,11 @@ pub(crate) struct Stream {
     /// inserting its summary. Replayed once per entry here rather than from the start at
     /// every log state (each condensation filters the whole list).
     pub(crate) replayed: Vec<Event>,
+    /// The number of log entries up to the last one that changed the events (a message or a
+    /// condensation): later entries (other checkpoints) leave every view of them as it is.
+    pub(crate) events_end: usize,
+    /// The number of log entries up to the last condensation.
+    pub(crate) condensed_end: usize,
     /// The next stream id.
     next: u32,
     seen_system: bool,
@@ -178,11 +183,14 @@ impl fold::Fold for Stream {
                 // records of V0 masking are ours and take none.
                 if let Some(rec) = &recorded {
                     self.next += 1;
+                    self.events_end = id.index() + 1;
+                    self.condensed_end = id.index() + 1;
                     crate::sdk::apply(&mut self.replayed, id, rec, cp.summary.as_ref());
                 }
                 self.slots.push(Slot::Checkpoint(id, recorded));
             }
             Entry::Message(m) => {
+                self.events_end = id.index() + 1;
                 let events = expand_message(id, m, &mut self.seen_system, &mut self.next);
                 self.replayed.extend(events.iter().cloned());
                 self.slots.extend(events.into_iter().map(Slot::Event));
@@ -398,13 +406,13 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> Vec<Rendered> {
         let event = &events[i];
         match (&event.kind, event.entry) {
             (Kind::Summary { checkpoint, text }, _) => {
-                let built = Some(Built::Message(Message::user(&**text)));
+                let built = Some(Rc::new(Built::Message(Message::user(&**text))));
                 view.push(Rendered { origin: Origin::Summary(*checkpoint), built });
                 i += 1;
             }
             (Kind::Masked { text }, Some(entry)) => {
                 let message = Message::user(&**text);
-                view.push(Rendered { origin: shown_as(log, entry, &message), built: Some(Built::Message(message)) });
+                view.push(Rendered { origin: shown_as(log, entry, &message), built: Some(Rc::new(Built::Message(message))) });
                 i += 1;
             }
             (_, Some(entry)) => {
@@ -421,7 +429,7 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> Vec<Rendered> {
                 parts.dedup();
                 if let Some(m) = log.message(entry) {
                     let mut rendered = Rendered::entry(entry, m, &parts);
-                    if let Some(Built::Message(built)) = &rendered.built {
+                    if let Some(Built::Message(built)) = rendered.built.as_deref() {
                         rendered.origin = shown_as(log, entry, built);
                     }
                     view.push(rendered);
@@ -439,7 +447,8 @@ pub(crate) fn render(log: &Log, events: &[Event]) -> Vec<Rendered> {
 #[derive(Clone, Debug)]
 pub(crate) struct Rendered {
     pub(crate) origin: Origin,
-    pub(crate) built: Option<Built>,
+    /// Shared: a view is rendered anew at every log state, mostly into the same messages.
+    pub(crate) built: Option<Rc<Built>>,
 }
 
 /// A message built in place of a log message.
@@ -487,7 +496,7 @@ impl Built {
 impl Rendered {
     /// Log message `m` (at `entry`) showing only `parts`.
     pub(crate) fn entry(entry: EntryId, m: &Message, parts: &[usize]) -> Rendered {
-        let built = (!is_whole(m, parts)).then(|| Built::Message(subset(m, parts)));
+        let built = (!is_whole(m, parts)).then(|| Rc::new(Built::Message(subset(m, parts))));
         Rendered { origin: Origin::Entry(entry), built }
     }
 

@@ -8,11 +8,12 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use compactbench_core::{
-    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Origin, Part, Replacement,
+    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, LogVersion, Message, Origin, Part, Replacement,
     SummarizerUsage, SummaryPosition, SummaryRequest, View, Window,
 };
 use rustc_hash::FxHashMap;
 use serde_json::json;
+use smallvec::SmallVec;
 
 use crate::event::{self, Built, Event, EventId, Forgetting, Kind, Recorded, Rendered, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
 use crate::{memo, prompt};
@@ -165,35 +166,70 @@ fn action_urls(log: &Log) -> Rc<ActionUrls> {
 
 /// V0 `View.from_events`: every forgotten id of every condensation is dropped at once, then
 /// the summary of the latest condensation that has one is inserted at its offset.
+///
+/// Kept per thread and extended while the log grows without a condensation: the new events
+/// are then appended (after the same filter), unless the summary sat at the end of a list
+/// shorter than its offset (it would move).
 pub(crate) fn base_view(log: &Log) -> Rc<Vec<Event>> {
-    thread_local!(static VIEW: memo::Slot<(), Vec<Event>> = const { RefCell::new(None) });
-    memo::get(&VIEW, log, (), || build_base_view(log))
+    thread_local!(static KEPT: RefCell<Option<BaseView>> = const { RefCell::new(None) });
+    let stream = event::stream(log);
+    let version = log.version();
+    KEPT.with_borrow_mut(|kept| {
+        match kept {
+            Some(k) if k.version == version => return k.events.clone(),
+            Some(k) if version.extends(k.version) && stream.condensed_end <= k.version.entries() && k.summary_stays => {
+                let new = stream.slots[k.slots..].iter().filter_map(|s| match s {
+                    Slot::Event(e) if !k.forgetting.forgets(e.id) => Some(e.clone()),
+                    _ => None,
+                });
+                Rc::make_mut(&mut k.events).extend(new);
+                (k.version, k.slots) = (version, stream.slots.len());
+                return k.events.clone();
+            }
+            _ => {}
+        }
+        let built = BaseView::build(log, &stream);
+        let events = built.events.clone();
+        *kept = Some(built);
+        events
+    })
 }
 
-fn build_base_view(log: &Log) -> Vec<Event> {
-    let stream = event::stream(log);
-    let recorded: Vec<(EntryId, &Recorded)> = stream
-        .slots
-        .iter()
-        .filter_map(|s| match s {
-            Slot::Checkpoint(id, Some(r)) => Some((*id, r)),
-            Slot::Checkpoint(_, None) | Slot::Event(_) => None,
-        })
-        .collect();
-    let forgetting = Forgetting::of(recorded.iter().map(|(_, r)| *r));
-    let mut events: Vec<Event> = stream.events().filter(|e| !forgetting.forgets(e.id)).cloned().collect();
-    let latest = recorded
-        .iter()
-        .rev()
-        .find_map(|(id, r)| Some((*id, event::checkpoint(log, *id).summary.as_ref()?, r.summary_offset?)));
-    if let Some((checkpoint, summary, offset)) = latest {
-        let at = offset.min(events.len());
-        events.insert(
-            at,
-            Event::summary(EventId::Invalid, checkpoint, summary.text()),
-        );
+/// [`base_view`] at one log state, with what extending it needs.
+struct BaseView {
+    version: LogVersion,
+    /// Stream slots it was built from.
+    slots: usize,
+    forgetting: Forgetting,
+    /// Whether appending events leaves the summary where it is.
+    summary_stays: bool,
+    events: Rc<Vec<Event>>,
+}
+
+impl BaseView {
+    fn build(log: &Log, stream: &event::Stream) -> BaseView {
+        let recorded: Vec<(EntryId, &Recorded)> = stream
+            .slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Checkpoint(id, Some(r)) => Some((*id, r)),
+                Slot::Checkpoint(_, None) | Slot::Event(_) => None,
+            })
+            .collect();
+        let forgetting = Forgetting::of(recorded.iter().map(|(_, r)| *r));
+        let mut events: Vec<Event> = stream.events().filter(|e| !forgetting.forgets(e.id)).cloned().collect();
+        let latest = recorded
+            .iter()
+            .rev()
+            .find_map(|(id, r)| Some((*id, event::checkpoint(log, *id).summary.as_ref()?, r.summary_offset?)));
+        let mut summary_stays = true;
+        if let Some((checkpoint, summary, offset)) = latest {
+            let at = offset.min(events.len());
+            summary_stays = at == offset;
+            events.insert(at, Event::summary(EventId::Invalid, checkpoint, summary.text()));
+        }
+        BaseView { version: log.version(), slots: stream.slots.len(), forgetting, summary_stays, events: Rc::new(events) }
     }
-    events
 }
 
 /// The view the pipeline hands to the model when nothing condenses: every transform applied.
@@ -523,7 +559,7 @@ fn render(log: &Log, mut events: Vec<Event>) -> Vec<Rendered> {
     // every event, as `process_events` does) sends the same messages, in linear time when
     // many calls never complete.
     let mut waiting_since: FxHashMap<EntryId, u64> = FxHashMap::default();
-    let mut naming: FxHashMap<&str, Vec<EntryId>> = FxHashMap::default();
+    let mut naming: FxHashMap<&str, SmallVec<[EntryId; 1]>> = FxHashMap::default();
     let mut results: FxHashMap<&str, &Event> = FxHashMap::default();
     let mut masked_from: Option<EntryId> = None;
     for (n, e) in events.iter().enumerate() {
@@ -553,17 +589,22 @@ fn render(log: &Log, mut events: Vec<Event>) -> Vec<Rendered> {
             }
             (Kind::Summary { checkpoint, text }, _) => view.push(Rendered {
                 origin: Origin::Summary(*checkpoint),
-                built: Some(Built::Message(Message::user(prompt::v0_truncate(text, MAX_MESSAGE_CHARS)))),
+                built: Some(Rc::new(Built::Message(Message::user(prompt::v0_truncate(text, MAX_MESSAGE_CHARS))))),
             }),
             (Kind::Masked { text }, Some(entry)) => {
                 // Stand-ins for several results of one tool message form one message.
-                match view.last_mut() {
-                    Some(Rendered { origin, built: Some(Built::Masked(texts)) })
-                        if *origin == Origin::Entry(entry) && masked_from == Some(entry) =>
-                    {
-                        texts.push(text.clone())
+                let last = match view.last_mut() {
+                    Some(Rendered { origin, built: Some(built) }) if *origin == Origin::Entry(entry) && masked_from == Some(entry) => {
+                        Rc::get_mut(built)
                     }
-                    _ => view.push(Rendered { origin: Origin::Entry(entry), built: Some(Built::Masked(vec![text.clone()])) }),
+                    _ => None,
+                };
+                match last {
+                    Some(Built::Masked(texts)) => texts.push(text.clone()),
+                    _ => view.push(Rendered {
+                        origin: Origin::Entry(entry),
+                        built: Some(Rc::new(Built::Masked(vec![text.clone()]))),
+                    }),
                 }
                 masked_from = Some(entry);
                 continue_masked = true;
@@ -614,7 +655,7 @@ fn push_results(log: &Log, view: &mut Vec<Rendered>, answers: &[&Event]) {
                 }
             }
         }
-        view.push(Rendered { origin: Origin::Entry(entry), built: message.map(Built::Message) });
+        view.push(Rendered { origin: Origin::Entry(entry), built: message.map(|m| Rc::new(Built::Message(m))) });
     }
 }
 
@@ -632,7 +673,7 @@ fn shown(log: &Log, pipeline: &[Condenser]) -> Rc<Shown> {
     thread_local!(static SHOWN: memo::Slot<Vec<Condenser>, Shown> = const { RefCell::new(None) });
     memo::get(&SHOWN, log, pipeline.to_vec(), || {
         let recorded = recorded_stand_ins(log);
-        let mut messages = render(log, view(log, pipeline));
+        let mut messages = Vec::clone(&rendered(log, pipeline));
         let mut pending: Vec<Replacement> = Vec::new();
         for r in &mut messages {
             let (Origin::Entry(entry), Some(built)) = (r.origin, &r.built) else { continue };
@@ -652,6 +693,24 @@ fn shown(log: &Log, pipeline: &[Condenser]) -> Rc<Shown> {
             }
         }
         Shown { messages, pending }
+    })
+}
+
+/// What [`render`] makes of the pipeline's view. It is the same for every state of a log
+/// with the same events: a stand-in record, appended after most requests of a masking
+/// pipeline, changes which stand-ins are recorded ([`shown`]) but not what is rendered.
+fn rendered(log: &Log, pipeline: &[Condenser]) -> Rc<Vec<Rendered>> {
+    type Kept = Option<(LogVersion, usize, Vec<Condenser>, Rc<Vec<Rendered>>)>;
+    thread_local!(static RENDERED: RefCell<Kept> = const { RefCell::new(None) });
+    let (version, events_end) = (log.version(), event::stream(log).events_end);
+    let kept = RENDERED.with_borrow(|kept| match kept {
+        Some((v, end, p, rendered)) if version.extends(*v) && *end == events_end && p == pipeline => Some(rendered.clone()),
+        _ => None,
+    });
+    kept.unwrap_or_else(|| {
+        let rendered = Rc::new(render(log, view(log, pipeline)));
+        RENDERED.set(Some((version, events_end, pipeline.to_vec(), rendered.clone())));
+        rendered
     })
 }
 
