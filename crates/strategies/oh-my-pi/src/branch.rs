@@ -20,30 +20,42 @@ use serde_json::{json, Value};
 
 use crate::tokens::{count_compaction_summary, count_message, is_usage_anchor, prompt_tokens, valid_usage};
 
-/// A `compaction` entry: one of our checkpoints that sets a window.
-pub(crate) struct Compaction {
+/// A `compaction` entry: one of our checkpoints that sets a window. Borrowed from the log
+/// (the branch is rebuilt at every decision, and with it every compaction of the session).
+pub(crate) struct Compaction<'a> {
     /// `CompactionEntry.summary`: the raw summary text (file list included, wrapper excluded).
-    pub(crate) raw: String,
+    pub(crate) raw: Cow<'a, str>,
     /// The summary as the model sees it (the lowered user-role message with its wrapper).
-    pub(crate) message: Option<Message>,
+    pub(crate) message: Option<Cow<'a, Message>>,
     /// `firstKeptEntryId`.
     pub(crate) first_kept: Option<EntryId>,
     /// The checkpoint's private details (file lists, method).
-    pub(crate) details: Value,
+    pub(crate) details: Cow<'a, Value>,
 }
 
-impl Compaction {
-    fn from_checkpoint(cp: &Checkpoint) -> Compaction {
+impl<'a> Compaction<'a> {
+    fn from_checkpoint(cp: &'a Checkpoint) -> Compaction<'a> {
         let raw = match cp.details.get("summary").and_then(Value::as_str) {
-            Some(s) => s.to_owned(),
-            None => cp.summary.as_ref().map(Message::text).unwrap_or_default(),
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(cp.summary.as_ref().map(Message::text).unwrap_or_default()),
         };
         let first_kept = match &cp.window {
             Window::From(id) => Some(*id),
             Window::Kept(ids) => ids.first().copied(),
             Window::Inherit => None,
         };
-        Compaction { raw, message: cp.summary.clone(), first_kept, details: cp.details.clone() }
+        Compaction { raw, message: cp.summary.as_ref().map(Cow::Borrowed), first_kept, details: Cow::Borrowed(&cp.details) }
+    }
+
+    /// A compaction this pass emits (its checkpoint is not in the log).
+    fn owned(cp: &Checkpoint) -> Compaction<'a> {
+        let c = Compaction::from_checkpoint(cp);
+        Compaction {
+            raw: Cow::Owned(c.raw.into_owned()),
+            message: c.message.map(|m| Cow::Owned(m.into_owned())),
+            first_kept: c.first_kept,
+            details: Cow::Owned(c.details.into_owned()),
+        }
     }
 
     /// A list of strings stored in the details (`readFiles`, `modifiedFiles`).
@@ -64,7 +76,7 @@ pub(crate) enum Item<'a> {
     /// changes, so it is counted once per log, see [`Counts`]); `None` once a pass rewrote it.
     Msg { id: EntryId, msg: Cow<'a, Message>, pruned: BTreeSet<usize>, tokens: Option<u64> },
     /// A `compaction` entry.
-    Compaction { id: EntryId, c: Compaction },
+    Compaction { id: EntryId, c: Compaction<'a> },
 }
 
 impl Item<'_> {
@@ -364,7 +376,7 @@ impl<'a> Work<'a> {
     }
 
     /// The latest compaction entry.
-    pub(crate) fn latest(&self) -> Option<&Compaction> {
+    pub(crate) fn latest(&self) -> Option<&Compaction<'_>> {
         self.latest_compaction().map(|i| match &self.items[i] {
             Item::Compaction { c, .. } => c,
             Item::Msg { .. } => unreachable!("latest_compaction returns a compaction"),
@@ -520,7 +532,7 @@ impl<'a> Work<'a> {
         let id = self.next_id();
         self.next += 1;
         if cp.window != Window::Inherit {
-            self.items.push(Item::Compaction { id, c: Compaction::from_checkpoint(&cp) });
+            self.items.push(Item::Compaction { id, c: Compaction::owned(&cp) });
         }
         self.out.push(cp);
         id

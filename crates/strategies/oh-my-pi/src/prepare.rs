@@ -151,7 +151,7 @@ pub(crate) fn prepare(work: &Work<'_>, keep_recent_tokens: u64, pending_prompt: 
         recent,
         split: cut.split,
         tokens_before,
-        previous_summary: previous.map(|c| c.raw.clone()),
+        previous_summary: previous.map(|c| c.raw.to_string()),
         file_ops,
     })
 }

@@ -561,7 +561,7 @@ fn message_json(work: &Work<'_>, c: Ctx) -> Vec<Value> {
     let m = match c {
         Ctx::Summary(i) => {
             let Item::Compaction { c, .. } = &work.items[i] else { return Vec::new() };
-            let text = c.message.as_ref().map(Message::text).unwrap_or_else(|| c.raw.clone());
+            let text = c.message.as_deref().map(Message::text).unwrap_or_else(|| c.raw.to_string());
             return vec![json!({"role": "user", "content": [{"type": "text", "text": text}]})];
         }
         Ctx::Msg(i) => work.msg(i),
