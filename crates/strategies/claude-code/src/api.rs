@@ -3,12 +3,14 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Part, Replacement, Role,
+    Checkpoint, CheckpointKind, Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, LogVersion, Message, Moment, Origin, Part, Replacement, Role,
     SummarizerUsage, SummaryRequest, View, Window,
 };
+use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 
 use crate::count::{part_tokens, text_tokens};
@@ -67,7 +69,21 @@ impl Fold for PartEstimates {
     }
 }
 
-fn plan(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
+/// [`plan_now`], kept for the log state it was made at: the runner asks `decide`, then
+/// `compact`, at one state with one view (the projection of that state).
+fn plan(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Rc<Plan> {
+    type Kept = Option<(LogVersion, ClaudeCodeConfig, Rc<Plan>)>;
+    thread_local!(static KEPT: RefCell<Kept> = const { RefCell::new(None) });
+    let version = log.version();
+    if let Some(plan) = KEPT.with_borrow(|k| k.as_ref().filter(|(v, c, _)| *v == version && c == config).map(|(_, _, p)| p.clone())) {
+        return plan;
+    }
+    let plan = Rc::new(plan_now(config, log, view));
+    KEPT.set(Some((version, config.clone(), plan.clone())));
+    plan
+}
+
+fn plan_now(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
     thread_local!(static ESTIMATES: Folds<PartEstimates> = const { RefCell::new(Vec::new()) });
     let estimates = fold(&ESTIMATES, log);
     // One estimating pass: the prompt's total, and each tool result's own estimate (its part's
@@ -91,7 +107,7 @@ fn plan(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
     if config.api_clear_trigger.is_some_and(|t| raw > t) {
         // Tool uses in order: (view index of the call, part index, id, name).
         let mut calls = Vec::new();
-        let mut results: BTreeMap<&str, (usize, usize, u64)> = BTreeMap::new();
+        let mut results: FxHashMap<&str, (usize, usize, u64)> = FxHashMap::default();
         let mut result_tokens = result_tokens.into_iter();
         for (i, message) in unedited(log, view).enumerate() {
             for (k, part) in message.parts.iter().enumerate() {
