@@ -1,8 +1,10 @@
 //! The summary: everything before the latest user turn, written in full to a chat-history file
 //! and summarized into one user message that names the file.
 
+use std::cell::RefCell;
+
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Message, Offload, Origin, Part, Role, StopReason,
+    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Offload, Origin, Part, Role, StopReason,
     SummarizerUsage, SummaryRequest, View, Window,
 };
 use serde_json::json;
@@ -51,21 +53,32 @@ pub(crate) fn serialize(message: &Message) -> String {
 }
 
 /// The whole history so far: every log message in full, and each earlier summary where it
-/// happened.
-fn history_file(log: &Log) -> String {
-    let mut blocks = Vec::new();
-    for (_, entry) in log.entries() {
-        match entry {
-            Entry::Message(m) => blocks.push(serialize(m)),
-            Entry::Checkpoint(cp) if cp.kind == CheckpointKind::Summary => {
-                if let Some(s) = &cp.summary {
-                    blocks.push(format!("[Summarized conversation]\n{}", s.text()));
-                }
-            }
-            Entry::Checkpoint(_) => {}
+/// happened, one block each, blank-line separated.
+#[derive(Clone, Default)]
+struct History(String);
+
+impl fold::Fold for History {
+    fn add(&mut self, _: EntryId, entry: &Entry) {
+        let block = match entry {
+            Entry::Message(m) => serialize(m),
+            Entry::Checkpoint(cp) if cp.kind == CheckpointKind::Summary => match &cp.summary {
+                Some(s) => format!("[Summarized conversation]\n{}", s.text()),
+                None => return,
+            },
+            Entry::Checkpoint(_) => return,
+        };
+        if !self.0.is_empty() {
+            self.0.push_str("\n\n");
         }
+        self.0.push_str(&block);
     }
-    blocks.join("\n\n") + "\n"
+}
+
+/// The chat-history file's content: [`History`], folded once per log (every summary writes
+/// the whole history again).
+fn history_file(log: &Log) -> String {
+    thread_local!(static HISTORY: fold::Folds<History> = const { RefCell::new(Vec::new()) });
+    fold::fold(&HISTORY, log).0.clone() + "\n"
 }
 
 fn summary_message(text: &str, path: &str) -> Message {
