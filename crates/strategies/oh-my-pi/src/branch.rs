@@ -75,8 +75,9 @@ pub(crate) enum Item<'a> {
     /// `tokens` is its `countMessage` while it shows a message of the log (which never
     /// changes, so it is counted once per log, see [`Counts`]); `None` once a pass rewrote it.
     Msg { id: EntryId, msg: Cow<'a, Message>, pruned: BTreeSet<usize>, tokens: Option<u64> },
-    /// A `compaction` entry.
-    Compaction { id: EntryId, c: Compaction<'a> },
+    /// A `compaction` entry (boxed: the branch is rebuilt at every decision, and messages
+    /// are most of it).
+    Compaction { id: EntryId, c: Box<Compaction<'a>> },
 }
 
 impl Item<'_> {
@@ -324,7 +325,7 @@ impl<'a> Work<'a> {
                         }
                     }
                     if cp.window != Window::Inherit {
-                        work.items.push(Item::Compaction { id, c: Compaction::from_checkpoint(cp) });
+                        work.items.push(Item::Compaction { id, c: Box::new(Compaction::from_checkpoint(cp)) });
                     }
                 }
             }
@@ -378,7 +379,7 @@ impl<'a> Work<'a> {
     /// The latest compaction entry.
     pub(crate) fn latest(&self) -> Option<&Compaction<'_>> {
         self.latest_compaction().map(|i| match &self.items[i] {
-            Item::Compaction { c, .. } => c,
+            Item::Compaction { c, .. } => &**c,
             Item::Msg { .. } => unreachable!("latest_compaction returns a compaction"),
         })
     }
@@ -532,7 +533,7 @@ impl<'a> Work<'a> {
         let id = self.next_id();
         self.next += 1;
         if cp.window != Window::Inherit {
-            self.items.push(Item::Compaction { id, c: Compaction::owned(&cp) });
+            self.items.push(Item::Compaction { id, c: Box::new(Compaction::owned(&cp)) });
         }
         self.out.push(cp);
         id

@@ -87,11 +87,8 @@ pub(crate) fn block_ranges(text: &str) -> Vec<(usize, usize)> {
     let mut tags: Vec<&str> = Vec::new();
     let mut xml_start: Option<usize> = None;
     let mut line_start = 0;
-    let bytes = text.as_bytes();
-    for i in 0..=bytes.len() {
-        if i != bytes.len() && bytes[i] != b'\n' {
-            continue;
-        }
+    // Each line ends at a newline or at the end of the text.
+    for i in memchr::memchr_iter(b'\n', text.as_bytes()).chain([text.len()]) {
         let line = &text[line_start..i];
         let trimmed = line.trim_start();
         if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
