@@ -5,7 +5,9 @@
 //! same bytes (the tests below compare with the `Value` form), without building a tree for
 //! every message of the session at every compaction, which was most of the crate's own time.
 
-use compactbench_core::{CheckpointKind, Entry, Log, Message, Part, Role};
+use std::cell::RefCell;
+
+use compactbench_core::{fold, CheckpointKind, Entry, EntryId, Log, Message, Part, Role};
 
 /// Where the transcript file is written in the virtual store (\[assume\]: Claude Code writes
 /// `~/.claude/projects/<cwd with dashes>/<session id>.jsonl`).
@@ -101,23 +103,31 @@ pub(crate) fn transcript(messages: &[Message]) -> String {
 
 /// The session's transcript file: every log message as a JSONL record
 /// (`{"type":role,"message":..}`), and for each earlier compaction its `compact_boundary`
-/// record and summary message.
+/// record and summary message. Folded once per log: every compaction writes it whole.
 pub(crate) fn transcript_file(log: &Log) -> String {
-    let mut out = Vec::new();
-    for (_, entry) in log.entries() {
+    thread_local!(static TRANSCRIPT: fold::Folds<Transcript> = const { RefCell::new(Vec::new()) });
+    utf8(fold::fold(&TRANSCRIPT, log).0.clone())
+}
+
+#[derive(Clone, Default)]
+struct Transcript(Vec<u8>);
+
+impl fold::Fold for Transcript {
+    fn add(&mut self, _: EntryId, entry: &Entry) {
+        let out = &mut self.0;
         match entry {
             Entry::Message(m) => {
                 out.extend_from_slice(br#"{"type":"#);
-                string(&mut out, role(m.role));
+                string(out, role(m.role));
                 out.extend_from_slice(br#","message":"#);
-                message_json(&mut out, m);
+                message_json(out, m);
                 out.extend_from_slice(b"}\n");
             }
             Entry::Checkpoint(cp) if cp.kind == CheckpointKind::Summary => {
                 out.extend_from_slice(b"{\"type\":\"system\",\"subtype\":\"compact_boundary\"}\n");
                 if let Some(s) = &cp.summary {
                     out.extend_from_slice(br#"{"type":"user","isCompactSummary":true,"message":"#);
-                    message_json(&mut out, s);
+                    message_json(out, s);
                     out.extend_from_slice(b"}\n");
                 }
             }
@@ -125,7 +135,6 @@ pub(crate) fn transcript_file(log: &Log) -> String {
             Entry::Checkpoint(_) => {}
         }
     }
-    utf8(out)
 }
 
 #[cfg(test)]
