@@ -64,7 +64,9 @@ struct Run<'a> {
     env: &'a Env<'a>,
     log: Log,
     store: VirtualStore,
-    info: FxHashMap<Key, Info>,
+    /// What is known of each content seen in this run, by key ([`Run::describe`]).
+    info: FxHashMap<Key, usize>,
+    infos: Vec<Info>,
     measured: Measured,
     /// Offload paths seen in checkpoints, in order of appearance.
     paths: OffloadPaths,
@@ -98,6 +100,8 @@ struct Run<'a> {
 struct Measured {
     keys: Vec<Key>,
     tokens: Vec<u64>,
+    /// Each message's [`Info`] (an index into [`Run::infos`]).
+    infos: Vec<usize>,
     /// Messages per origin among `keys` (the next occurrence number of each).
     occurrences: FxHashMap<Origin, u32>,
 }
@@ -109,6 +113,7 @@ impl Measured {
             *self.occurrences.get_mut(&origin).expect("counted when kept") -= 1;
         }
         self.tokens.truncate(at);
+        self.infos.truncate(at);
     }
 
     /// The key of `origin` appended after the kept messages.
@@ -122,13 +127,16 @@ impl Measured {
 }
 
 impl Run<'_> {
-    fn describe(&mut self, key: Key, message: &Message) -> &mut Info {
+    /// The index in [`Run::infos`] of what is known of the content `key` names (`message`).
+    fn describe(&mut self, key: Key, message: &Message) -> usize {
         let needle_finders = &self.needle_finders;
         let counter = self.env.counter;
-        self.info.entry(key).or_insert_with(|| {
+        let infos = &mut self.infos;
+        *self.info.entry(key).or_insert_with(|| {
             let text = message.searchable_text();
             let needles = needle_finders.iter().enumerate().filter(|(_, f)| f.find(text.as_bytes()).is_some()).map(|(i, _)| i).collect();
-            Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new(), text }
+            infos.push(Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new(), text });
+            infos.len() - 1
         })
     }
 
@@ -141,8 +149,9 @@ impl Run<'_> {
         measured.truncate(same);
         for vm in &view.messages[same..] {
             let key = measured.push(vm.origin);
-            let tokens = self.describe(key, &vm.message).tokens;
-            measured.tokens.push(tokens);
+            let info = self.describe(key, &vm.message);
+            measured.tokens.push(self.infos[info].tokens);
+            measured.infos.push(info);
         }
         let (keys, tokens) = (measured.keys.clone(), measured.tokens.clone());
         self.measured = measured;
@@ -289,37 +298,45 @@ impl Run<'_> {
         }
     }
 
-    /// The state of every fact in `view` (None where not needed at `step`).
-    fn probe(&mut self, view: &View, keys: &[Key], step: usize) -> Vec<Option<Status>> {
+    /// The state of every fact in `view`, the view measured last (None where not needed at
+    /// `step`).
+    fn probe(&mut self, view: &View, step: usize) -> Vec<Option<Status>> {
         let facts = &self.session.facts;
         let needed: Vec<usize> = (0..facts.len()).filter(|&i| facts[i].needed_at(step)).collect();
         let mut out = vec![None; facts.len()];
         if needed.is_empty() {
             return out;
         }
-        let mut mentioned = vec![false; self.paths.len()];
-        for (key, vm) in keys.iter().zip(&view.messages) {
-            self.describe(*key, &vm.message);
-            let info = self.info.get_mut(key).expect("described above");
-            if info.paths_checked < self.paths.len() {
-                info.paths.extend(self.paths.named_in(&info.text, info.paths_checked));
-                info.paths_checked = self.paths.len();
-            }
-            for &p in &info.paths {
-                mentioned[p] = true;
-            }
-            let here = match key.0 {
+        debug_assert!(
+            self.measured.keys.len() == view.len() && self.measured.keys.iter().zip(&view.messages).all(|(k, vm)| k.0 == vm.origin),
+            "probed the view measured last"
+        );
+        for (&info, vm) in self.measured.infos.iter().zip(&view.messages) {
+            let here = match vm.origin {
                 Origin::Entry(_) | Origin::Replaced(..) => Status::VerbatimKept,
                 Origin::Injected(_) => Status::VerbatimInjected,
                 Origin::Summary(_) => Status::VerbatimSummary,
             };
-            for &f in &info.needles {
+            for &f in &self.infos[info].needles {
                 // Status orders kept < injected < summary: keep the most direct place.
                 out[f] = Some(out[f].map_or(here, |s: Status| s.min(here)));
             }
         }
         let missing: Vec<usize> = needed.iter().copied().filter(|&f| out[f].is_none()).collect();
         if !missing.is_empty() {
+            // The offload paths the view names, each message checked against paths that
+            // appeared since it was last checked.
+            let mut mentioned = vec![false; self.paths.len()];
+            for &info in &self.measured.infos {
+                let info = &mut self.infos[info];
+                if info.paths_checked < self.paths.len() {
+                    info.paths.extend(self.paths.named_in(&info.text, info.paths_checked));
+                    info.paths_checked = self.paths.len();
+                }
+                for &p in &info.paths {
+                    mentioned[p] = true;
+                }
+            }
             self.follow_pointers(&mut mentioned);
             // One pass over the mentioned files, each file's needles looked up once per
             // version of it, rather than every missing fact asking every file.
@@ -474,7 +491,7 @@ impl Run<'_> {
         self.phases.validate += micros(started);
         let cached: u64 = tokens[..shared].iter().sum();
         let started = Instant::now();
-        for (f, s) in self.probe(&view, &keys, step).into_iter().enumerate() {
+        for (f, s) in self.probe(&view, step).into_iter().enumerate() {
             if let Some(s) = s {
                 tally.probes[f].push((self.request, s, self.rounds - tally.planted_round[f]));
             }
@@ -631,6 +648,7 @@ pub fn run_with(
         log: Log::new(),
         store: VirtualStore::new(),
         info: FxHashMap::default(),
+        infos: Vec::new(),
         measured: Measured::default(),
         paths: OffloadPaths::default(),
         needle_finders: session.facts.iter().map(|f| Finder::new(f.needle.as_bytes()).into_owned()).collect(),
