@@ -20,6 +20,8 @@ use crate::truncate::{js_slice, sanitize, PROJECT_TEMP_DIR, SESSION_ID, TOOL_OUT
 const EXEMPT_TOOLS: [&str; 4] = ["activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode"];
 /// `MASKING_INDICATOR_TAG` (literal).
 const MASKING_INDICATOR_TAG: &str = "tool_output_masked";
+/// The tag's opening, as `mask` looks for it.
+const MASKED_OPEN: &str = "<tool_output_masked";
 
 /// `getToolOutputMaskingConfig()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +45,6 @@ struct Prunable<'a> {
     key: ResponseKey,
     text: &'a str,
     tokens: u64,
-    content: String,
 }
 
 /// `JSON.stringify(response, null, 2)`.
@@ -68,8 +69,10 @@ pub(crate) fn mask(contents: &[Content], view: &View, config: &MaskConfig) -> Ma
             if EXEMPT_TOOLS.contains(&name.as_str()) {
                 continue;
             }
-            let content = pretty(*key, text);
-            if content.contains(&format!("<{MASKING_INDICATOR_TAG}")) {
+            // `pretty(key, text).includes("<tool_output_masked")`: the tag has no character
+            // JSON escapes and the framing around the text cannot contain it, so the text
+            // holds it exactly when its pretty JSON does (and is not serialized per request).
+            if text.contains(MASKED_OPEN) {
                 continue;
             }
             let Some(at) = part.at else { continue };
@@ -82,7 +85,7 @@ pub(crate) fn mask(contents: &[Content], view: &View, config: &MaskConfig) -> Ma
                 boundary_reached = true;
             }
             total_prunable += tokens;
-            prunable.push(Prunable { at, id, name, key: *key, text, tokens, content });
+            prunable.push(Prunable { at, id, name, key: *key, text, tokens });
         }
     }
     if total_prunable < config.min_prunable_threshold_tokens {
@@ -91,14 +94,15 @@ pub(crate) fn mask(contents: &[Content], view: &View, config: &MaskConfig) -> Ma
 
     let mut out = Masking::default();
     for p in prunable {
+        let content = pretty(p.key, p.text);
         let file = masked_output_path(p.name, p.id, view, p.at.0);
         let preview = if tool_kind(p.name) == ToolKind::Shell {
             shell_preview(p.key, p.text)
-        } else if utf16_len(&p.content) > 500 {
-            let units: Vec<u16> = p.content.encode_utf16().collect();
+        } else if utf16_len(&content) > 500 {
+            let units: Vec<u16> = content.encode_utf16().collect();
             format!("{}\n... [TRUNCATED] ...\n{}", js_slice(&units, 0, Some(250)), js_slice(&units, -250, None))
         } else {
-            p.content.clone()
+            content.clone()
         };
         // Tags literal; the pointer sentence is paraphrased.
         let snippet = format!(
@@ -110,7 +114,7 @@ pub(crate) fn mask(contents: &[Content], view: &View, config: &MaskConfig) -> Ma
             continue;
         }
         out.tokens_saved += p.tokens - new_tokens;
-        out.rewrites.push(Rewrite { at: p.at, text: snippet, is_error: false, file, saved: p.content });
+        out.rewrites.push(Rewrite { at: p.at, text: snippet, is_error: false, file, saved: content });
     }
     out
 }

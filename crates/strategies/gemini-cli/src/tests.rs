@@ -840,6 +840,19 @@ fn a_tool_result_continuation_is_checked_and_keeps_its_call() {
 // Estimator and formats.
 
 #[test]
+fn json_string_lengths_are_those_of_the_serialized_string() {
+    // JSON.stringify and serde_json escape alike: short forms for \b \f \n \r \t " \\,
+    // `\u00XX` for the other controls, nothing else (not DEL, not U+2028).
+    let texts = ["", "plain", "quote \" and \\ slash", "\u{8}\u{c}\n\r\t", "\u{0}\u{1f}\u{7f}", "é日本😀\u{2028}", "mixed\n\"é\u{1}😀"];
+    for text in texts {
+        let serialized = serde_json::to_string(text).unwrap();
+        assert_eq!(crate::tokens::json_str_len(text), serialized.encode_utf16().count() as u64, "{text:?}");
+        let ascii = text.encode_utf16().filter(|&u| u <= 127).count() as f64;
+        assert_eq!(text_tokens(text), ascii / 4.0 + (text.encode_utf16().count() as f64 - ascii) * 1.5, "{text:?}");
+    }
+}
+
+#[test]
 fn estimator_matches_estimate_token_count_sync() {
     assert_eq!(text_tokens("abcd"), 1.0);
     assert_eq!(text_tokens("é"), 1.5);

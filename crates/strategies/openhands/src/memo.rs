@@ -31,3 +31,26 @@ pub(crate) fn get<K: PartialEq + 'static, T: 'static>(
     slot.set(Some((version, key, value.clone())));
     value
 }
+
+/// A memo slot for values that depend on a log's events only (see [`get_for_events`]).
+pub(crate) type EventsSlot<K, T> = RefCell<Option<(LogVersion, usize, K, Rc<T>)>>;
+
+/// Like [`get`], but the value holds for every later state of the log with the same events
+/// (`events_end`, [`crate::event::Stream::events_end`]): records appended without an event,
+/// such as V0's stand-in checkpoints, do not recompute it.
+pub(crate) fn get_for_events<K: PartialEq + 'static, T: 'static>(
+    slot: &'static LocalKey<EventsSlot<K, T>>,
+    log: &Log,
+    events_end: usize,
+    key: K,
+    compute: impl FnOnce() -> T,
+) -> Rc<T> {
+    let version = log.version();
+    let hit = slot.with_borrow(|s| s.as_ref().filter(|(v, end, k, _)| version.extends(*v) && *end == events_end && *k == key).map(|(.., t)| t.clone()));
+    if let Some(hit) = hit {
+        return hit;
+    }
+    let value = Rc::new(compute());
+    slot.set(Some((version, events_end, key, value.clone())));
+    value
+}

@@ -60,7 +60,7 @@ fn ids(view: &View) -> Vec<String> {
 /// The V0 event view (after the pipeline's transforms) that V0's own tests measure.
 fn v0_events(s: &OpenhandsStrategy, log: &Log) -> Vec<Event> {
     match &s.plan {
-        Plan::V0(pipeline) => v0::view(log, pipeline),
+        Plan::V0(pipeline) => Vec::clone(&v0::view(log, pipeline)),
         _ => panic!("not a V0 strategy"),
     }
 }

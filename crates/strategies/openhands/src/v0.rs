@@ -233,13 +233,28 @@ impl BaseView {
 }
 
 /// The view the pipeline hands to the model when nothing condenses: every transform applied.
-pub(crate) fn view(log: &Log, pipeline: &[Condenser]) -> Vec<Event> {
-    let base = base_view(log);
-    pipeline.iter().fold(Cow::Borrowed(&base[..]), |v, c| c.transform(log, v)).into_owned()
+/// The same for every state of a log with the same events (a stand-in record, appended after
+/// most requests of a masking pipeline, adds none), so it is kept until an event arrives.
+pub(crate) fn view(log: &Log, pipeline: &[Condenser]) -> Rc<Vec<Event>> {
+    thread_local!(static VIEW: memo::EventsSlot<Vec<Condenser>, Vec<Event>> = const { RefCell::new(None) });
+    memo::get_for_events(&VIEW, log, event::stream(log).events_end, pipeline.to_vec(), || {
+        let base = base_view(log);
+        pipeline.iter().fold(Cow::Borrowed(&base[..]), |v, c| c.transform(log, v)).into_owned()
+    })
+}
+
+/// The condensers up to the last rolling one: a transform after it cannot change whether or
+/// how the pipeline condenses, so `wants` and `condense` need not run it.
+fn up_to_last_rolling(pipeline: &[Condenser]) -> &[Condenser] {
+    &pipeline[..pipeline.iter().rposition(Condenser::is_rolling).map_or(0, |i| i + 1)]
 }
 
 /// Whether the pipeline would return a condensation for this log.
 pub(crate) fn wants(log: &Log, pipeline: &[Condenser], request: bool) -> bool {
+    let pipeline = up_to_last_rolling(pipeline);
+    if pipeline.is_empty() {
+        return false;
+    }
     let base = base_view(log);
     let mut view = Cow::Borrowed(&base[..]);
     for c in pipeline {
@@ -270,6 +285,10 @@ struct Condensation {
 /// The pipeline's `condense`: transforms run in order; the first rolling condenser that
 /// triggers returns the condensation (errors propagate, as in V0).
 fn condense(log: &Log, pipeline: &[Condenser], request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
+    let pipeline = up_to_last_rolling(pipeline);
+    if pipeline.is_empty() {
+        return Ok(None);
+    }
     let base = base_view(log);
     let mut view = Cow::Borrowed(&base[..]);
     for c in pipeline {
@@ -526,7 +545,7 @@ fn checkpoint(base: &[Event], c: Condensation, request: bool, condenser: &str) -
 ///   call never completes are never sent;
 /// - summaries and masked observations are user messages;
 /// - observations and summaries longer than `max_message_chars` are middle-truncated.
-fn render(log: &Log, mut events: Vec<Event>) -> Vec<Rendered> {
+fn render(log: &Log, events: &[Event]) -> Vec<Rendered> {
     // The first system prompt and user message of the whole stream (nearly always the first
     // two messages of the log: the search stops there).
     let stream = event::stream(log);
@@ -541,14 +560,15 @@ fn render(log: &Log, mut events: Vec<Event>) -> Vec<Rendered> {
             break;
         }
     }
+    let mut events: Vec<&Event> = events.iter().collect();
     if !events.iter().any(|e| e.kind == Kind::SystemPrompt) {
         if let Some(system) = system {
-            events.insert(0, system.clone());
+            events.insert(0, system);
         }
     }
     if let Some(initial) = initial {
         if events.len() == 1 || events.get(1).is_some_and(|e| !e.is_user_message()) {
-            events.insert(1, initial.clone());
+            events.insert(1, initial);
         }
     }
 
@@ -562,7 +582,7 @@ fn render(log: &Log, mut events: Vec<Event>) -> Vec<Rendered> {
     let mut naming: FxHashMap<&str, SmallVec<[EntryId; 1]>> = FxHashMap::default();
     let mut results: FxHashMap<&str, &Event> = FxHashMap::default();
     let mut masked_from: Option<EntryId> = None;
-    for (n, e) in events.iter().enumerate() {
+    for (n, &e) in events.iter().enumerate() {
         let mut continue_masked = false;
         let mut candidates: Vec<EntryId> = Vec::new();
         match (&e.kind, e.entry) {
@@ -700,18 +720,8 @@ fn shown(log: &Log, pipeline: &[Condenser]) -> Rc<Shown> {
 /// with the same events: a stand-in record, appended after most requests of a masking
 /// pipeline, changes which stand-ins are recorded ([`shown`]) but not what is rendered.
 fn rendered(log: &Log, pipeline: &[Condenser]) -> Rc<Vec<Rendered>> {
-    type Kept = Option<(LogVersion, usize, Vec<Condenser>, Rc<Vec<Rendered>>)>;
-    thread_local!(static RENDERED: RefCell<Kept> = const { RefCell::new(None) });
-    let (version, events_end) = (log.version(), event::stream(log).events_end);
-    let kept = RENDERED.with_borrow(|kept| match kept {
-        Some((v, end, p, rendered)) if version.extends(*v) && *end == events_end && p == pipeline => Some(rendered.clone()),
-        _ => None,
-    });
-    kept.unwrap_or_else(|| {
-        let rendered = Rc::new(render(log, view(log, pipeline)));
-        RENDERED.set(Some((version, events_end, pipeline.to_vec(), rendered.clone())));
-        rendered
-    })
+    thread_local!(static RENDERED: memo::EventsSlot<Vec<Condenser>, Vec<Rendered>> = const { RefCell::new(None) });
+    memo::get_for_events(&RENDERED, log, event::stream(log).events_end, pipeline.to_vec(), || render(log, &view(log, pipeline)))
 }
 
 /// The view V0 sends for this log (see [`Shown::messages`]).
