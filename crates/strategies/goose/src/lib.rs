@@ -127,7 +127,7 @@ mod tool_pairs;
 mod tests;
 
 use compact::{compact_messages, Trigger};
-use conversation::{kickoff, op, replay, Conversation, GooseRole, OP_COMPACT};
+use conversation::{kickoff, op, replay, Conversation, GooseMessage, GooseRole, OP_COMPACT};
 
 /// `DEFAULT_COMPACTION_THRESHOLD`.
 pub(crate) const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
@@ -187,16 +187,16 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
 
     /// The proactive check: the conversation ends with a user (or tool) message and the
     /// tokens are strictly over the threshold.
-    fn over_threshold(&self, log: &Log, conversation: &Conversation<'_>, window: u64) -> bool {
+    fn over_threshold(&self, log: &Log, messages: &[GooseMessage<'_>], window: u64) -> bool {
         let threshold = self.config.threshold;
         if threshold <= 0.0 || threshold >= 1.0 {
             return false;
         }
-        let messages = conversation.goose_messages();
         if messages.iter().rev().find(|m| m.visible).is_none_or(|m| m.role != GooseRole::User) {
             return false;
         }
-        (self.current_tokens(log, conversation) as f64 / window as f64) > threshold
+        let tokens = tokens::session_total(log).unwrap_or_else(|| tokens::estimate(messages));
+        (tokens as f64 / window as f64) > threshold
     }
 
     fn cutoff(&self, window: u64) -> usize {
@@ -243,12 +243,11 @@ impl Strategy for GooseStrategy {
                     return Decision::compact("manual");
                 }
                 let conversation = replay(log);
-                if self.over_threshold(log, &conversation, cx.model.window) {
+                let messages = conversation.goose_messages();
+                if self.over_threshold(log, &messages, cx.model.window) {
                     return Decision::compact("threshold");
                 }
-                if self.config.tool_pair_summarization
-                    && tool_pairs::due(log, &conversation, self.cutoff(cx.model.window))
-                {
+                if self.config.tool_pair_summarization && tool_pairs::due(log, &messages, self.cutoff(cx.model.window)) {
                     return Decision::compact("tool-pairs");
                 }
                 Decision::Skip
@@ -273,7 +272,7 @@ impl Strategy for GooseStrategy {
         let trigger = match at {
             Moment::Overflow if reactive_allowed(&log) => Some(Trigger::Overflow),
             Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
-            Moment::BeforeRequest if self.over_threshold(&log, &conversation, cx.model.window) => {
+            Moment::BeforeRequest if self.over_threshold(&log, &conversation.goose_messages(), cx.model.window) => {
                 Some(Trigger::Threshold)
             }
             _ => None,

@@ -6,11 +6,14 @@
 //! at the first check after the output is in the log, which is always before the next model
 //! request, and recorded as replacements so every later view and summary sees the redirect.
 
-use std::collections::HashSet;
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
 
+use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{
-    Checkpoint, CheckpointKind, EntryId, Log, Message, Offload, Part, Replacement, VirtualStore, Window,
+    Checkpoint, CheckpointKind, Entry, EntryId, Log, Message, Offload, Part, Replacement, VirtualStore, Window,
 };
 use serde_json::json;
 
@@ -41,16 +44,38 @@ fn oversized(name: &str, text: &str) -> bool {
     text.len() > threshold && text.chars().count() > threshold
 }
 
-fn replaced(log: &Log) -> HashSet<EntryId> {
-    log.checkpoints().flat_map(|(_, cp)| cp.replacements.iter().map(|r| r.entry)).collect()
+/// The log messages with an oversized result that no checkpoint has replaced yet, in log
+/// order: folded as the log grows, since the check runs before every request and scanning
+/// every message for it made a long session quadratic.
+#[derive(Clone, Default)]
+struct Waiting(BTreeSet<EntryId>);
+
+impl Fold for Waiting {
+    fn add(&mut self, id: EntryId, entry: &Entry) {
+        match entry {
+            Entry::Message(m) => {
+                if m.parts.iter().any(|p| matches!(p, Part::ToolResult { name, text, .. } if oversized(name, text))) {
+                    self.0.insert(id);
+                }
+            }
+            // A replacement names an earlier entry, so removing it here is removing it for good.
+            Entry::Checkpoint(cp) => {
+                for r in &cp.replacements {
+                    self.0.remove(&r.entry);
+                }
+            }
+        }
+    }
+}
+
+fn waiting(log: &Log) -> Rc<Waiting> {
+    thread_local!(static WAITING: Folds<Waiting> = const { RefCell::new(Vec::new()) });
+    fold(&WAITING, log)
 }
 
 /// Whether a tool result in the log still waits for its offload.
 pub(crate) fn pending(log: &Log) -> bool {
-    let done = replaced(log);
-    log.messages()
-        .filter(|(id, _)| !done.contains(id))
-        .any(|(_, m)| m.parts.iter().any(|p| matches!(p, Part::ToolResult { name, text, .. } if oversized(name, text))))
+    !waiting(log).0.is_empty()
 }
 
 /// The file a part's output goes to: `<temp dir>/goose_mcp_responses/mcp_response_<timestamp>.txt`,
@@ -96,10 +121,10 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 /// Offloads every pending output: writes the files to `store` and returns the checkpoint
 /// that shows the redirects, or `None` when nothing is pending.
 pub(crate) fn offload(log: &Log, store: &mut VirtualStore, tokens_before: u64) -> Option<Checkpoint> {
-    let done = replaced(log);
     let mut replacements = Vec::new();
     let mut offloads = Vec::new();
-    for (id, m) in log.messages().filter(|(id, _)| !done.contains(id)) {
+    for &id in &waiting(log).0 {
+        let m = log.message(id).expect("waiting entries are messages");
         let mut changed = false;
         let mut parts = m.parts.clone();
         for (index, part) in parts.iter_mut().enumerate() {

@@ -48,8 +48,8 @@ pub(crate) fn current_turn_requests(log: &Log) -> usize {
 }
 
 /// Whether the operation would find a batch now.
-pub(crate) fn due(log: &Log, conversation: &Conversation<'_>, cutoff: usize) -> bool {
-    !tool_ids_to_summarize(&conversation.goose_messages(), cutoff, current_turn_requests(log)).is_empty()
+pub(crate) fn due(log: &Log, messages: &[GooseMessage<'_>], cutoff: usize) -> bool {
+    !tool_ids_to_summarize(messages, cutoff, current_turn_requests(log)).is_empty()
 }
 
 /// `ToolPairCompactionOperation::run`: summarizes the batch, pair by pair. A pair must be
