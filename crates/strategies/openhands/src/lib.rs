@@ -20,7 +20,10 @@
 //! tool call, one per tool result, one per other message; see `event.rs`). A condensation
 //! is a checkpoint naming the forgotten event ids (`details.forgotten`, or V0's inclusive
 //! `details.forgotten_range`), an optional summary and its `summary_offset`. The view is
-//! rebuilt from the whole log on every call (`project` is overridden):
+//! this crate's own (`project` is overridden); between log states it is brought up to date
+//! from the first message whose origin changed (`reproject`, `event::bring_up_to_date`),
+//! and the event stream, the SDK's replayed condensations and V0's base view are folded as the
+//! log grows rather than rebuilt:
 //! - SDK `View.from_events`: condensations replay in order; each drops its forgotten events
 //!   from the list so far and inserts its summary (a user message) at `summary_offset` of the
 //!   reduced list, so several summaries can coexist; then the view properties (observation
