@@ -46,6 +46,22 @@ impl Default for Extractive {
     }
 }
 
+/// `text.split("\n\n")`, found with `memchr`'s substring search (std's two-way search was a
+/// visible share of summarizing).
+fn paragraphs(text: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    let mut ends = memchr::memmem::find_iter(text.as_bytes(), b"\n\n");
+    std::iter::from_fn(move || {
+        if start > text.len() {
+            return None;
+        }
+        let end = ends.next().unwrap_or(text.len());
+        let paragraph = &text[start..end];
+        start = end + 2;
+        Some(paragraph)
+    })
+}
+
 fn cut(line: &str) -> &str {
     match line.char_indices().nth(MAX_LINE_CHARS) {
         Some((i, _)) => &line[..i],
@@ -65,10 +81,11 @@ impl Summarizer for Extractive {
         let mut leads = Vec::new();
         let mut rest = Vec::new();
         let mut position = 0usize;
-        for paragraph in request.transcript.split("\n\n") {
+        for paragraph in paragraphs(&request.transcript) {
             let mut first = true;
             for line in paragraph.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                let record = line.chars().count() > MAX_LINE_CHARS;
+                // Bytes bound characters from above: most lines are settled without counting.
+                let record = line.len() > MAX_LINE_CHARS && line.chars().count() > MAX_LINE_CHARS;
                 let pieces: Vec<&str> = if record { line.split("\\n").map(str::trim).filter(|p| !p.is_empty()).collect() } else { vec![line] };
                 for (i, piece) in pieces.into_iter().enumerate() {
                     let lead = i == 0 && (first || record);
@@ -165,6 +182,13 @@ mod tests {
         assert!(s.text.starts_with("{\"role\":\"user\",\"content\":\"fix it\"}\n{\"role\":\"tool\",\"content\":\"head"), "{}", s.text);
         assert!(s.text.contains("tail"), "{}", s.text);
         assert!(!s.text.contains("line 0 of"), "{}", s.text);
+    }
+
+    #[test]
+    fn paragraphs_split_as_std_does() {
+        for text in ["", "a", "\n\n", "a\n\nb", "a\n\n\nb\n\n", "\n\n\n\n", "é\n\n日本\n"] {
+            assert_eq!(paragraphs(text).collect::<Vec<_>>(), text.split("\n\n").collect::<Vec<_>>(), "{text:?}");
+        }
     }
 
     #[test]

@@ -97,19 +97,34 @@ impl TokenCounter {
     /// both `o200k_base` and `cl100k_base`: no alternative of their patterns matches a newline
     /// followed by such a character (newlines occur only in the whitespace alternatives and in
     /// the `[\r\n/]*` tail of the punctuation alternative).
+    ///
+    /// Two levels: the text is cut into blocks after runs of two or more newlines (a transcript's
+    /// paragraphs, mostly whole messages that earlier transcripts held too), each block's count
+    /// is memoized, and only a block seen for the first time is counted line by line (its lines
+    /// memoized in turn, so a new summary made of old lines costs no BPE). Looking up every line
+    /// of every transcript was most of a summarizer's time once the BPE was done.
     pub fn count_text_segmented(&self, text: &str) -> u64 {
-        let bytes = text.as_bytes();
         let mut start = 0;
         let mut total = 0;
-        for i in 1..bytes.len() {
-            let prev = bytes[i - 1];
-            let next = bytes[i];
-            if matches!(prev, b'\r' | b'\n') && !next.is_ascii_whitespace() && next != b'/' && text.is_char_boundary(i) && !is_unicode_space_start(&text[i..]) {
-                total += self.count_text_cached(&text[start..i]);
-                start = i;
-            }
+        for cut in cuts(text).filter(|&i| i >= 2 && matches!(text.as_bytes()[i - 2], b'\r' | b'\n')) {
+            total += self.count_block(&text[start..cut]);
+            start = cut;
         }
-        total + self.count_text_cached(&text[start..])
+        total + self.count_block(&text[start..])
+    }
+
+    /// A block of [`Self::count_text_segmented`]: memoized whole, counted line by line.
+    fn count_block(&self, block: &str) -> u64 {
+        self.memoized(key(Kind::Text(self.encoding), block), || {
+            let mut start = 0;
+            let mut total = 0;
+            for cut in cuts(block) {
+                total += self.count_text_cached(&block[start..cut]);
+                start = cut;
+            }
+            total + self.count_text_cached(&block[start..])
+        })
+        .0
     }
 
     /// Exact tokens of `message` as sent: its text, reasoning, tool names and arguments,
@@ -187,6 +202,16 @@ fn key(kind: Kind, text: &str) -> u64 {
         Kind::Text(Encoding::Cl100kBase) => 17,
     };
     xxh3_64_with_seed(text.as_bytes(), seed)
+}
+
+/// The positions in `text` where a count may be cut (see [`TokenCounter::count_text_segmented`]):
+/// right after a run of `\r`/`\n` whose next character is neither whitespace nor `/`.
+fn cuts(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let bytes = text.as_bytes();
+    memchr::memchr2_iter(b'\n', b'\r', bytes).map(|p| p + 1).filter(move |&i| {
+        // Inside a run the next byte is a newline (whitespace), so only a run's end is a cut.
+        bytes.get(i).is_some_and(|&next| !next.is_ascii_whitespace() && next != b'/') && !is_unicode_space_start(&text[i..])
+    })
 }
 
 /// Whether `rest` starts with a non-ASCII whitespace character (`\s` in the tokenizer's
