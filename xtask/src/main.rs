@@ -14,7 +14,7 @@ tasks:
                           extra ARGS go to `compactbench eval` (e.g. --seeds 3)
   new-strategy NAME       scaffold crates/strategies/NAME and register it
   bench [ARGS...]         time the full default matrix beside the tokenize-once floor, the
-                          quick matrix at 1x/2x/4x session length (best of 2 each), peak RSS and results.json
+                          quick matrix at 1x/2x/4x session length (best of 3 each), peak RSS and results.json
                           size, printed side by side (ARGS go to the full `compactbench eval`);
                           `bench --criterion [ARGS...]` runs the criterion benchmarks instead
   fidelity [--setup] [ARGS...]
@@ -97,13 +97,18 @@ fn compactbench(args: &[&str]) -> Result<String, String> {
     Ok(stdout.lines().chain(stderr.lines()).rfind(|l| l.contains(" runs") && l.contains(" in ") || l.starts_with("floor:")).unwrap_or_default().to_owned())
 }
 
+/// The tokenize-once floor an eval's closing line reports (`tokenize-once floor 9.42s`).
+fn floor_of(line: &str) -> Option<f64> {
+    line.split("tokenize-once floor ").nth(1).and_then(|r| number_before(r, "s"))
+}
+
 /// The number right before `unit` in `line` (`in 53.2s` -> 53.2 for unit "s").
 fn number_before(line: &str, unit: &str) -> Option<f64> {
     line.split_whitespace().find_map(|w| w.strip_suffix(unit).and_then(|n| n.parse().ok()))
 }
 
 /// Timed runs per session length in [`matrix_bench`].
-const SCALE_ROUNDS: usize = 2;
+const SCALE_ROUNDS: usize = 3;
 
 /// The full default matrix beside the tokenize-once floor of the same content, the cost of
 /// longer sessions, and peak memory: the numbers the performance targets are stated in.
@@ -118,21 +123,27 @@ fn matrix_bench(extra: &[String]) -> Result<(), String> {
     eprintln!("xtask bench: full default matrix ...");
     let full = compactbench(&[&["eval", "--out", out][..], &extra].concat())?;
     let wall = number_before(&full, "s").ok_or_else(|| format!("no time in {full:?}"))?;
-    let in_run_floor = full.split("tokenize-once floor ").nth(1).and_then(|r| number_before(r, "s"));
+    let in_run_floor = floor_of(&full);
     let rss = full.split("peak RSS ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("?").to_owned();
     let json_mb = std::fs::metadata(project_root().join(out).join("results.json")).map(|m| m.len() as f64 / 1e6).unwrap_or(f64::NAN);
     eprintln!("xtask bench: tokenize-once floor ...");
     let floor_line = compactbench(&["floor"])?;
     let floor = number_before(&floor_line, "s").ok_or_else(|| format!("no time in {floor_line:?}"))?;
-    // Each length is timed twice, the rounds interleaved, and the faster run kept: on a shared
-    // machine a neighbour's burst can stretch one run by a fifth, and a ratio of two single
-    // runs then says more about the neighbour than about the code.
-    let mut scaled = vec![("1", f64::INFINITY), ("2", f64::INFINITY), ("4", f64::INFINITY)];
+    // Each length is timed in several rounds, interleaved, and the fastest run kept: on a
+    // shared machine a neighbour's burst can stretch one run by a fifth, and a ratio of two
+    // single runs then says more about the neighbour than about the code. The kept run's own
+    // tokenize-once floor says how much the content itself grows (more compactions, hence
+    // more summaries to count, in a longer session).
+    let mut scaled = vec![("1", f64::INFINITY, f64::NAN), ("2", f64::INFINITY, f64::NAN), ("4", f64::INFINITY, f64::NAN)];
     for round in 1..=SCALE_ROUNDS {
-        for (k, best) in &mut scaled {
+        for (k, best, best_floor) in &mut scaled {
             eprintln!("xtask bench: quick matrix at {k}x session length (round {round} of {SCALE_ROUNDS}) ...");
             let line = compactbench(&["eval", "--no-bounds", "--no-delegation", "--session-scale", k, "--out", &format!("target/bench/scale-{k}")])?;
-            *best = best.min(number_before(&line, "s").ok_or_else(|| format!("no time in {line:?}"))?);
+            let wall = number_before(&line, "s").ok_or_else(|| format!("no time in {line:?}"))?;
+            if wall < *best {
+                *best = wall;
+                *best_floor = floor_of(&line).unwrap_or(f64::NAN);
+            }
         }
     }
     println!("| measure | value |\n|---|---:|");
@@ -145,8 +156,11 @@ fn matrix_bench(extra: &[String]) -> Result<(), String> {
     println!("| matrix / session floor | {:.1}x |", wall / floor);
     println!("| peak RSS of the full matrix | {rss} MiB |");
     println!("| results.json of the full matrix | {json_mb:.1} MB |");
-    for (i, (k, s)) in scaled.iter().enumerate() {
-        let per_doubling = if i == 0 { String::new() } else { format!(" ({:.2}x the {}x run)", s / scaled[i - 1].1, scaled[i - 1].0) };
+    for (i, (k, s, f)) in scaled.iter().enumerate() {
+        let per_doubling = match i.checked_sub(1).map(|j| scaled[j]) {
+            None => format!(" (in-run floor {f:.2} s)"),
+            Some((k0, s0, f0)) => format!(" ({:.2}x the {k0}x run; in-run floor {f:.2} s, {:.2}x)", s / s0, f / f0),
+        };
         println!("| quick matrix (no bounds, no delegation) at {k}x session length, best of {SCALE_ROUNDS} | {s:.1} s{per_doubling} |");
     }
     Ok(())
