@@ -32,9 +32,10 @@
 //! other model's.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use compactbench_core::{estimate, Encoding, Log, LogVersion, Part, Role, Tokenizer};
+
+use rustc_hash::FxHashMap;
 
 use crate::event::{self, Event, EventId, Kind};
 
@@ -201,46 +202,63 @@ impl<'a> Counter<'a> {
         (if merged { 0 } else { self.role("user") }) + self.content(texts)
     }
 
-    /// `get_total_token_count(events)`.
-    pub(crate) fn total(&self, log: &Log, events: &[Event]) -> u64 {
-        3 + self.sum(log, None, events)
-    }
-
-    /// The tokens `events` add after `previous` (the last event before them, if any).
+    /// `get_total_token_count(events)`: 3 plus what each event adds after the one before it.
     ///
     /// The SDK counts its whole view at every request. What an event adds depends only on it
     /// and the event before it, and an event with a stream or summary id has the same content
     /// at every state of its log, so those counts are kept per thread for the log being
-    /// counted (and dropped when another log is).
-    pub(crate) fn sum(&self, log: &Log, previous: Option<&Event>, events: &[Event]) -> u64 {
-        type Key = (usize, Encoding, Option<EventId>, EventId);
-        thread_local!(static COUNTED: RefCell<(Option<LogVersion>, HashMap<Key, u64>)> = RefCell::new((None, HashMap::new())));
+    /// counted (and dropped when another log is), and so is the running total of the events
+    /// counted last: a view that only grew is counted from its first new event.
+    pub(crate) fn total(&self, log: &Log, events: &[Event]) -> u64 {
+        thread_local!(static COUNTED: RefCell<Counted> = RefCell::default());
         let stable = |e: &Event| (e.id != EventId::Invalid).then_some(e.id);
         // The tokenizer is part of the key: two counters may count one log differently.
         let tokenizer = self.tokenizer as *const dyn Tokenizer as *const () as usize;
-        COUNTED.with_borrow_mut(|(counted_for, counted)| {
+        let key_of = |prev: Option<&Event>, e: &Event| match (prev.map(stable), stable(e)) {
+            (None, Some(id)) => Some((tokenizer, self.encoding, None, id)),
+            (Some(Some(p)), Some(id)) => Some((tokenizer, self.encoding, Some(p), id)),
+            _ => None,
+        };
+        COUNTED.with_borrow_mut(|counted| {
             let now = log.version();
-            if !counted_for.is_some_and(|v| now.same_log(v)) {
-                counted.clear();
+            if !counted.log.is_some_and(|v| now.same_log(v)) {
+                *counted = Counted::default();
             }
-            *counted_for = Some(now);
-            let mut prev = previous;
-            let mut total = 0;
-            for e in events {
-                let key = match (prev.map(stable), stable(e)) {
-                    (None, Some(id)) => Some((tokenizer, self.encoding, None, id)),
-                    (Some(Some(p)), Some(id)) => Some((tokenizer, self.encoding, Some(p), id)),
-                    _ => None,
-                };
+            counted.log = Some(now);
+            // Equal keys mean equal counts, so the running total of a shared prefix stands.
+            let previous = |i: usize| i.checked_sub(1).map(|j| &events[j]);
+            let shared = (0..events.len().min(counted.last.len()))
+                .take_while(|&i| key_of(previous(i), &events[i]) == Some(counted.last[i].0))
+                .count();
+            counted.last.truncate(shared);
+            let mut total = counted.last.last().map_or(0, |&(_, running)| running);
+            for (i, e) in events.iter().enumerate().skip(shared) {
+                let prev = previous(i);
+                let key = key_of(prev, e);
                 total += match key {
-                    Some(key) => *counted.entry(key).or_insert_with(|| self.event(log, prev, e)),
+                    Some(key) => *counted.by_key.entry(key).or_insert_with(|| self.event(log, prev, e)),
                     None => self.event(log, prev, e),
                 };
-                prev = Some(e);
+                // Running totals are kept for the prefix of events with stable keys only.
+                if let (Some(key), true) = (key, counted.last.len() == i) {
+                    counted.last.push((key, total));
+                }
             }
-            total
+            3 + total
         })
     }
+}
+
+/// A count's key: (tokenizer, encoding, previous event's id, event's id).
+type Key = (usize, Encoding, Option<EventId>, EventId);
+
+/// What [`Counter::total`] keeps per thread for one log.
+#[derive(Default)]
+struct Counted {
+    log: Option<LogVersion>,
+    by_key: FxHashMap<Key, u64>,
+    /// The keys of the events counted last, each with the running total up to it.
+    last: Vec<(Key, u64)>,
 }
 
 fn texts<'l>(log: &'l Log, event: &Event) -> Vec<&'l str> {
@@ -313,6 +331,29 @@ mod tests {
         let out = || vec![Message::tool_result("a1", "read", big.clone(), false)];
         assert_eq!(total("claude-sonnet-4", out()), 22597);
         assert_eq!(total("gpt-4.1", out()), 20638);
+    }
+
+    #[test]
+    fn a_grown_or_changed_view_counts_as_if_counted_afresh() {
+        let count = Counter::new(compactbench_testkit::tokenizer(), "gpt-4.1");
+        // What `total` adds up, without anything kept.
+        let fresh = |log: &Log, events: &[Event]| {
+            3 + events.iter().enumerate().map(|(i, e)| count.event(log, i.checked_sub(1).map(|j| &events[j]), e)).sum::<u64>()
+        };
+        let mut log = Log::from_messages(turn());
+        let events = event::message_events(&log);
+        assert_eq!(count.total(&log, &events), fresh(&log, &events));
+        // Grown: the kept prefix and the new events.
+        log.push_message(Message::user("and then?"));
+        log.push_message(Message::assistant("done"));
+        let grown = event::message_events(&log);
+        assert_eq!(count.total(&log, &grown), fresh(&log, &grown));
+        // Changed in the middle (an event dropped): counted from the change on.
+        let mut dropped = grown.clone();
+        dropped.remove(2);
+        assert_eq!(count.total(&log, &dropped), fresh(&log, &dropped));
+        // Back to a prefix of what was counted.
+        assert_eq!(count.total(&log, &grown[..3]), fresh(&log, &grown[..3]));
     }
 
     #[test]
