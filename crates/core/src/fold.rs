@@ -19,8 +19,8 @@ pub trait Fold: Clone + Default + 'static {
 }
 
 /// The folds kept per thread, newest first: two, because a strategy that projects a copy of
-/// the log with its own checkpoint appended (a new log identity) goes back to the runner's
-/// log right after.
+/// the log with its own checkpoint appended (a new log identity, folded from the runner's
+/// log's fold) goes back to the runner's log right after.
 pub type Folds<T> = RefCell<Vec<(LogVersion, Rc<T>)>>;
 
 /// `T` folded over every entry of `log`, extended from a kept fold of an earlier state of
@@ -36,10 +36,14 @@ pub fn fold<T: Fold>(kept: &'static LocalKey<Folds<T>>, log: &Log) -> Rc<T> {
                 return hit.1;
             }
             // Extended in place unless a caller still holds it.
-            Some(i) => {
+            Some(i) if version.same_log(kept[i].0) => {
                 let (v, value) = kept.remove(i);
                 (v.entries(), Rc::try_unwrap(value).unwrap_or_else(|shared| T::clone(&shared)))
             }
+            // The log this one was cloned from: a copy is extended, and the original's fold
+            // stays kept for it (a strategy clones the runner's log, looks at the copy with its
+            // checkpoints appended, then the runner's log grows).
+            Some(i) => (kept[i].0.entries(), T::clone(&kept[i].1)),
             None => (0, T::default()),
         };
         for (id, entry) in log.entries().skip(from) {
@@ -90,13 +94,23 @@ mod tests {
         assert_eq!(seen(&log).0, [0, 1, 2, 3]);
         assert_eq!(ADDS.get(), 4);
         assert_eq!(held.0, [0, 1], "a value a caller holds does not change");
-        // A copy is another log: folded from its first entry, and the original stays kept.
+        // A copy is another log: it starts from the original's fold (fed its own entries only),
+        // and the original's fold stays kept and unchanged for it.
         let mut copy = log.clone();
         copy.push_message(Message::assistant("d"));
         assert_eq!(seen(&copy).0, [0, 1, 2, 3, 4]);
-        assert_eq!(ADDS.get(), 9);
+        assert_eq!(ADDS.get(), 5);
         log.push_message(Message::assistant("e"));
         assert_eq!(seen(&log).0, [0, 1, 2, 3, 4]);
-        assert_eq!(ADDS.get(), 10);
+        assert_eq!(ADDS.get(), 6);
+        // Both grown apart: each extends its own fold (the original's has an entry the copy
+        // does not hold, so it is no start for the copy).
+        log.push_message(Message::assistant("f"));
+        assert_eq!(seen(&log).0, [0, 1, 2, 3, 4, 5]);
+        copy.push_message(Message::user("g"));
+        assert_eq!(seen(&copy).0, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(ADDS.get(), 8);
+        assert!(!copy.version().extends(log.version()) && !log.version().extends(copy.version()));
+        assert!(copy.clone().version().extends(copy.version()));
     }
 }

@@ -40,7 +40,7 @@ pub enum Entry {
 ///
 /// Architecture invariant: there is no way to remove or rewrite an entry. Compaction appends
 /// a [`Checkpoint`]; the working view is a projection of the log.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Log {
     /// Shared, not owned: strategies clone the log to project it as if their checkpoints
     /// were appended, and a clone then costs a pointer per entry, not a copy of the session.
@@ -49,21 +49,35 @@ pub struct Log {
     identity: Identity,
 }
 
-/// A process-unique number for one log value. A clone gets a new one, so two logs never
-/// share it even after they diverge; it is not content, so it never makes logs unequal.
+/// A process-unique number for one log value, and the log state it was cloned from. A clone
+/// gets a new number, so two logs never share it even after they diverge; it is not
+/// content, so it never makes logs unequal.
 #[derive(Debug)]
-struct Identity(u64);
+struct Identity {
+    id: u64,
+    /// (the original's id, its length then): the clone's entries up to that length are the
+    /// original's, so a value folded over them carries over (see [`LogVersion::extends`]).
+    fork: Option<(u64, usize)>,
+}
 
-impl Default for Identity {
-    fn default() -> Self {
+impl Identity {
+    fn new(fork: Option<(u64, usize)>) -> Identity {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        Identity(NEXT.fetch_add(1, Ordering::Relaxed))
+        Identity { id: NEXT.fetch_add(1, Ordering::Relaxed), fork }
     }
 }
 
-impl Clone for Identity {
-    fn clone(&self) -> Self {
-        Identity::default()
+impl Default for Identity {
+    fn default() -> Self {
+        Identity::new(None)
+    }
+}
+
+impl Clone for Log {
+    /// A new log with the same entries. Strategies clone the runner's log to append their
+    /// checkpoints and look at the result; the clone's folds start from the original's.
+    fn clone(&self) -> Log {
+        Log { entries: self.entries.clone(), identity: Identity::new(Some((self.identity.id, self.entries.len()))) }
     }
 }
 
@@ -78,6 +92,7 @@ impl PartialEq for Identity {
 pub struct LogVersion {
     log: u64,
     len: usize,
+    fork: Option<(u64, usize)>,
 }
 
 impl LogVersion {
@@ -86,11 +101,13 @@ impl LogVersion {
         self.len
     }
 
-    /// Whether this is a state of the same log as `earlier`, at or after it: the entries of
-    /// `earlier` are then the first `earlier.entries()` entries of this state, so a value folded
-    /// over them can be extended with the rest rather than recomputed.
+    /// Whether the entries of `earlier` are the first `earlier.entries()` entries of this
+    /// state, so a value folded over them can be extended with the rest rather than
+    /// recomputed: `earlier` is a state of the same log at or before this one, or of the log
+    /// this one was cloned from, at or before the clone.
     pub fn extends(self, earlier: LogVersion) -> bool {
-        self.same_log(earlier) && self.len >= earlier.len
+        (self.same_log(earlier) && self.len >= earlier.len)
+            || self.fork.is_some_and(|(log, len)| earlier.log == log && earlier.len <= len)
     }
 
     /// Whether this and `other` are states of the same log (whichever is newer): a value
@@ -135,7 +152,7 @@ impl Log {
     /// same version saw the same entries: a strategy whose projection is costly can compute
     /// it once per version for `project`, `decide` and `compact` at one log state.
     pub fn version(&self) -> LogVersion {
-        LogVersion { log: self.identity.0, len: self.entries.len() }
+        LogVersion { log: self.identity.id, len: self.entries.len(), fork: self.identity.fork }
     }
 
     /// Number of entries.
