@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use aho_corasick::AhoCorasick;
-use compactbench_core::Log;
+use compactbench_core::{Entry, Log};
 
 /// Offload paths in order of first appearance, searchable in segments.
 ///
@@ -17,10 +17,13 @@ use compactbench_core::Log;
 #[derive(Default)]
 pub(crate) struct OffloadPaths {
     paths: Vec<String>,
+    /// The same paths, to tell a new one from a known one without a pass over them all
+    /// (Gemini CLI's thousands of paths made that pass a visible share of every compaction).
+    known: HashSet<String>,
     /// (first path index, automaton over `paths[first..next segment's first]`).
     segments: Vec<(usize, AhoCorasick)>,
-    /// Checkpoints already read (the log only grows, so a count suffices).
-    checkpoints_seen: usize,
+    /// Entries already read (the log only grows, so a count suffices).
+    entries_seen: usize,
 }
 
 impl OffloadPaths {
@@ -37,20 +40,19 @@ impl OffloadPaths {
     /// Adds the new paths of the checkpoints appended to `log` since the last call.
     pub(crate) fn sync(&mut self, log: &Log) {
         let first = self.paths.len();
-        let mut known: HashSet<&str> = self.paths.iter().map(String::as_str).collect();
-        let mut fresh = Vec::new();
-        for (_, cp) in log.checkpoints().skip(self.checkpoints_seen) {
-            self.checkpoints_seen += 1;
+        for (_, entry) in log.entries().skip(self.entries_seen) {
+            self.entries_seen += 1;
+            let Entry::Checkpoint(cp) = entry else { continue };
             for o in &cp.offloads {
-                if known.insert(&o.path) {
-                    fresh.push(o.path.clone());
+                if !self.known.contains(&o.path) {
+                    self.known.insert(o.path.clone());
+                    self.paths.push(o.path.clone());
                 }
             }
         }
-        if fresh.is_empty() {
+        if self.paths.len() == first {
             return;
         }
-        self.paths.extend(fresh);
         let mut start = first;
         while let Some(&(before, _)) = self.segments.last() {
             if self.paths.len() - start < start - before {
