@@ -17,8 +17,11 @@
 //!   the assistant's `summarize_task` call and the user message carrying its result (the
 //!   summary), at the checkpoint's position.
 
-use std::collections::{BTreeSet, HashMap};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 
+use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::tools::{tool_kind, tool_path, ToolKind};
 use compactbench_core::{Entry, EntryId, Log, Part, Role};
 
@@ -124,22 +127,34 @@ fn tool_header(name: &str, args: Option<&serde_json::Value>, text: &str) -> Stri
     }
 }
 
-/// Ids of the leading system messages (the system prompt).
-pub(crate) fn leading_system(log: &Log) -> BTreeSet<EntryId> {
-    log.messages().take_while(|(_, m)| m.role == Role::System).map(|(id, _)| id).collect()
+/// The history Cline would have stored for this log. Kept per thread and extended as the
+/// log grows ([`compactbench_core::fold`]): it copies every part of the session, and Cline
+/// consults it at every compaction.
+pub(crate) fn history(log: &Log) -> Rc<History> {
+    thread_local!(static KEPT: Folds<History> = const { RefCell::new(Vec::new()) });
+    fold(&KEPT, log)
 }
 
-/// The history Cline would have stored for this log.
-pub(crate) fn history(log: &Log) -> Vec<ClineMessage> {
-    let leading = leading_system(log);
-    let mut calls: HashMap<String, serde_json::Value> = HashMap::new();
-    let mut out: Vec<ClineMessage> = Vec::new();
-    // Whether the last Cline message is a user message still collecting log messages.
-    let mut open_user = false;
-    for (id, entry) in log.entries() {
+/// [`history`], folded one log entry at a time.
+#[derive(Clone, Default)]
+pub(crate) struct History {
+    pub(crate) messages: Vec<ClineMessage>,
+    /// Tool call arguments by call id, for the headers of their results.
+    calls: HashMap<String, serde_json::Value>,
+    /// Whether the last Cline message is a user message still collecting log messages.
+    open_user: bool,
+    /// Whether a message other than a leading system message was seen (see
+    /// the system prompt, which Cline never stores).
+    past_leading: bool,
+}
+
+impl Fold for History {
+    fn add(&mut self, id: EntryId, entry: &Entry) {
         match entry {
-            Entry::Message(_) if leading.contains(&id) => {}
+            Entry::Message(m) if !self.past_leading && m.role == Role::System => {}
             Entry::Message(m) => {
+                self.past_leading = true;
+                let calls = &self.calls;
                 let blocks = m.parts.iter().enumerate().map(|(i, part)| {
                     let prefix = match part {
                         Part::ToolResult { call_id, name, text, .. } => tool_header(name, calls.get(call_id), text),
@@ -147,35 +162,35 @@ pub(crate) fn history(log: &Log) -> Vec<ClineMessage> {
                     };
                     Block::new(part.clone(), Src::Entry(id, i), prefix)
                 });
+                let out = &mut self.messages;
                 if m.role == Role::Assistant {
                     let blocks = blocks.collect();
                     for part in &m.parts {
                         if let Part::ToolCall { id, args, .. } = part {
-                            calls.insert(id.clone(), args.clone());
+                            self.calls.insert(id.clone(), args.clone());
                         }
                     }
                     out.push(ClineMessage { speaker: Speaker::Assistant, blocks, entries: vec![id], is_virtual: false });
-                    open_user = false;
-                } else if open_user {
+                    self.open_user = false;
+                } else if self.open_user {
                     let last = out.last_mut().expect("an open user message exists");
                     last.blocks.extend(blocks);
                     last.entries.push(id);
                 } else {
                     let blocks = blocks.collect();
                     out.push(ClineMessage { speaker: Speaker::User, blocks, entries: vec![id], is_virtual: false });
-                    open_user = true;
+                    self.open_user = true;
                 }
             }
             Entry::Checkpoint(cp) => {
                 if State::is_condense(cp) {
                     let summary = cp.summary.as_ref().map(|m| m.text()).unwrap_or_default();
-                    push_condense_pair(&mut out, summary);
-                    open_user = false;
+                    push_condense_pair(&mut self.messages, summary);
+                    self.open_user = false;
                 }
             }
         }
     }
-    out
 }
 
 /// Appends the two messages an auto-condense adds to Cline's history: the assistant's

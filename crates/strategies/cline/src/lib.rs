@@ -102,13 +102,14 @@ mod truncate;
 mod tests;
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use compactbench_core::{
     default_projection, Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, Moment,
     Part, Replacement, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window,
 };
 
-use crate::history::{history, push_condense_pair, speakers, ClineMessage, Speaker, Src};
+use crate::history::{history, push_condense_pair, speakers, ClineMessage, History, Speaker, Src};
 use crate::state::State;
 use crate::trigger::{over_limit, previous_usage, quarter, should_compact_context_window, window_info, WindowInfo};
 use crate::truncate::{apply_first_user_replacement, apply_truncation_notice, next_range, truncated, Keep};
@@ -166,13 +167,13 @@ impl ClineStrategy {
     fn truncation_step(&self, staged: &mut Staged<'_>, usage: u64, info: WindowInfo) {
         let keep = if quarter(usage, info) { Keep::Quarter } else { Keep::Half };
         let mut next = staged.state.clone();
-        let (folded, need_to_truncate) = fold::attempt(&staged.history, &mut next);
+        let (folded, need_to_truncate) = fold::attempt(&staged.history.messages, &mut next);
         if folded {
             staged.commit(CheckpointKind::Fold, next.clone(), None, SummarizerUsage::default());
         }
         if need_to_truncate {
             apply_truncation_notice(&mut next);
-            next.deleted_range = Some(next_range(&speakers(&staged.history), next.deleted_range, keep));
+            next.deleted_range = Some(next_range(&speakers(&staged.history.messages), next.deleted_range, keep));
             staged.commit(CheckpointKind::Truncate, next, None, SummarizerUsage::default());
         }
     }
@@ -180,18 +181,18 @@ impl ClineStrategy {
     /// `handleContextWindowExceededError`.
     fn overflow_step(&self, staged: &mut Staged<'_>) {
         let mut next = staged.state.clone();
-        next.deleted_range = Some(next_range(&speakers(&staged.history), next.deleted_range, Keep::Quarter));
+        next.deleted_range = Some(next_range(&speakers(&staged.history.messages), next.deleted_range, Keep::Quarter));
         apply_truncation_notice(&mut next);
-        apply_first_user_replacement(&staged.history, &mut next);
+        apply_first_user_replacement(&staged.history.messages, &mut next);
         staged.commit(CheckpointKind::Truncate, next, None, SummarizerUsage::default());
     }
 
     /// The auto-condense turn: fold, then the in-band summary.
     fn condense_step(&self, staged: &mut Staged<'_>, cx: &mut Cx<'_>) -> Result<(), Error> {
         // Cline decides before the new user content is stored.
-        let before_new_content = settled_len(&staged.history);
+        let before_new_content = settled_len(&staged.history.messages);
         let mut next = staged.state.clone();
-        let (folded, need_summary) = fold::attempt(&staged.history[..before_new_content], &mut next);
+        let (folded, need_summary) = fold::attempt(&staged.history.messages[..before_new_content], &mut next);
         if folded {
             staged.commit(CheckpointKind::Fold, next.clone(), None, SummarizerUsage::default());
         }
@@ -232,10 +233,10 @@ impl ClineStrategy {
         let usage = SummarizerUsage { calls: 1, failures: 0, input_tokens: summary.input_tokens, output_tokens: summary.output_tokens };
         // Computed on the history ending with the triggering user message; the next request
         // then also hides that message and the assistant's summarize_task call (`end + 2`).
-        let [start, end] = next_range(&speakers(&staged.history), next.deleted_range, Keep::None);
+        let [start, end] = next_range(&speakers(&staged.history.messages), next.deleted_range, Keep::None);
         next.deleted_range = Some([start, end + 2]);
         apply_truncation_notice(&mut next);
-        apply_first_user_replacement(&staged.history, &mut next);
+        apply_first_user_replacement(&staged.history.messages, &mut next);
         next.condensed = true;
         let message = condense::summary_message(summary.text.trim());
         staged.commit(CheckpointKind::Summary, next, Some(message), usage);
@@ -247,7 +248,7 @@ impl ClineStrategy {
     fn too_few_active(log: &Log) -> bool {
         let state = State::load(log);
         let Some([_, end]) = state.deleted_range else { return false };
-        settled_len(&history(log)) as i64 - end - 1 <= 2
+        settled_len(&history(log).messages) as i64 - end - 1 <= 2
     }
 }
 
@@ -264,7 +265,7 @@ fn settled_len(history: &[ClineMessage]) -> usize {
 /// replacements relative to everything before it.
 struct Staged<'a> {
     log: &'a Log,
-    history: Vec<ClineMessage>,
+    history: Rc<History>,
     /// Log message -> what earlier checkpoints (and staged ones) show instead.
     effective: HashMap<EntryId, Message>,
     state: State,
@@ -292,11 +293,11 @@ impl<'a> Staged<'a> {
         let window_changed = next.deleted_range != self.state.deleted_range || next.condensed;
         let shown = match &summary {
             Some(message) => {
-                let mut history = self.history.clone();
+                let mut history = self.history.messages.clone();
                 push_condense_pair(&mut history, message.text());
                 truncated(&history, &next)
             }
-            None => truncated(&self.history, &next),
+            None => truncated(&self.history.messages, &next),
         };
         let mut kept = Vec::new();
         let mut replacements = Vec::new();

@@ -149,7 +149,7 @@ fn case_03_small_histories() {
 
 #[test]
 fn case_04_none_and_last_two_back_off_from_a_final_user_message() {
-    let roles = speakers(&history(&compactbench_core::Log::from_messages(msgs(13))));
+    let roles = speakers(&history(&compactbench_core::Log::from_messages(msgs(13))).messages);
     assert_eq!(roles[12], Speaker::User);
     assert_eq!(next_range(&roles, None, Keep::None), [2, 11]);
     assert_eq!(next_range(&roles, None, Keep::LastTwo), [2, 9]);
@@ -204,7 +204,7 @@ fn case_04_auto_condense_hides_everything_up_to_the_summarize_call() {
 #[test]
 fn case_05_view_keeps_the_first_pair_and_ignores_the_range_start() {
     let state = State::default();
-    let hist = history(&compactbench_core::Log::from_messages(msgs(3)));
+    let hist = history(&compactbench_core::Log::from_messages(msgs(3))).messages.clone();
     assert_eq!(truncated(&hist, &state).iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1, 2]);
 
     assert_eq!(entries(&view_with_range(msgs(5), [1, 3])), shown(&[0, 1, 4]));
@@ -278,7 +278,7 @@ fn xml_fold_log() -> Vec<Message> {
 fn case_07_fold_detects_writes_and_mentions_in_xml_tool_results() {
     let log = compactbench_core::Log::from_messages(xml_fold_log());
     let mut state = State::default();
-    let (changed, updated) = optimize(&history(&log), 2, &mut state);
+    let (changed, updated) = optimize(&history(&log).messages, 2, &mut state);
     assert!(changed);
     assert_eq!(updated.into_iter().collect::<Vec<_>>(), [2, 4], "the latest mention (6) is kept");
 
@@ -342,7 +342,7 @@ fn native_fold_log(second_path: &str) -> Vec<Message> {
 fn case_08_fold_detects_reads_inside_native_tool_results() {
     let same = "/Users/toshi/Desktop/cline_testing_repo/test2.txt";
     let log = compactbench_core::Log::from_messages(native_fold_log(same));
-    let hist = history(&log);
+    let hist = history(&log).messages.clone();
     assert_eq!(hist.len(), 9, "tool result plus environment text form one user message");
     let mut state = State::default();
     let (changed, updated) = optimize(&hist, 2, &mut state);
@@ -363,14 +363,14 @@ fn case_08_fold_detects_reads_inside_native_tool_results() {
         Message::user("[write_to_file for 'other.txt'] Result:\n<final_file_content path=\"other.txt\">\nother content\n\n</final_file_content>"),
     ];
     let mut state = State::default();
-    let (changed, updated) = optimize(&history(&compactbench_core::Log::from_messages(no_dupes)), 2, &mut state);
+    let (changed, updated) = optimize(&history(&compactbench_core::Log::from_messages(no_dupes)).messages, 2, &mut state);
     assert!(!changed && updated.is_empty());
     assert_eq!(state, State::default());
 
     // Only the first pair.
     let mut state = State::default();
     let pair = vec![Message::user("Initial task"), Message::assistant("Response")];
-    let (changed, updated) = optimize(&history(&compactbench_core::Log::from_messages(pair)), 2, &mut state);
+    let (changed, updated) = optimize(&history(&compactbench_core::Log::from_messages(pair)).messages, 2, &mut state);
     assert!(!changed && updated.is_empty());
 }
 
