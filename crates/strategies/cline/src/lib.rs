@@ -105,8 +105,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use compactbench_core::{
-    default_projection, Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, Moment,
-    Part, Replacement, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window,
+    default_projection, default_reprojection, Checkpoint, CheckpointKind, Cx, Decision, EntryId, Entry, Error, ErrorKind, Fidelity, Log, Message, Moment,
+    Part, Replacement, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window,
 };
 
 use crate::history::{history, push_condense_pair, speakers, ClineMessage, History, Speaker, Src};
@@ -323,7 +323,7 @@ impl<'a> Staged<'a> {
                 // the first log message of the group (the repair may fill it, else the
                 // validator records the empty message).
                 let Some(&first) = s.message.entries.first() else { continue };
-                desired.push((first, Message::new(compactbench_core::Role::User, Vec::new())));
+                desired.push((first, Message::new(Role::User, Vec::new())));
             }
             for (entry, message) in desired {
                 kept.push(entry);
@@ -410,13 +410,31 @@ impl Strategy for ClineStrategy {
 
     /// The default projection follows the checkpoints' window and replacements; Cline then
     /// repairs tool-result placement on every view it sends.
-    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
-        false // `project` is this crate's own: rebuilt at each log state.
+    /// Only messages appended since, the first a reply: every tool-result run the repair saw
+    /// is closed by that reply, so the view grows by the new messages, repaired on their own.
+    /// Anything else (a checkpoint moves the window or the repair's attribution) projects
+    /// afresh.
+    fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
+        let mut new = log.entries().skip(len).peekable();
+        match new.peek() {
+            None => return len == log.len(),
+            Some((_, Entry::Message(m))) if m.role == Role::Assistant => {}
+            Some(_) => return false,
+        }
+        if new.any(|(_, e)| matches!(e, Entry::Checkpoint(_))) {
+            return false;
+        }
+        let from = view.messages.len();
+        if !default_reprojection(log, view, len) {
+            return false;
+        }
+        repair::repair(view, log.last_checkpoint().map(|(id, _)| id), from);
+        true
     }
 
     fn project(&self, log: &Log) -> View {
         let mut view = default_projection(log);
-        repair::repair(&mut view, log.last_checkpoint().map(|(id, _)| id));
+        repair::repair(&mut view, log.last_checkpoint().map(|(id, _)| id), 0);
         view
     }
 }

@@ -14,12 +14,13 @@ use compactbench_core::{EntryId, Message, Origin, Part, Role, View, ViewMessage}
 /// Text of a result the repair has to invent (literal).
 const RESULT_MISSING: &str = "result missing";
 
-/// Repairs `view` in place. Invented results are attributed to checkpoint `by`; without a
-/// checkpoint nothing was removed, and the repair is skipped (runner logs always carry their
-/// results).
-pub(crate) fn repair(view: &mut View, by: Option<EntryId>) {
+/// Repairs `view` in place from message `from` on (the messages before it repaired already,
+/// their last run closed by an assistant message at `from`). Invented results are attributed
+/// to checkpoint `by`; without a checkpoint nothing was removed, and the repair is skipped
+/// (runner logs always carry their results).
+pub(crate) fn repair(view: &mut View, by: Option<EntryId>, from: usize) {
     let Some(by) = by else { return };
-    let mut i = 0;
+    let mut i = from;
     while i < view.messages.len() {
         let calls: Vec<(String, String)> = view.messages[i]
             .message
