@@ -83,7 +83,7 @@
 //!   that compaction's marker and summary mid-view). Pairing validators record what breaks.
 
 use compactbench_core::{
-    Checkpoint, Cx, Decision, Error, Fidelity, Log, ModelProfile, Moment, Strategy, StrategyInfo, View,
+    Checkpoint, Cx, Decision, Entry, Error, Fidelity, Log, ModelProfile, Moment, Role, Strategy, StrategyInfo, View,
 };
 
 mod prompt;
@@ -239,8 +239,24 @@ impl Strategy for OpencodeV1Strategy {
         Ok(out)
     }
 
-    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
-        false // `project` is this crate's own: rebuilt at each log state.
+    /// Only messages appended since, the first not a tool message: OpenCode's storage then
+    /// grows by their messages alone, `filterCompacted` keeps its cut (only a summary moves
+    /// it), and the view grows by their lowering. Anything else projects afresh.
+    fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
+        let mut new = log.entries().skip(len).peekable();
+        match new.peek() {
+            None => return len == log.len(),
+            Some((_, Entry::Message(m))) if matches!(m.role, Role::User | Role::Assistant) => {}
+            Some(_) => return false,
+        }
+        if new.any(|(_, e)| matches!(e, Entry::Checkpoint(_))) {
+            return false;
+        }
+        let appended = Session::appended(log, len);
+        for msg in &appended.msgs {
+            appended.lower(msg, &mut view.messages);
+        }
+        true
     }
 
     fn project(&self, log: &Log) -> View {

@@ -233,6 +233,24 @@ impl<'a> Session<'a> {
         while let Some((id, _)) = entries.next_if(|(_, e)| matches!(e, Entry::Message(m) if m.role == Role::System)) {
             session.leading.push(id);
         }
+        session.store(entries);
+        session
+    }
+
+    /// The messages OpenCode stores for the entries of `log` from `from` on, alone: what they
+    /// add to the storage of the log before them when they hold no checkpoint (which alone
+    /// prunes, replaces or summarizes) and do not start with a tool message (which would join
+    /// the assistant message before them).
+    pub(crate) fn appended(log: &'a Log, from: usize) -> Session<'a> {
+        let (compacted, replacements, details) = (HashSet::new(), HashMap::new(), HashMap::new());
+        let mut session = Session { log, leading: Vec::new(), msgs: Vec::new(), compacted, replacements, details };
+        session.store(log.entries().skip(from));
+        session
+    }
+
+    /// Stores `entries` after the messages stored so far.
+    fn store(&mut self, entries: impl Iterator<Item = (EntryId, &'a Entry)>) {
+        let session = self;
         for (id, entry) in entries {
             match entry {
                 Entry::Message(m) => match m.role {
@@ -293,7 +311,6 @@ impl<'a> Session<'a> {
                 Entry::Checkpoint(_) => {}
             }
         }
-        session
     }
 
     /// Details of the summary checkpoint `cp`.
