@@ -11,8 +11,8 @@
 //! strategy's own `project`.
 
 use compactbench_core::{
-    default_projection, Checkpoint, CheckpointKind, EntryId, Log, Origin, Replacement, SummarizerUsage, SummaryPosition,
-    View, ViewMessage, Window,
+    default_projection, default_reprojection, Checkpoint, CheckpointKind, Entry, EntryId, Log, Origin, Replacement,
+    SummarizerUsage, SummaryPosition, View, ViewMessage, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -153,8 +153,26 @@ pub(crate) fn anchor(log: &Log) -> Option<(EntryId, &Checkpoint, Details)> {
 /// Whether a view message is a remote compaction item.
 pub(crate) fn is_compaction(log: &Log, origin: Origin) -> bool {
     let Origin::Summary(cp) = origin else { return false };
-    let Some(compactbench_core::Entry::Checkpoint(cp)) = log.get(cp) else { return false };
+    let Some(Entry::Checkpoint(cp)) = log.get(cp) else { return false };
     Details::of(cp).is_some_and(|d| d.path == Path::Remote)
+}
+
+/// Brings `view`, [`project`] of `log` at its first `len` entries, up to date when only
+/// messages followed: they are shown after the replacement history as they are (or, without
+/// a checkpoint of ours, as the default projection shows them). A checkpoint projects afresh.
+pub(crate) fn reproject(log: &Log, view: &mut View, len: usize) -> bool {
+    if len > log.len() || log.entries().skip(len).any(|(_, e)| matches!(e, Entry::Checkpoint(_))) {
+        return false;
+    }
+    if anchor(log).is_none() {
+        return default_reprojection(log, view, len);
+    }
+    for (id, entry) in log.entries().skip(len) {
+        if let Entry::Message(m) = entry {
+            view.messages.push(ViewMessage { origin: Origin::Entry(id), message: m.clone() });
+        }
+    }
+    true
 }
 
 /// The working view: base instructions, the newest checkpoint's replacement history, then

@@ -244,8 +244,8 @@ impl Strategy for CodexStrategy {
         Ok(vec![layout::checkpoint(log, outcome)])
     }
 
-    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
-        false // `project` is this crate's own: rebuilt at each log state.
+    fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
+        layout::reproject(log, view, len)
     }
 
     fn project(&self, log: &Log) -> View {
