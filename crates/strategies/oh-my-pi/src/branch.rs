@@ -74,10 +74,29 @@ pub(crate) enum Item<'a> {
     /// parts that carry oh-my-pi's `prunedAt` stamp.
     /// `tokens` is its `countMessage` while it shows a message of the log (which never
     /// changes, so it is counted once per log, see [`Counts`]); `None` once a pass rewrote it.
-    Msg { id: EntryId, msg: Cow<'a, Message>, pruned: BTreeSet<usize>, tokens: Option<u64> },
+    Msg { id: EntryId, msg: Content<'a>, pruned: BTreeSet<usize>, tokens: Option<u64> },
     /// A `compaction` entry (boxed: the branch is rebuilt at every decision, and messages
     /// are most of it).
     Compaction { id: EntryId, c: Box<Compaction<'a>> },
+}
+
+/// The current content of a branch message: stored in the log (a message or the newest
+/// replacement of it), or rewritten by this pass. Not a `Cow<Message>`: that is as large as a
+/// message, and the branch is rebuilt with one item per message at every decision.
+pub(crate) enum Content<'a> {
+    Stored(&'a Message),
+    Rewritten(Box<Message>),
+}
+
+impl std::ops::Deref for Content<'_> {
+    type Target = Message;
+
+    fn deref(&self) -> &Message {
+        match self {
+            Content::Stored(m) => m,
+            Content::Rewritten(m) => m,
+        }
+    }
 }
 
 impl Item<'_> {
@@ -312,14 +331,14 @@ impl<'a> Work<'a> {
                     leading = false;
                     work.index[id.index()] = Some(work.items.len());
                     let tokens = Some(counts.0[id.index()][0]);
-                    work.items.push(Item::Msg { id, msg: Cow::Borrowed(m), pruned: BTreeSet::new(), tokens });
+                    work.items.push(Item::Msg { id, msg: Content::Stored(m), pruned: BTreeSet::new(), tokens });
                 }
                 Entry::Checkpoint(cp) => {
                     leading = false;
                     for (r, &counted) in cp.replacements.iter().zip(&counts.0[id.index()]) {
                         if let Some(i) = work.index.get(r.entry.index()).copied().flatten() {
                             if let Item::Msg { msg, tokens, .. } = &mut work.items[i] {
-                                *msg = Cow::Borrowed(&r.message);
+                                *msg = Content::Stored(&r.message);
                                 *tokens = Some(counted);
                             }
                         }
@@ -357,7 +376,7 @@ impl<'a> Work<'a> {
     /// Replaces the content of item `i` in this pass.
     pub(crate) fn replace(&mut self, i: usize, message: Message, rw: &mut Rewrite) {
         if let Item::Msg { msg, tokens, .. } = &mut self.items[i] {
-            *msg = Cow::Owned(message);
+            *msg = Content::Rewritten(Box::new(message));
             *tokens = None;
             rw.changed.insert(i);
         }
