@@ -460,7 +460,13 @@ impl<'a> Work<'a> {
     /// `#estimateStoredContextTokens`: the local floor, system prompt plus every context
     /// message.
     pub(crate) fn stored_estimate(&self) -> u64 {
-        self.system_tokens() + self.context().into_iter().map(|c| self.count(c)).sum::<u64>()
+        self.stored_estimate_of(&self.context())
+    }
+
+    /// [`Work::stored_estimate`] given the [`Work::context`] (which takes a pass over the
+    /// branch to build, so a caller needing several figures builds it once).
+    pub(crate) fn stored_estimate_of(&self, ctx: &[Ctx]) -> u64 {
+        self.system_tokens() + ctx.iter().map(|&c| self.count(c)).sum::<u64>()
     }
 
     /// `getContextUsage().tokens` (`getContextBreakdown`): anchored on the newest good reply
@@ -468,7 +474,11 @@ impl<'a> Work<'a> {
     /// plus the local count of every later context message — or, without an anchor, the
     /// system prompt plus every context message.
     pub(crate) fn context_usage(&self) -> u64 {
-        let ctx = self.context();
+        self.context_usage_of(&self.context())
+    }
+
+    /// [`Work::context_usage`] given the [`Work::context`].
+    fn context_usage_of(&self, ctx: &[Ctx]) -> u64 {
         if let Some(anchor) = self.usage_anchor() {
             if let Some(pos) = ctx.iter().position(|&c| c == Ctx::Msg(anchor)) {
                 let usage = valid_usage(self.msg(anchor)).expect("anchor has usage");
@@ -477,13 +487,18 @@ impl<'a> Work<'a> {
                     + ctx[pos + 1..].iter().map(|&c| self.count(c)).sum::<u64>();
             }
         }
-        self.system_tokens() + ctx.iter().map(|&c| self.count(c)).sum::<u64>()
+        self.stored_estimate_of(ctx)
     }
 
     /// `compactionContextTokens(getContextUsage(), storedEstimate)`: the residual the
     /// post-maintenance checks compare.
     pub(crate) fn residual(&self) -> u64 {
-        self.context_usage().max(self.stored_estimate())
+        self.residual_of(&self.context())
+    }
+
+    /// [`Work::residual`] given the [`Work::context`].
+    pub(crate) fn residual_of(&self, ctx: &[Ctx]) -> u64 {
+        self.context_usage_of(ctx).max(self.stored_estimate_of(ctx))
     }
 
     /// `collectToolCallsById` over the branch.

@@ -116,20 +116,20 @@ impl Pass<'_, '_, '_, '_> {
     /// estimate) or between the tool-call steps of a run (`maintainContextMidRun`: the last
     /// reply's usage floored by the local estimate, when `midTurnEnabled`).
     pub(crate) fn before_request_tokens(work: &Work<'_>, config: &OhMyPiConfig) -> Option<(u64, bool)> {
-        let last = *work.context().last()?;
-        let Ctx::Msg(i) = last else { return None };
+        let ctx = work.context();
+        let Ctx::Msg(i) = *ctx.last()? else { return None };
         match work.msg(i).role {
-            Role::User => Some((work.context_usage().max(work.stored_estimate()), true)),
+            Role::User => Some((work.residual_of(&ctx), true)),
             Role::Tool => {
                 if !config.mid_turn_enabled || method_order(&config.method_order).is_empty() {
                     return None;
                 }
-                let reply = work.context().into_iter().rev().find_map(|c| match c {
+                let reply = ctx.iter().rev().find_map(|&c| match c {
                     Ctx::Msg(j) if work.msg(j).role == Role::Assistant => Some(j),
                     _ => None,
                 })?;
                 let usage = valid_usage(work.msg(reply))?;
-                Some((context_tokens(&usage).max(work.stored_estimate()), false))
+                Some((context_tokens(&usage).max(work.stored_estimate_of(&ctx)), false))
             }
             _ => None,
         }
