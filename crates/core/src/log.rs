@@ -191,6 +191,18 @@ impl Log {
         })
     }
 
+    /// The messages after the first `len` entries, when every entry since is a message: what
+    /// a strategy that reprojects on appended messages adds to its view. `None` when a
+    /// checkpoint followed (it may change what was shown before) or the log is shorter.
+    pub fn messages_since(&self, len: usize) -> Option<impl Iterator<Item = (EntryId, &Message)>> {
+        let since = self.entries.get(len..)?;
+        let messages = since.iter().zip(len..).filter_map(|(e, i)| match &**e {
+            Entry::Message(m) => Some((EntryId(i as u32), m)),
+            Entry::Checkpoint(_) => None,
+        });
+        since.iter().all(|e| matches!(**e, Entry::Message(_))).then_some(messages)
+    }
+
     /// All checkpoint entries with their ids, oldest first.
     pub fn checkpoints(&self) -> impl DoubleEndedIterator<Item = (EntryId, &Checkpoint)> {
         self.entries().filter_map(|(id, e)| match e {
@@ -207,5 +219,24 @@ impl Log {
     /// The id the next appended entry will get.
     pub fn next_id(&self) -> EntryId {
         EntryId(self.entries.len() as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CheckpointKind, Window};
+
+    #[test]
+    fn messages_since_are_the_appended_messages_unless_a_checkpoint_follows() {
+        let mut log = Log::from_messages([Message::user("a"), Message::assistant("b")]);
+        let ids = |log: &Log, len| log.messages_since(len).map(|m| m.map(|(id, _)| id.0).collect::<Vec<_>>());
+        assert_eq!(ids(&log, 2), Some(vec![]));
+        assert_eq!(ids(&log, 1), Some(vec![1]));
+        assert_eq!(ids(&log, 3), None, "longer than the log");
+        log.push_checkpoint(Checkpoint::new(CheckpointKind::Prune, Window::Inherit));
+        log.push_message(Message::user("c"));
+        assert_eq!(ids(&log, 3), Some(vec![3]));
+        assert_eq!(ids(&log, 2), None, "a checkpoint follows");
     }
 }

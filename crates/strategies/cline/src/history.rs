@@ -143,8 +143,8 @@ pub(crate) struct History {
     calls: HashMap<String, serde_json::Value>,
     /// Whether the last Cline message is a user message still collecting log messages.
     open_user: bool,
-    /// Whether a message other than a leading system message was seen (see
-    /// the system prompt, which Cline never stores).
+    /// Whether a message other than a leading system message (the system prompt, which Cline
+    /// never stores) was seen.
     past_leading: bool,
 }
 

@@ -105,8 +105,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use compactbench_core::{
-    default_projection, default_reprojection, Checkpoint, CheckpointKind, Cx, Decision, EntryId, Entry, Error, ErrorKind, Fidelity, Log, Message, Moment,
-    Part, Replacement, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window,
+    default_projection, default_reprojection, Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity,
+    Log, Message, Moment, Part, Replacement, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window,
 };
 
 use crate::history::{history, push_condense_pair, speakers, ClineMessage, History, Speaker, Src};
@@ -408,21 +408,16 @@ impl Strategy for ClineStrategy {
         Ok(staged.out)
     }
 
-    /// The default projection follows the checkpoints' window and replacements; Cline then
-    /// repairs tool-result placement on every view it sends.
     /// Only messages appended since, the first a reply: every tool-result run the repair saw
     /// is closed by that reply, so the view grows by the new messages, repaired on their own.
     /// Anything else (a checkpoint moves the window or the repair's attribution) projects
     /// afresh.
     fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
-        let mut new = log.entries().skip(len).peekable();
-        match new.peek() {
-            None => return len == log.len(),
-            Some((_, Entry::Message(m))) if m.role == Role::Assistant => {}
+        let Some(mut new) = log.messages_since(len) else { return false };
+        match new.next() {
+            None => return true,
+            Some((_, m)) if m.role == Role::Assistant => {}
             Some(_) => return false,
-        }
-        if new.any(|(_, e)| matches!(e, Entry::Checkpoint(_))) {
-            return false;
         }
         let from = view.messages.len();
         if !default_reprojection(log, view, len) {
@@ -432,6 +427,8 @@ impl Strategy for ClineStrategy {
         true
     }
 
+    /// The default projection follows the checkpoints' window and replacements; Cline then
+    /// repairs tool-result placement on every view it sends.
     fn project(&self, log: &Log) -> View {
         let mut view = default_projection(log);
         repair::repair(&mut view, log.last_checkpoint().map(|(id, _)| id), 0);

@@ -161,17 +161,11 @@ pub(crate) fn is_compaction(log: &Log, origin: Origin) -> bool {
 /// messages followed: they are shown after the replacement history as they are (or, without
 /// a checkpoint of ours, as the default projection shows them). A checkpoint projects afresh.
 pub(crate) fn reproject(log: &Log, view: &mut View, len: usize) -> bool {
-    if len > log.len() || log.entries().skip(len).any(|(_, e)| matches!(e, Entry::Checkpoint(_))) {
-        return false;
-    }
+    let Some(new) = log.messages_since(len) else { return false };
     if anchor(log).is_none() {
         return default_reprojection(log, view, len);
     }
-    for (id, entry) in log.entries().skip(len) {
-        if let Entry::Message(m) = entry {
-            view.messages.push(ViewMessage { origin: Origin::Entry(id), message: m.clone() });
-        }
-    }
+    view.messages.extend(new.map(|(id, m)| ViewMessage { origin: Origin::Entry(id), message: m.clone() }));
     true
 }
 

@@ -83,7 +83,7 @@
 //!   that compaction's marker and summary mid-view). Pairing validators record what breaks.
 
 use compactbench_core::{
-    Checkpoint, Cx, Decision, Entry, Error, Fidelity, Log, ModelProfile, Moment, Role, Strategy, StrategyInfo, View,
+    Checkpoint, Cx, Decision, Error, Fidelity, Log, ModelProfile, Moment, Role, Strategy, StrategyInfo, View,
 };
 
 mod prompt;
@@ -243,14 +243,11 @@ impl Strategy for OpencodeV1Strategy {
     /// grows by their messages alone, `filterCompacted` keeps its cut (only a summary moves
     /// it), and the view grows by their lowering. Anything else projects afresh.
     fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
-        let mut new = log.entries().skip(len).peekable();
-        match new.peek() {
-            None => return len == log.len(),
-            Some((_, Entry::Message(m))) if matches!(m.role, Role::User | Role::Assistant) => {}
+        let Some(mut new) = log.messages_since(len) else { return false };
+        match new.next() {
+            None => return true,
+            Some((_, m)) if matches!(m.role, Role::User | Role::Assistant) => {}
             Some(_) => return false,
-        }
-        if new.any(|(_, e)| matches!(e, Entry::Checkpoint(_))) {
-            return false;
         }
         let appended = Session::appended(log, len);
         for msg in &appended.msgs {

@@ -250,18 +250,17 @@ impl<'a> Session<'a> {
 
     /// Stores `entries` after the messages stored so far.
     fn store(&mut self, entries: impl Iterator<Item = (EntryId, &'a Entry)>) {
-        let session = self;
         for (id, entry) in entries {
             match entry {
                 Entry::Message(m) => match m.role {
-                    Role::User | Role::System => session.msgs.push(OcMsg {
+                    Role::User | Role::System => self.msgs.push(OcMsg {
                         slot: Slot::Entry(id),
                         kind: Kind::User,
                         message: Some(m),
                         tools: Vec::new(),
                         parts: Vec::new(),
                     }),
-                    Role::Assistant => session.msgs.push(OcMsg {
+                    Role::Assistant => self.msgs.push(OcMsg {
                         slot: Slot::Entry(id),
                         kind: Kind::Assistant,
                         message: Some(m),
@@ -278,12 +277,12 @@ impl<'a> Session<'a> {
                             .collect(),
                     }),
                     Role::Tool => {
-                        let joins = session
+                        let joins = self
                             .msgs
                             .last()
                             .is_some_and(|last| last.kind == Kind::Assistant && matches!(last.slot, Slot::Entry(_)));
                         if !joins {
-                            session.msgs.push(OcMsg {
+                            self.msgs.push(OcMsg {
                                 slot: Slot::Entry(id),
                                 kind: Kind::Assistant,
                                 message: None,
@@ -291,12 +290,12 @@ impl<'a> Session<'a> {
                                 parts: Vec::new(),
                             });
                         }
-                        let last = session.msgs.last_mut().expect("pushed above");
-                        last.attach_tool(id, m, &session.compacted);
+                        let last = self.msgs.last_mut().expect("pushed above");
+                        last.attach_tool(id, m, &self.compacted);
                     }
                 },
-                Entry::Checkpoint(cp) if session.details.contains_key(&id) => {
-                    let after = session.details[&id].after.is_some() && !cp.injected.is_empty();
+                Entry::Checkpoint(cp) if self.details.contains_key(&id) => {
+                    let after = self.details[&id].after.is_some() && !cp.injected.is_empty();
                     for (slot, kind, message) in [
                         (Slot::Marker(id), Kind::Marker, None),
                         (Slot::Summary(id), Kind::Summary, cp.summary.as_ref()),
@@ -305,7 +304,7 @@ impl<'a> Session<'a> {
                         if kind == Kind::After && !after {
                             continue;
                         }
-                        session.msgs.push(OcMsg { slot, kind, message, tools: Vec::new(), parts: Vec::new() });
+                        self.msgs.push(OcMsg { slot, kind, message, tools: Vec::new(), parts: Vec::new() });
                     }
                 }
                 Entry::Checkpoint(_) => {}
