@@ -127,7 +127,7 @@ mod tool_pairs;
 mod tests;
 
 use compact::{compact_messages, Trigger};
-use conversation::{kickoff, op, replay, Conversation, GooseMessage, GooseRole, OP_COMPACT};
+use conversation::{kickoff, op, replay, GooseMessage, GooseRole, OP_COMPACT};
 
 /// `DEFAULT_COMPACTION_THRESHOLD`.
 pub(crate) const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
@@ -180,9 +180,9 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
         }
     }
 
-    /// `session.total_tokens`, or the local estimate when no total is known.
-    fn current_tokens(&self, log: &Log, conversation: &Conversation<'_>) -> u64 {
-        tokens::session_total(log).unwrap_or_else(|| tokens::estimate(&conversation.goose_messages()))
+    /// `session.total_tokens`, or the local estimate of `messages` when no total is known.
+    fn current_tokens(&self, log: &Log, messages: &[GooseMessage<'_>]) -> u64 {
+        tokens::session_total(log).unwrap_or_else(|| tokens::estimate(messages))
     }
 
     /// The proactive check: the conversation ends with a user (or tool) message and the
@@ -195,8 +195,7 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
         if messages.iter().rev().find(|m| m.visible).is_none_or(|m| m.role != GooseRole::User) {
             return false;
         }
-        let tokens = tokens::session_total(log).unwrap_or_else(|| tokens::estimate(messages));
-        (tokens as f64 / window as f64) > threshold
+        (self.current_tokens(log, messages) as f64 / window as f64) > threshold
     }
 
     fn cutoff(&self, window: u64) -> usize {
@@ -257,7 +256,7 @@ impl Strategy for GooseStrategy {
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let mut out = Vec::new();
-        let before = self.current_tokens(log, &replay(log));
+        let before = self.current_tokens(log, &replay(log).goose_messages());
         // Outputs are offloaded first: Goose rewrites them before they enter the conversation.
         let log: Cow<'_, Log> = match offload::offload(log, cx.store, before) {
             Some(cp) => {
@@ -269,15 +268,14 @@ impl Strategy for GooseStrategy {
             None => Cow::Borrowed(log),
         };
         let conversation = replay(&log);
+        let messages = conversation.goose_messages();
         let trigger = match at {
             Moment::Overflow if reactive_allowed(&log) => Some(Trigger::Overflow),
             Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
-            Moment::BeforeRequest if self.over_threshold(&log, &conversation.goose_messages(), cx.model.window) => {
-                Some(Trigger::Threshold)
-            }
+            Moment::BeforeRequest if self.over_threshold(&log, &messages, cx.model.window) => Some(Trigger::Threshold),
             _ => None,
         };
-        let tokens_before = self.current_tokens(&log, &conversation);
+        let tokens_before = self.current_tokens(&log, &messages);
         if let Some(trigger) = trigger {
             out.push(compact_messages(&conversation, trigger, self.config.threshold, tokens_before, cx)?);
         } else if at == Moment::BeforeRequest && self.config.tool_pair_summarization {
