@@ -104,27 +104,14 @@ impl TokenCounter {
     /// memoized in turn, so a new summary made of old lines costs no BPE). Looking up every line
     /// of every transcript was most of a summarizer's time once the BPE was done.
     pub fn count_text_segmented(&self, text: &str) -> u64 {
-        let mut start = 0;
-        let mut total = 0;
-        for cut in cuts(text).filter(|&i| i >= 2 && matches!(text.as_bytes()[i - 2], b'\r' | b'\n')) {
-            total += self.count_block(&text[start..cut]);
-            start = cut;
-        }
-        total + self.count_block(&text[start..])
+        let blocks = cuts(text).filter(|&i| i >= 2 && matches!(text.as_bytes()[i - 2], b'\r' | b'\n'));
+        pieces(text, blocks).map(|block| self.count_block(block)).sum()
     }
 
     /// A block of [`Self::count_text_segmented`]: memoized whole, counted line by line.
     fn count_block(&self, block: &str) -> u64 {
-        self.memoized(key(Kind::Text(self.encoding), block), || {
-            let mut start = 0;
-            let mut total = 0;
-            for cut in cuts(block) {
-                total += self.count_text_cached(&block[start..cut]);
-                start = cut;
-            }
-            total + self.count_text_cached(&block[start..])
-        })
-        .0
+        self.memoized(key(Kind::Text(self.encoding), block), || pieces(block, cuts(block)).map(|line| self.count_text_cached(line)).sum())
+            .0
     }
 
     /// Exact tokens of `message` as sent: its text, reasoning, tool names and arguments,
@@ -211,6 +198,16 @@ fn cuts(text: &str) -> impl Iterator<Item = usize> + '_ {
     memchr::memchr2_iter(b'\n', b'\r', bytes).map(|p| p + 1).filter(move |&i| {
         // Inside a run the next byte is a newline (whitespace), so only a run's end is a cut.
         bytes.get(i).is_some_and(|&next| !next.is_ascii_whitespace() && next != b'/') && !is_unicode_space_start(&text[i..])
+    })
+}
+
+/// `text` cut at the ascending positions `at`: the piece before each cut, then the rest.
+fn pieces<'t>(text: &'t str, at: impl Iterator<Item = usize> + 't) -> impl Iterator<Item = &'t str> {
+    let mut start = 0;
+    at.chain([text.len()]).map(move |cut| {
+        let piece = &text[start..cut];
+        start = cut;
+        piece
     })
 }
 
