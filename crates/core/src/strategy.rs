@@ -1,6 +1,6 @@
 //! The Strategy seam.
 
-use crate::{default_projection, default_reprojection, Checkpoint, Error, Log, ModelProfile, Summarizer, Tokenizer, View, VirtualStore};
+use crate::{default_projection, Checkpoint, Replay, Error, Log, ModelProfile, Summarizer, Tokenizer, View, VirtualStore};
 
 /// How faithfully a strategy reproduces its original.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,31 +100,26 @@ pub trait Strategy: Send + Sync {
     /// Identity and provenance.
     fn info(&self) -> &StrategyInfo;
 
-    /// Whether to compact at `at`, given the log and its current projection. Must not
+    /// Whether to compact at `at`, given the log and its projection, from scratch. Must not
     /// mutate anything; returning `Skip` is always safe.
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision;
 
-    /// Performs a compaction the strategy just decided on, returning the checkpoints to
+    /// Performs a compaction the strategy just decided on, from scratch, returning the checkpoints to
     /// append in order (several when the original does several steps, e.g. prune then
     /// summarize). An empty list means nothing was done. Errors leave the log unchanged.
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error>;
 
-    /// The working view for `log`. The default follows checkpoint data; override only when
-    /// the original rebuilds its view differently, and then override [`Strategy::reproject`]
-    /// too.
+    /// Starts a run: the strategy's incremental layer over an empty log (see [`Replay`]). It
+    /// must show the views, make the decisions and return the checkpoints that `project`,
+    /// `decide` and `compact` give on the same log (the law the testkit checks for every
+    /// strategy). A strategy whose decisions need only the log and its view returns an
+    /// [`crate::Incremental`]; one that keeps more (folded history, running totals) its own.
+    fn start(&self) -> Box<dyn Replay + '_>;
+
+    /// The working view of `log`, from scratch. The default follows checkpoint data; a
+    /// strategy that overrides it keeps its view its own way in [`Strategy::start`].
     fn project(&self, log: &Log) -> View {
         default_projection(log)
-    }
-
-    /// Brings `view`, what [`Strategy::project`] returned for `log` when it held its first
-    /// `len` entries, up to date with `log` in place, returning `false` (and leaving `view`
-    /// unspecified) when it cannot; the runner then calls `project`. The result must equal
-    /// `project(log)`: the runner checks that in debug builds, so every test that replays a
-    /// session checks it. The default is [`default_reprojection`], which matches the default
-    /// `project`; a strategy with its own `project` returns `false` unless it has an update of
-    /// its own.
-    fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
-        default_reprojection(log, view, len)
     }
 
     /// Why requests built from this strategy's views break `rule` (a

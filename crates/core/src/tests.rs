@@ -171,27 +171,25 @@ fn lowering_merges_same_role_turns_for_anthropic_and_gemini_only() {
     assert_eq!(lower(&view, Shape::OpenaiResponses).messages.len(), 2);
 }
 
-/// Checks `default_reprojection` from every earlier length of `log` against the projection
-/// of `log`, where it says it can; returns the lengths it could not update from.
-fn reprojection_refusals(log: &Log) -> Vec<usize> {
-    let full = default_projection(log);
-    let mut refused = Vec::new();
-    for len in 1..=log.len() {
-        let mut prefix = Log::new();
-        for (_, e) in log.entries().take(len) {
-            match e {
-                Entry::Message(m) => prefix.push_message(m.clone()),
-                Entry::Checkpoint(cp) => prefix.push_checkpoint((**cp).clone()),
-            };
+/// Feeds `log` entry by entry to a [`DefaultView`] and checks its view against the projection
+/// of each prefix; returns the lengths at which it had to project afresh.
+fn default_view_refreshes(log: &Log) -> Vec<usize> {
+    let mut state = DefaultView::new();
+    let mut prefix = Log::new();
+    let mut refreshed = Vec::new();
+    for (id, e) in log.entries() {
+        match e {
+            Entry::Message(m) => prefix.push_message(m.clone()),
+            Entry::Checkpoint(cp) => prefix.push_checkpoint((**cp).clone()),
+        };
+        state.push(&prefix, id);
+        if state.is_stale() {
+            refreshed.push(prefix.len());
         }
-        let mut view = default_projection(&prefix);
-        if default_reprojection(log, &mut view, len) {
-            assert_eq!(view, full, "updated from length {len}");
-        } else {
-            refused.push(len);
-        }
+        let view = state.view(&prefix).clone();
+        assert_eq!(view, default_projection(&prefix), "at length {}", prefix.len());
     }
-    refused
+    refreshed
 }
 
 fn prune(entry: u32, text: &str) -> Checkpoint {
@@ -201,7 +199,7 @@ fn prune(entry: u32, text: &str) -> Checkpoint {
 }
 
 #[test]
-fn reprojection_follows_appended_messages_and_replacements_and_refuses_new_windows() {
+fn default_view_follows_appended_messages_and_replacements_and_refreshes_on_new_windows() {
     let mut log = session();
     // A summary that keeps entries from 3 on, with the summary and an injected message in
     // between the leading system message and the kept ones.
@@ -214,14 +212,18 @@ fn reprojection_follows_appended_messages_and_replacements_and_refuses_new_windo
     log.push_message(Message::assistant("a3")); // 11
     log.push_checkpoint(prune(3, "[pruned twice]")); // 12: the later replacement wins
     log.push_checkpoint(prune(8, "[u3 replaced]")); // 13
-    let refused = reprojection_refusals(&log);
-    // Up to the summary, a new window follows: refused. After it, everything updates.
-    assert_eq!(refused, (1..=7).collect::<Vec<_>>());
+    // The summary sets a new window: projected afresh there. After it, everything updates.
+    assert_eq!(default_view_refreshes(&log), [8]);
     assert_eq!(texts(&default_projection(&log)), ["sys", "S", "re-read a.rs", "[pruned twice]", "a1", "u2", "a2", "[u3 replaced]", "a3"]);
 
-    // A system message after the first: refused (the default projection may place it among
-    // the leading ones).
+    // A system message after the conversation started is an ordinary message, shown last; one
+    // among the leading ones after a summary goes ahead of it: projected afresh.
     let mut log = session();
     log.push_message(Message::system("late"));
-    assert_eq!(reprojection_refusals(&log), (1..=7).collect::<Vec<_>>());
+    assert_eq!(default_view_refreshes(&log), Vec::<usize>::new());
+    let mut log = Log::from_messages([Message::system("sys")]);
+    log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(1))).with_summary(Message::user("S")));
+    log.push_message(Message::system("second"));
+    log.push_message(Message::user("u"));
+    assert_eq!(default_view_refreshes(&log), [2, 3]);
 }

@@ -198,7 +198,7 @@ pub fn default_reprojection(log: &Log, view: &mut View, len: usize) -> bool {
 /// messages come in ascending entry order (leading system messages, kept ones, later ones),
 /// with only a few messages standing for none (the summary and re-injected messages) among
 /// them, so a binary search that steps over those finds it.
-fn position_of(view: &View, entry: EntryId) -> Option<usize> {
+pub(crate) fn position_of(view: &View, entry: EntryId) -> Option<usize> {
     let messages = &view.messages;
     let (mut lo, mut hi) = (0, messages.len());
     while lo < hi {

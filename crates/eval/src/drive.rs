@@ -9,8 +9,8 @@ use rustc_hash::FxHashMap;
 
 use compactbench_core::request::{lower, validate, Revalidator, Rule};
 use compactbench_core::{
-    Cx, Decision, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Shape, StopReason, Strategy, Summarizer, Summary,
-    SummaryRequest, Usage, View, VirtualStore, Window,
+    Checkpoint, Cx, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Replay, Shape, StopReason, Strategy, Summarizer,
+    Summary, SummaryRequest, Usage, View, VirtualStore, Window,
 };
 use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
@@ -58,11 +58,12 @@ struct Info {
 }
 
 struct Run<'a> {
-    strategy: &'a dyn Strategy,
     scenario: &'a Scenario,
     session: &'a Session,
     env: &'a Env<'a>,
     log: Log,
+    /// The strategy's state over this run, given every entry appended to `log`.
+    replay: Box<dyn Replay + 'a>,
     store: VirtualStore,
     /// What is known of each content seen in this run, by key ([`Run::describe`]).
     info: FxHashMap<Key, usize>,
@@ -80,9 +81,6 @@ struct Run<'a> {
     /// Rounds completed when each fact was planted (set when its step is appended).
     compactions: Vec<CompactionRecord>,
     phases: Phases,
-    /// The newest projection of the log and the log length it was built at: reused as it is
-    /// while the log has not grown, else brought up to date ([`Run::view`]).
-    view: Option<(usize, View)>,
     request: u32,
     /// Consecutive failed compactions (handed to strategies as `Cx::failures`).
     failures: u32,
@@ -126,30 +124,59 @@ impl Measured {
     }
 }
 
+/// The index in `infos` of what is known of the content `key` names (`message`), described
+/// when first seen.
+fn describe(
+    info: &mut FxHashMap<Key, usize>,
+    infos: &mut Vec<Info>,
+    needle_finders: &[Finder<'static>],
+    counter: &TokenCounter,
+    key: Key,
+    message: &Message,
+) -> usize {
+    *info.entry(key).or_insert_with(|| {
+        let text = message.searchable_text();
+        let needles = needle_finders.iter().enumerate().filter(|(_, f)| f.find(text.as_bytes()).is_some()).map(|(i, _)| i).collect();
+        infos.push(Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new(), text });
+        infos.len() - 1
+    })
+}
+
 impl Run<'_> {
-    /// The index in [`Run::infos`] of what is known of the content `key` names (`message`).
-    fn describe(&mut self, key: Key, message: &Message) -> usize {
-        let needle_finders = &self.needle_finders;
-        let counter = self.env.counter;
-        let infos = &mut self.infos;
-        *self.info.entry(key).or_insert_with(|| {
-            let text = message.searchable_text();
-            let needles = needle_finders.iter().enumerate().filter(|(_, f)| f.find(text.as_bytes()).is_some()).map(|(i, _)| i).collect();
-            infos.push(Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new(), text });
-            infos.len() - 1
-        })
+    /// Appends `message` to the log and hands it to the strategy.
+    fn push_message(&mut self, message: Message) -> EntryId {
+        let id = self.log.push_message(message);
+        self.replay.push(&self.log, id);
+        id
     }
 
-    /// Exact tokens per view message (filling the content cache) and the request total.
-    fn measure(&mut self, view: &View) -> (Vec<Key>, Vec<u64>, u64) {
+    /// Appends `checkpoint` to the log and hands it to the strategy.
+    fn push_checkpoint(&mut self, checkpoint: Checkpoint) {
+        let id = self.log.push_checkpoint(checkpoint);
+        self.replay.push(&self.log, id);
+    }
+
+    /// Brings the strategy's view up to date with the log (timed as projection), so that the
+    /// next look at it costs nothing.
+    fn project(&mut self) {
         let started = Instant::now();
+        self.replay.view(&self.log);
+        self.phases.project += micros(started);
+    }
+
+    /// Exact tokens per message of the strategy's view (filling the content cache) and the
+    /// request total.
+    fn measure(&mut self) -> (Vec<Key>, Vec<u64>, u64) {
+        self.project();
+        let started = Instant::now();
+        let view = self.replay.view(&self.log);
         let mut measured = std::mem::take(&mut self.measured);
         // Keys are origins numbered by occurrence, so equal origins up to here mean equal keys.
         let same = measured.keys.iter().zip(&view.messages).take_while(|((origin, _), vm)| *origin == vm.origin).count();
         measured.truncate(same);
         for vm in &view.messages[same..] {
             let key = measured.push(vm.origin);
-            let info = self.describe(key, &vm.message);
+            let info = describe(&mut self.info, &mut self.infos, &self.needle_finders, self.env.counter, key, &vm.message);
             measured.tokens.push(self.infos[info].tokens);
             measured.infos.push(info);
         }
@@ -160,44 +187,22 @@ impl Run<'_> {
         (keys, tokens, total)
     }
 
-    /// The strategy's view of the log as it is now: the view kept from an earlier state
-    /// brought up to date when the strategy can ([`Strategy::reproject`]), else projected.
-    fn view(&mut self) -> View {
-        let started = Instant::now();
-        let view = match self.view.take() {
-            Some((len, view)) if len == self.log.len() => return view,
-            Some((len, mut view)) => {
-                if self.strategy.reproject(&self.log, &mut view, len) {
-                    debug_assert!(view == self.strategy.project(&self.log), "{}: reproject differs from project", self.strategy.info().id);
-                    view
-                } else {
-                    self.strategy.project(&self.log)
-                }
-            }
-            None => self.strategy.project(&self.log),
-        };
-        self.phases.project += micros(started);
-        view
-    }
-
     fn maybe_compact(&mut self, at: Moment) -> bool {
-        let view = self.view();
+        self.project();
         let started = Instant::now();
-        let decision = {
+        let plan = {
             let cx = Cx { model: &self.scenario.model, summarizer: self.env.summarizer, store: &mut self.store, tokenizer: self.env.counter, failures: self.failures };
-            self.strategy.decide(&self.log, &view, at, &cx)
+            self.replay.decide(&self.log, at, &cx)
         };
         self.phases.decide += micros(started);
-        let Decision::Compact { reason } = decision else {
-            self.view = Some((self.log.len(), view));
-            return false;
-        };
-        let tokens_before = self.measure(&view).2;
+        let Some(plan) = plan else { return false };
+        let reason = plan.reason().to_owned();
+        let tokens_before = self.measure().2;
         let started = Instant::now();
         let observed = CutOffCounter { inner: self.env.summarizer, cut_off: AtomicU32::new(0), micros: AtomicU64::new(0) };
         let result = {
             let mut cx = Cx { model: &self.scenario.model, summarizer: &observed, store: &mut self.store, tokenizer: self.env.counter, failures: self.failures };
-            self.strategy.compact(&self.log, &view, at, &mut cx)
+            self.replay.compact(&self.log, plan, &mut cx)
         };
         self.phases.compact += micros(started);
         self.phases.summarize += observed.micros.load(Ordering::Relaxed);
@@ -223,13 +228,8 @@ impl Run<'_> {
             error: None,
         };
         let compacted = match result {
-            Ok(checkpoints) if checkpoints.is_empty() => {
-                self.view = Some((self.log.len(), view));
-                return false;
-            }
+            Ok(checkpoints) if checkpoints.is_empty() => return false,
             Ok(checkpoints) => {
-                // The view before is brought up to date below, not projected again.
-                self.view = Some((self.log.len(), view));
                 for cp in checkpoints {
                     let first_kept = match &cp.window {
                         Window::From(id) => self.entry_step.get(id).copied(),
@@ -245,23 +245,17 @@ impl Run<'_> {
                     record.summarizer_calls += cp.summarizer.calls;
                     record.summarizer_input += cp.summarizer.input_tokens;
                     record.summarizer_output += cp.summarizer.output_tokens;
-                    self.log.push_checkpoint(cp);
+                    self.push_checkpoint(cp);
                 }
                 self.rounds += 1;
                 self.failures = 0;
                 self.paths.sync(&self.log);
-                let after = self.view();
-                record.tokens_after = self.measure(&after).2;
-                self.view = Some((self.log.len(), after));
+                record.tokens_after = self.measure().2;
                 true
             }
             // Degenerate input is a normal outcome, not a failure worth a row.
-            Err(e) if e.kind == ErrorKind::NothingToCompact => {
-                self.view = Some((self.log.len(), view));
-                return false;
-            }
+            Err(e) if e.kind == ErrorKind::NothingToCompact => return false,
             Err(e) => {
-                self.view = Some((self.log.len(), view));
                 self.failures += 1;
                 record.error = Some(e.to_string());
                 false
@@ -300,19 +294,15 @@ impl Run<'_> {
 
     /// The state of every fact in `view`, the view measured last (None where not needed at
     /// `step`).
-    fn probe(&mut self, view: &View, step: usize) -> Vec<Option<Status>> {
+    fn probe(&mut self, step: usize) -> Vec<Option<Status>> {
         let facts = &self.session.facts;
         let needed: Vec<usize> = (0..facts.len()).filter(|&i| facts[i].needed_at(step)).collect();
         let mut out = vec![None; facts.len()];
         if needed.is_empty() {
             return out;
         }
-        debug_assert!(
-            self.measured.keys.len() == view.len() && self.measured.keys.iter().zip(&view.messages).all(|(k, vm)| k.0 == vm.origin),
-            "probed the view measured last"
-        );
-        for (&info, vm) in self.measured.infos.iter().zip(&view.messages) {
-            let here = match vm.origin {
+        for (&info, (origin, _)) in self.measured.infos.iter().zip(&self.measured.keys) {
+            let here = match origin {
                 Origin::Entry(_) | Origin::Replaced(..) => Status::VerbatimKept,
                 Origin::Injected(_) => Status::VerbatimInjected,
                 Origin::Summary(_) => Status::VerbatimSummary,
@@ -453,19 +443,14 @@ impl Run<'_> {
     fn request(&mut self, tally: &mut Tally, step: usize, answer: &Message, observe: &mut dyn FnMut(&Snapshot<'_>)) {
         let window = self.scenario.model.window;
         self.maybe_compact(Moment::BeforeRequest);
-        let mut view = self.view();
-        let (mut keys, mut tokens, mut total) = self.measure(&view);
-        if total > window {
-            self.view = Some((self.log.len(), view));
-            let compacted = self.maybe_compact(Moment::Overflow);
-            view = self.view();
-            if compacted {
-                (keys, tokens, total) = self.measure(&view);
-            }
+        let (mut keys, mut tokens, mut total) = self.measure();
+        if total > window && self.maybe_compact(Moment::Overflow) {
+            (keys, tokens, total) = self.measure();
         }
         // Equal keys mean equal content, so the prefix shared with the previous request is
         // known without comparing messages (and revalidation resumes after it).
         let shared = keys.iter().zip(&tally.prev_keys).take_while(|(a, b)| a == b).count();
+        let view = self.replay.view(&self.log);
         let started = Instant::now();
         let mut per_shape = [0u32; 4];
         for ((i, shape), counts) in Shape::ALL.into_iter().enumerate().zip(tally.validity.update(&view, shared)) {
@@ -491,22 +476,23 @@ impl Run<'_> {
         self.phases.validate += micros(started);
         let cached: u64 = tokens[..shared].iter().sum();
         let started = Instant::now();
-        for (f, s) in self.probe(&view, step).into_iter().enumerate() {
+        for (f, s) in self.probe(step).into_iter().enumerate() {
             if let Some(s) = s {
                 tally.probes[f].push((self.request, s, self.rounds - tally.planted_round[f]));
             }
         }
         self.phases.probe += micros(started);
+        let view = self.replay.view(&self.log);
         if let Some(judge) = self.judge {
             let facts = &self.session.facts;
             let due: Vec<usize> = (0..facts.len()).filter(|&f| facts[f].needed_until == step).collect();
             if !due.is_empty() {
-                for (f, answer) in crate::judge::ask(judge, &view, facts, &due) {
+                for (f, answer) in crate::judge::ask(judge, view, facts, &due) {
                     tally.judged[f] = Some(Judged { request: self.request, answer });
                 }
             }
         }
-        observe(&Snapshot { index: self.request, view: &view, tokens: &tokens, log: &self.log });
+        observe(&Snapshot { index: self.request, view, tokens: &tokens, log: &self.log });
         tally.requests.push(RequestRecord {
             index: self.request,
             step: step as u32,
@@ -518,12 +504,11 @@ impl Run<'_> {
             violations: per_shape,
         });
         tally.prev_keys = keys;
-        self.view = Some((self.log.len(), view));
         let out = self.env.counter.count_message(answer);
         tally.output_tokens += out;
         let mut answer = answer.clone();
         answer.usage = Some(Usage { input: total, output: out, cache_read: 0 });
-        self.log.push_message(answer);
+        self.push_message(answer);
         self.request += 1;
     }
 
@@ -641,11 +626,11 @@ pub fn run_with(
     let shaped = options.aider_chat.then(|| crate::shape::aider_chat(session));
     let session = shaped.as_ref().unwrap_or(session);
     let mut run = Run {
-        strategy,
         scenario,
         session,
         env,
         log: Log::new(),
+        replay: strategy.start(),
         store: VirtualStore::new(),
         info: FxHashMap::default(),
         infos: Vec::new(),
@@ -657,14 +642,13 @@ pub fn run_with(
         rounds: 0,
         compactions: Vec::new(),
         phases: Phases::default(),
-        view: None,
         request: 0,
         failures: 0,
         step: 0,
         entry_step: FxHashMap::default(),
         judge: options.judge,
     };
-    run.log.push_message(session.system.clone());
+    run.push_message(session.system.clone());
     let facts = &session.facts;
     let mut tally = Tally {
         requests: Vec::new(),
@@ -688,7 +672,7 @@ pub fn run_with(
                 let sp = session.spans[n];
                 let (call, report) = run.delegate(&mut tally, &session.steps[sp.start..=sp.end], n);
                 run.request(&mut tally, step, &call, &mut observe);
-                run.log.push_message(report);
+                run.push_message(report);
                 sp.end
             }
             None => {
@@ -697,11 +681,11 @@ pub fn run_with(
                         if any_assistant {
                             run.maybe_compact(Moment::TurnEnd);
                         }
-                        let id = run.log.push_message(m.clone());
+                        let id = run.push_message(m.clone());
                         run.entry_step.insert(id, step);
                     }
                     Step::Tool(m) => {
-                        let id = run.log.push_message(m.clone());
+                        let id = run.push_message(m.clone());
                         run.entry_step.insert(id, step);
                     }
                     Step::Assistant(m) => {

@@ -224,6 +224,10 @@ impl compactbench_core::Strategy for Probe {
         &self.info
     }
 
+    fn start(&self) -> Box<dyn compactbench_core::Replay + '_> {
+        Box::new(compactbench_core::Incremental::default_view(self))
+    }
+
     fn decide(&self, log: &compactbench_core::Log, _: &compactbench_core::View, at: compactbench_core::Moment, _: &compactbench_core::Cx<'_>) -> compactbench_core::Decision {
         let users = log.messages().filter(|(_, m)| m.role == compactbench_core::Role::User).count();
         if self.mode != ProbeMode::Keep && at == compactbench_core::Moment::BeforeRequest && users == 2 && log.last_checkpoint().is_none() {

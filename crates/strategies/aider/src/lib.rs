@@ -185,7 +185,7 @@ mod prompt;
 mod session;
 mod tokens;
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, FromScratch, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 #[cfg(test)]
 mod tests;
@@ -263,6 +263,11 @@ impl Strategy for AiderStrategy {
         &self.info
     }
 
+    /// This crate's own `project` is rebuilt at each log state.
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(FromScratch::new(self))
+    }
+
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         if at != Moment::TurnEnd {
             return Decision::Skip;
@@ -272,10 +277,6 @@ impl Strategy for AiderStrategy {
 
     fn compact(&self, log: &Log, view: &View, _at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         session::compact(&self.config, log, view, cx)
-    }
-
-    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
-        false // `project` is this crate's own: rebuilt at each log state.
     }
 
     fn project(&self, log: &Log) -> View {

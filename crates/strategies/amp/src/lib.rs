@@ -116,7 +116,7 @@
 //! - Deliberate: the estimator is provider usage plus `chars / 4`, not the benchmark
 //!   tokenizer the spec names (strategies decide with their own estimate).
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, Summarizer, View, VirtualStore};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, Summarizer, View, VirtualStore};
 
 mod compaction;
 mod count;
@@ -243,6 +243,10 @@ pub fn variants() -> Vec<Box<dyn Strategy>> {
 impl Strategy for AmpStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, _log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

@@ -101,9 +101,7 @@
 //!   exposed; `checkpoint_interval_tokens` stands for the deprecated-alias path.
 //! - Deliberate: side paths are methods, not commands in the replay (sessions have none).
 
-use compactbench_core::{
-    Checkpoint, Cx, Decision, EntryId, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, Summarizer, View,
-};
+use compactbench_core::{Checkpoint, Cx, Decision, EntryId, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, Summarizer, View};
 
 mod compact;
 mod count;
@@ -203,6 +201,10 @@ pub fn strategy() -> Box<dyn Strategy> {
 impl Strategy for AntigravityStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

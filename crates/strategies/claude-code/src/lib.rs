@@ -160,7 +160,7 @@
 //!   every tool use, excluded ones included \[assume\]; `clear_tool_inputs` as a tool list is
 //!   not modelled (all or none).
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 mod api;
 mod attach;
@@ -326,6 +326,10 @@ pub fn variants() -> Vec<Box<dyn Strategy>> {
 impl Strategy for ClaudeCodeStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

@@ -104,10 +104,7 @@ mod tests;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use compactbench_core::{
-    default_projection, default_reprojection, Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity,
-    Log, Message, Moment, Part, Replacement, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window,
-};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Incremental, Log, Message, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, UpdatedView, View, Window, default_projection, default_reprojection};
 
 use crate::history::{history, push_condense_pair, speakers, ClineMessage, History, Speaker, Src};
 use crate::state::State;
@@ -364,6 +361,10 @@ impl Strategy for ClineStrategy {
         &self.info
     }
 
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::new(self, UpdatedView::new(self, ClineStrategy::update_view)))
+    }
+
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         match at {
             // Cline checks per request, once the new user content exists.
@@ -408,11 +409,21 @@ impl Strategy for ClineStrategy {
         Ok(staged.out)
     }
 
+    /// The default projection follows the checkpoints' window and replacements; Cline then
+    /// repairs tool-result placement on every view it sends.
+    fn project(&self, log: &Log) -> View {
+        let mut view = default_projection(log);
+        repair::repair(&mut view, log.last_checkpoint().map(|(id, _)| id), 0);
+        view
+    }
+}
+
+impl ClineStrategy {
     /// Only messages appended since, the first a reply: every tool-result run the repair saw
     /// is closed by that reply, so the view grows by the new messages, repaired on their own.
     /// Anything else (a checkpoint moves the window or the repair's attribution) projects
     /// afresh.
-    fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
+    fn update_view(&self, log: &Log, view: &mut View, len: usize) -> bool {
         let Some(mut new) = log.messages_since(len) else { return false };
         match new.next() {
             None => return true,
@@ -425,13 +436,5 @@ impl Strategy for ClineStrategy {
         }
         repair::repair(view, log.last_checkpoint().map(|(id, _)| id), from);
         true
-    }
-
-    /// The default projection follows the checkpoints' window and replacements; Cline then
-    /// repairs tool-result placement on every view it sends.
-    fn project(&self, log: &Log) -> View {
-        let mut view = default_projection(log);
-        repair::repair(&mut view, log.last_checkpoint().map(|(id, _)| id), 0);
-        view
     }
 }

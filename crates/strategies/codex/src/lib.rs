@@ -104,7 +104,7 @@
 //! - Not reproduced: the Nov-2025 replacement layout (initial context always first); only its
 //!   uncapped limit is a switch.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Shape, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Shape, Strategy, StrategyInfo, UpdatedView, View};
 
 mod compact;
 mod history;
@@ -221,6 +221,10 @@ impl Strategy for CodexStrategy {
         &self.info
     }
 
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::new(self, UpdatedView::new(self, CodexStrategy::update_view)))
+    }
+
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         let over = || trigger::total_tokens(log, view) >= self.limit(cx.model.window);
         match at {
@@ -244,12 +248,16 @@ impl Strategy for CodexStrategy {
         Ok(vec![layout::checkpoint(log, outcome)])
     }
 
-    fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
-        layout::reproject(log, view, len)
-    }
-
     fn project(&self, log: &Log) -> View {
         layout::project(log)
+    }
+}
+
+impl CodexStrategy {
+    /// Brings `view`, this strategy's view of `log` at its first `len` entries, up to date,
+    /// or says it cannot ([`UpdatedView`]).
+    fn update_view(&self, log: &Log, view: &mut View, len: usize) -> bool {
+        layout::reproject(log, view, len)
     }
 }
 

@@ -88,9 +88,7 @@
 
 use std::borrow::Cow;
 
-use compactbench_core::{
-    Checkpoint, Cx, Decision, Error, Fidelity, Log, Message, Moment, Strategy, StrategyInfo, View, VirtualStore,
-};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Message, Moment, Replay, Strategy, StrategyInfo, View, VirtualStore};
 
 mod attach;
 mod count;
@@ -177,6 +175,10 @@ pub fn strategy() -> Box<dyn Strategy> {
 impl Strategy for CursorStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

@@ -109,9 +109,7 @@
 //!   the tool returns; here at the next request, reported as a compaction (the driver counts the
 //!   original's eviction as acting too).
 
-use compactbench_core::{
-    default_projection, Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View,
-};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, FromScratch, Log, Moment, Replay, Strategy, StrategyInfo, View, default_projection};
 
 mod config;
 mod count;
@@ -159,6 +157,11 @@ impl Strategy for DeepAgentsStrategy {
         &self.info
     }
 
+    /// This crate's own `project` is rebuilt at each log state.
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(FromScratch::new(self))
+    }
+
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         match at {
             Moment::TurnEnd => Decision::Skip,
@@ -191,12 +194,6 @@ impl Strategy for DeepAgentsStrategy {
             }
         }
         Ok(work.finish())
-    }
-
-    /// The default projection, plus the request-only argument truncation `wrap_model_call`
-    /// applies: as recorded by the step that built the pending request, else recomputed.
-    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
-        false // `project` is this crate's own: rebuilt at each log state.
     }
 
     fn project(&self, log: &Log) -> View {

@@ -109,7 +109,7 @@
 //!   recoveries are counted after the newest assistant message, since every assistant
 //!   message in a replayed session was received.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 mod meter;
 mod prompt;
@@ -291,6 +291,10 @@ pub fn strategy() -> Box<dyn Strategy> {
 impl Strategy for DeepseekHarnessStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

@@ -137,7 +137,7 @@
 //! - Not measured: masking and tool-time truncation as triggers of their own (the driver asks
 //!   the compression trigger; in every case where they would fire, compression was due too).
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 mod compress;
 mod history;
@@ -236,6 +236,10 @@ pub fn strategy() -> Box<dyn Strategy> {
 impl Strategy for GeminiCliStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

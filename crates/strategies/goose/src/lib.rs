@@ -112,9 +112,7 @@
 
 use std::borrow::Cow;
 
-use compactbench_core::{
-    Checkpoint, Cx, Decision, Entry, Error, Fidelity, Log, Moment, Role, Strategy, StrategyInfo, View,
-};
+use compactbench_core::{Checkpoint, Cx, Decision, Entry, Error, Fidelity, FromScratch, Log, Moment, Replay, Role, Strategy, StrategyInfo, View};
 
 mod compact;
 mod conversation;
@@ -229,6 +227,11 @@ impl Strategy for GooseStrategy {
         &self.info
     }
 
+    /// This crate's own `project` is rebuilt at each log state.
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(FromScratch::new(self))
+    }
+
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         if offload::pending(log) {
             return Decision::compact("large-output");
@@ -288,10 +291,6 @@ impl Strategy for GooseStrategy {
             ));
         }
         Ok(out)
-    }
-
-    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
-        false // `project` is this crate's own: rebuilt at each log state.
     }
 
     fn project(&self, log: &Log) -> View {

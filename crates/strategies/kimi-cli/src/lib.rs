@@ -108,9 +108,7 @@
 //! the deviation above). Not covered by those sessions: media parts, manual `/compact` and
 //! background tasks.
 
-use compactbench_core::{
-    default_projection, Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Origin, Strategy, StrategyInfo, View,
-};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, FromScratch, Log, Moment, Origin, Replay, Strategy, StrategyInfo, View, default_projection};
 
 mod compact;
 mod history;
@@ -223,6 +221,11 @@ impl Strategy for KimiCliStrategy {
         &self.info
     }
 
+    /// This crate's own `project` is rebuilt at each log state.
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(FromScratch::new(self))
+    }
+
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         // Kimi checks only at step 2c, before each model call; an overflow error from the
         // provider ends the step instead.
@@ -243,12 +246,6 @@ impl Strategy for KimiCliStrategy {
 
     fn compact(&self, log: &Log, view: &View, _at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         compact::compact_context(self, log, view, &compact::Trigger::Auto, cx)
-    }
-
-    /// The default projection, except that re-injected messages Kimi appends after the kept
-    /// tail (the background-task note) come after it, not before.
-    fn reproject(&self, _: &Log, _: &mut View, _: usize) -> bool {
-        false // `project` is this crate's own: rebuilt at each log state.
     }
 
     fn project(&self, log: &Log) -> View {

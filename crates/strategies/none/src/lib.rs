@@ -2,7 +2,7 @@
 //! window; it is the reference every other strategy's size and retention are read against.
 //! No original harness (baseline), so no source commit applies.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 /// The `none` baseline.
 pub struct NoneStrategy {
@@ -25,6 +25,10 @@ pub fn strategy() -> Box<dyn Strategy> {
 impl Strategy for NoneStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, _: &Log, _: &View, _: Moment, _: &Cx<'_>) -> Decision {

@@ -16,10 +16,7 @@
 //! window (a long turn of large results): masking alone has no overflow path, which is the
 //! baseline's real behaviour.
 
-use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, Fidelity, Log, Message, Moment, Origin, Part, Replacement,
-    Strategy, StrategyInfo, View, Window,
-};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, Fidelity, Incremental, Log, Message, Moment, Origin, Part, Replacement, Replay, Strategy, StrategyInfo, View, Window};
 
 /// Tool results kept verbatim, newest first.
 const KEEP_RESULTS: usize = 10;
@@ -73,6 +70,10 @@ fn mask(message: &Message) -> Message {
 impl Strategy for ObservationMaskingStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, _: &Log, view: &View, at: Moment, _: &Cx<'_>) -> Decision {

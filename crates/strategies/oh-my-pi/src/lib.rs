@@ -167,7 +167,7 @@
 //! [`CheckpointKind::Summary`]: compactbench_core::CheckpointKind::Summary
 //! [`CheckpointKind::Prune`]: compactbench_core::CheckpointKind::Prune
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 mod branch;
 mod files;
@@ -274,6 +274,10 @@ pub fn variants() -> Vec<Box<dyn Strategy>> {
 impl Strategy for OhMyPiStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

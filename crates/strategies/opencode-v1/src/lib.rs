@@ -82,9 +82,7 @@
 //!   shows the cut-out turn and its replay; a tail reaching back past an older compaction shows
 //!   that compaction's marker and summary mid-view). Pairing validators record what breaks.
 
-use compactbench_core::{
-    Checkpoint, Cx, Decision, Error, Fidelity, Log, ModelProfile, Moment, Role, Strategy, StrategyInfo, View,
-};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, ModelProfile, Moment, Replay, Role, Strategy, StrategyInfo, UpdatedView, View};
 
 mod prompt;
 mod prune;
@@ -196,6 +194,10 @@ impl Strategy for OpencodeV1Strategy {
         &self.info
     }
 
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::new(self, UpdatedView::new(self, OpencodeV1Strategy::update_view)))
+    }
+
     fn decide(&self, log: &Log, _: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         match at {
             // The processor treats a provider `ContextOverflowError` as overflow unless auto
@@ -239,10 +241,16 @@ impl Strategy for OpencodeV1Strategy {
         Ok(out)
     }
 
+    fn project(&self, log: &Log) -> View {
+        Session::new(log).view()
+    }
+}
+
+impl OpencodeV1Strategy {
     /// Only messages appended since, the first not a tool message: OpenCode's storage then
     /// grows by their messages alone, `filterCompacted` keeps its cut (only a summary moves
     /// it), and the view grows by their lowering. Anything else projects afresh.
-    fn reproject(&self, log: &Log, view: &mut View, len: usize) -> bool {
+    fn update_view(&self, log: &Log, view: &mut View, len: usize) -> bool {
         let Some(mut new) = log.messages_since(len) else { return false };
         match new.next() {
             None => return true,
@@ -254,9 +262,5 @@ impl Strategy for OpencodeV1Strategy {
             appended.lower(msg, &mut view.messages);
         }
         true
-    }
-
-    fn project(&self, log: &Log) -> View {
-        Session::new(log).view()
     }
 }

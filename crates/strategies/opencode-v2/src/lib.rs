@@ -165,10 +165,7 @@ mod history;
 mod prompt;
 mod request;
 
-use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, Entry, Error, ErrorKind, Fidelity, Log, Message, Moment, StopReason,
-    Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window,
-};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Entry, Error, ErrorKind, Fidelity, Incremental, Log, Message, Moment, Replay, StopReason, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window};
 #[cfg(doc)]
 use compactbench_core::{default_projection, ModelProfile, SummaryRequest};
 use serde_json::json;
@@ -256,6 +253,10 @@ fn overflow_recovery_used(log: &Log) -> bool {
 impl Strategy for OpencodeV2Strategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

@@ -164,9 +164,7 @@
 //! whole session (hard context resets, soft requirements left unmet) agreed under the
 //! estimate; they have not been rerun with the exact count.
 
-use compactbench_core::{
-    Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Strategy, StrategyInfo, View,
-};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, UpdatedView, View};
 
 mod event;
 mod memo;
@@ -525,6 +523,10 @@ impl Strategy for OpenhandsStrategy {
         &self.info
     }
 
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::new(self, UpdatedView::new(self, OpenhandsStrategy::update_view)))
+    }
+
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         let request = match at {
             Moment::TurnEnd => return Decision::Skip,
@@ -565,19 +567,23 @@ impl Strategy for OpenhandsStrategy {
         }
     }
 
-    fn reproject(&self, log: &Log, view: &mut View, _: usize) -> bool {
-        match &self.plan {
-            Plan::SdkNoOp | Plan::Sdk(_) => event::bring_up_to_date(log, view, &event::render(log, &sdk::view(log))),
-            Plan::V0(pipeline) => v0::remessage(log, pipeline, view),
-        }
-        true
-    }
-
     fn project(&self, log: &Log) -> View {
         match &self.plan {
             Plan::SdkNoOp | Plan::Sdk(_) => event::materialize(log, &event::render(log, &sdk::view(log))),
             Plan::V0(pipeline) => v0::messages(log, pipeline),
         }
+    }
+}
+
+impl OpenhandsStrategy {
+    /// Brings `view`, this strategy's view of `log` at its first `len` entries, up to date,
+    /// or says it cannot ([`UpdatedView`]).
+    fn update_view(&self, log: &Log, view: &mut View, _: usize) -> bool {
+        match &self.plan {
+            Plan::SdkNoOp | Plan::Sdk(_) => event::bring_up_to_date(log, view, &event::render(log, &sdk::view(log))),
+            Plan::V0(pipeline) => v0::remessage(log, pipeline, view),
+        }
+        true
     }
 }
 

@@ -194,7 +194,7 @@
 //!   failed reply whose text matches them. Context edits, codemode nested calls and
 //!   virtual-model routing (new entry kinds in 1.6.0) do not occur in our log.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 mod cut;
 mod prepare;
@@ -328,6 +328,10 @@ pub fn variants() -> Vec<Box<dyn Strategy>> {
 impl Strategy for PiStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

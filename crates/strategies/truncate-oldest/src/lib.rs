@@ -9,10 +9,7 @@
 //! estimate). No original harness (baseline), so no source commit applies.
 
 use compactbench_core::estimate::chars_div4_ceil;
-use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, Moment, Role, Strategy,
-    StrategyInfo, View, Window,
-};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Incremental, Log, Message, Moment, Replay, Role, Strategy, StrategyInfo, View, Window};
 
 /// The `truncate-oldest` baseline.
 pub struct TruncateOldestStrategy {
@@ -70,6 +67,10 @@ fn units(view: &View) -> Vec<Vec<(EntryId, u64)>> {
 impl Strategy for TruncateOldestStrategy {
     fn info(&self) -> &StrategyInfo {
         &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, _: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
