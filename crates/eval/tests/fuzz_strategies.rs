@@ -16,7 +16,9 @@
 //! reachable by id); every view origin points at the right kind of log entry and an
 //! `Entry` origin shows its message unchanged; checkpoints refer only to earlier messages;
 //! lowering and validation never panic for any shape and the driver records exactly the
-//! violations the validators find; one request per assistant step.
+//! violations the validators find; one request per assistant step; and the replay law
+//! (`compactbench_testkit::law`): the strategy's replay, fed the session entry by entry, shows
+//! the views, makes the decisions and appends the checkpoints of its from-scratch functions.
 //!
 //! Cases: 100 sessions per strategy by default (fewer large results and turns, for the debug
 //! build); `COMPACTBENCH_FUZZ_CASES` in the long mode (`cargo xtask fuzz`, release). The
@@ -42,7 +44,7 @@ use compactbench_eval::drive::{run, Env};
 use compactbench_eval::facts::{Fact, FactKind};
 use compactbench_eval::generate::{Session, Step};
 use compactbench_eval::scenario::{Scenario, SessionSpec};
-use compactbench_testkit::{FakeMode, FakeSummarizer};
+use compactbench_testkit::{assert_replay_law_with, FakeMode, FakeSummarizer};
 use compactbench_tokens::TokenCounter;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -50,6 +52,9 @@ use proptest::test_runner::{Config, RngSeed, TestRunner};
 
 /// Sessions per strategy in the default run.
 const DEFAULT_CASES: u32 = 100;
+
+/// The replay law compares both layers at every compaction and at every this many requests.
+const LAW_SAMPLE: u32 = 4;
 
 // ---------------------------------------------------------------------------------------------
 // Session specs (what proptest generates and shrinks) and building sessions from them.
@@ -460,6 +465,8 @@ struct Tally {
     grew: u64,
     /// Requests whose view broke a rule of the session's provider shape.
     invalid: u64,
+    /// Compactions the replay law compared (replay against from-scratch).
+    law: u64,
     /// Time spent, in milliseconds.
     millis: u128,
 }
@@ -576,6 +583,11 @@ fn check(strategy: &dyn CompactionStrategy, built: &Built, mode: &SummarizerMode
     assert_eq!(recorded, found.iter().flatten().sum::<u32>(), "{id}: violation totals");
     // The final log holds every step and the checkpoints of every successful compaction.
     assert_eq!(result.log_entries, originals.len() + result.compactions.iter().filter(|c| c.error.is_none()).map(|c| c.kinds.len()).sum::<usize>(), "{id}: log entries");
+    // The law: the strategy's replay, fed the same session entry by entry, agrees with its
+    // from-scratch functions at every compaction and at every fourth request.
+    let session: Vec<Message> = originals.iter().map(|m| (*m).clone()).collect();
+    let mode = mode.clone();
+    tally.law += assert_replay_law_with(strategy, &built.scenario.model, &session, LAW_SAMPLE, &|| Box::new(FuzzSummarizer::new(&mode))).compactions as u64;
     tally.sessions += 1;
     tally.requests += result.requests.len() as u64;
     for c in &result.compactions {
@@ -672,6 +684,7 @@ fn fuzz_strategies(part: usize, parts: usize) {
             t.failed += tally.failed;
             t.grew += tally.grew;
             t.invalid += tally.invalid;
+            t.law += tally.law;
             t.millis += t0.elapsed().as_millis();
             if let Err(p) = outcome {
                 t.panics += 1;
@@ -689,8 +702,8 @@ fn fuzz_strategies(part: usize, parts: usize) {
     let all = tallies.into_inner().unwrap_or_else(|e| e.into_inner());
     for (id, t) in &all {
         eprintln!(
-            "fuzz strategies/{id}: {} sessions, {} panics ({} requests, {} compactions, {} failed, {} grew the view, {} requests invalid for the provider; {:.1}s)",
-            t.sessions, t.panics, t.requests, t.compactions, t.failed, t.grew, t.invalid, t.millis as f64 / 1000.0
+            "fuzz strategies/{id}: {} sessions, {} panics ({} requests, {} compactions, {} failed, {} grew the view, {} requests invalid for the provider, {} compactions replayed = from scratch; {:.1}s)",
+            t.sessions, t.panics, t.requests, t.compactions, t.failed, t.grew, t.invalid, t.law, t.millis as f64 / 1000.0
         );
     }
     eprintln!("fuzz strategies part {}/{parts}: {} strategies, {:.1}s", part + 1, all.len(), started.elapsed().as_secs_f64());

@@ -5,6 +5,7 @@
 //! - [`tokenizer`]: the exact tokenizer to put in a `Cx` (the runner's, memoized).
 //! - [`Harness`]: a log plus store plus summarizer, with `check` / `compact` helpers that
 //!   apply a strategy the way the runner does and assert the log only grew.
+//! - [`law`]: the law every strategy's incremental layer keeps ([`assert_replay_law`]).
 
 use std::sync::{Mutex, OnceLock};
 
@@ -14,9 +15,17 @@ use compactbench_core::{
 };
 use compactbench_tokens::TokenCounter;
 
+pub mod law;
+pub use law::{assert_replay_law, assert_replay_law_with, LawTally};
+
 /// The exact tokenizer for a test's `Cx` (`Cx::new(model, summarizer, store, tokenizer())`):
 /// the runner's `TokenCounter`, one per test process, memoized by content.
 pub fn tokenizer() -> &'static dyn Tokenizer {
+    counter()
+}
+
+/// The one exact counter of a test process.
+fn counter() -> &'static TokenCounter {
     static COUNTER: OnceLock<TokenCounter> = OnceLock::new();
     COUNTER.get_or_init(TokenCounter::default)
 }
