@@ -292,7 +292,9 @@ workspace = true
         r#"//! Strategy `{name}`: TODO name the harness, its source (owner/repo@commit, paths), its
 //! trigger, what it keeps, summarizes and drops, its token estimator, and every deviation.
 
-use compactbench_core::{{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Strategy, StrategyInfo, View}};
+use compactbench_core::{{
+    Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View,
+}};
 
 /// The `{name}` strategy.
 pub struct {ty}Strategy {{
@@ -317,6 +319,13 @@ impl Strategy for {ty}Strategy {{
         &self.info
     }}
 
+    /// The incremental layer: the default view kept entry by entry, decisions by the
+    /// from-scratch functions below. Give the crate its own `Replay` type once it needs more
+    /// state than the view (folded history, running token totals).
+    fn start(&self) -> Box<dyn Replay + '_> {{
+        Box::new(Incremental::default_view(self))
+    }}
+
     fn decide(&self, _: &Log, _: &View, _: Moment, _: &Cx<'_>) -> Decision {{
         Decision::Skip
     }}
@@ -330,7 +339,28 @@ impl Strategy for {ty}Strategy {{
 mod tests;
 "#
     );
-    let tests = "use compactbench_core::{Message, Moment};\nuse compactbench_testkit::{model, Harness};\n\n#[test]\nfn does_not_compact_a_short_session() {\n    let s = super::strategy();\n    let mut h = Harness::new([Message::system(\"sys\"), Message::user(\"hi\")], model(100_000, 1000));\n    assert!(h.step(s.as_ref(), Moment::BeforeRequest).unwrap().is_empty());\n}\n";
+    let tests = r#"use compactbench_core::{Message, Moment};
+use compactbench_testkit::{assert_replay_law, model, Harness};
+
+#[test]
+fn does_not_compact_a_short_session() {
+    let s = super::strategy();
+    let mut h = Harness::new([Message::system("sys"), Message::user("hi")], model(100_000, 1000));
+    assert!(h.step(s.as_ref(), Moment::BeforeRequest).unwrap().is_empty());
+}
+
+/// The replay, fed entry by entry, agrees with the from-scratch functions at every request.
+#[test]
+fn replay_keeps_the_law() {
+    let mut session = vec![Message::system("sys")];
+    for turn in 0..20 {
+        session.push(Message::user(format!("turn {turn}: {}", "words ".repeat(200))));
+        session.push(Message::assistant(format!("reply {turn}: {}", "more ".repeat(200))));
+    }
+    let tally = assert_replay_law(super::strategy().as_ref(), &model(8_000, 1_000), &session, 1);
+    assert_eq!(tally.requests, 20);
+}
+"#;
     let write = |path: PathBuf, text: &str| std::fs::create_dir_all(path.parent().unwrap()).and_then(|_| std::fs::write(&path, text));
     let registry = root.join("crates/registry");
     let result = write(dir.join("Cargo.toml"), &manifest)
