@@ -1,14 +1,11 @@
 //! The Anthropic API's server-side context management: `clear_tool_uses_20250919` (beta
 //! `context-management-2025-06-27`) and `compact_20260112` (beta `compact-2026-01-12`).
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
-use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, LogVersion, Message, Moment, Origin, Part, Replacement, Role,
-    SummarizerUsage, SummaryRequest, View, Window,
+    Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Message, Moment, Origin, Part, Replacement, Role, SummarizerUsage,
+    SummaryRequest, View, Window,
 };
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
@@ -41,7 +38,7 @@ fn unedited<'a>(log: &'a Log, view: &'a View) -> impl Iterator<Item = &'a Messag
 }
 
 /// What the server does to this request.
-struct Plan {
+pub(crate) struct Edits {
     /// Estimated input tokens of the unedited prompt.
     raw: u64,
     /// New replacements of a clearing edit that applies (empty when nothing new is cleared).
@@ -56,12 +53,13 @@ struct Plan {
 
 /// Each log message's estimate, part by part, by entry (empty for checkpoints). The server
 /// estimates the whole prompt at every request and a log message's estimate never changes, so
-/// it is folded once per message rather than recounted per request.
-#[derive(Clone, Default)]
-struct PartEstimates(Vec<Vec<u64>>);
+/// a replay adds each message's once rather than recounting the prompt per request.
+#[derive(Default)]
+pub(crate) struct Estimates(Vec<Vec<u64>>);
 
-impl Fold for PartEstimates {
-    fn add(&mut self, _: EntryId, entry: &Entry) {
+impl Estimates {
+    /// Adds the estimate of the next entry.
+    pub(crate) fn push(&mut self, entry: &Entry) {
         self.0.push(match entry {
             Entry::Message(m) => m.parts.iter().map(part_tokens).collect(),
             Entry::Checkpoint(_) => Vec::new(),
@@ -69,23 +67,9 @@ impl Fold for PartEstimates {
     }
 }
 
-/// [`plan_now`], kept for the log state it was made at: the runner asks `decide`, then
-/// `compact`, at one state with one view (the projection of that state).
-fn plan(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Rc<Plan> {
-    type Kept = Option<(LogVersion, ClaudeCodeConfig, Rc<Plan>)>;
-    thread_local!(static KEPT: RefCell<Kept> = const { RefCell::new(None) });
-    let version = log.version();
-    if let Some(plan) = KEPT.with_borrow(|k| k.as_ref().filter(|(v, c, _)| *v == version && c == config).map(|(_, _, p)| p.clone())) {
-        return plan;
-    }
-    let plan = Rc::new(plan_now(config, log, view));
-    KEPT.set(Some((version, config.clone(), plan.clone())));
-    plan
-}
-
-fn plan_now(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
-    thread_local!(static ESTIMATES: Folds<PartEstimates> = const { RefCell::new(Vec::new()) });
-    let estimates = fold(&ESTIMATES, log);
+/// What the server does to the prompt `view` shows (of `log`, whose messages `estimates`
+/// holds): clearing, then compaction.
+pub(crate) fn edits(config: &ClaudeCodeConfig, log: &Log, view: &View, estimates: &Estimates) -> Edits {
     // One estimating pass: the prompt's total, and each tool result's own estimate (its part's
     // share of that total), kept in prompt order for the clearing edit below.
     let mut raw = 0;
@@ -102,7 +86,7 @@ fn plan_now(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
             }
         }
     }
-    let mut out = Plan { raw, replacements: Vec::new(), cleared: None, after_clear: raw, compact: false };
+    let mut out = Edits { raw, replacements: Vec::new(), cleared: None, after_clear: raw, compact: false };
 
     if config.api_clear_trigger.is_some_and(|t| raw > t) {
         // Tool uses in order: (view index of the call, part index, id, name).
@@ -148,71 +132,56 @@ fn plan_now(config: &ClaudeCodeConfig, log: &Log, view: &View) -> Plan {
 /// them unchanged cost as much as the estimate.
 fn clear(config: &ClaudeCodeConfig, view: &View, candidates: &[(usize, usize, usize, usize, u64)]) -> Vec<Replacement> {
     let mut edited: BTreeMap<usize, Message> = BTreeMap::new();
-    // Sets part `k` of view message `i` by `edit` when `stale` says it does not show the edit
-    // yet; a part already showing it stays as it is, as the edit would leave it.
-    let mut set = |i: usize, k: usize, stale: &dyn Fn(&Part) -> bool, edit: &dyn Fn(&mut Part)| {
-        let current = edited.get(&i).unwrap_or(&view.messages[i].message);
-        if current.parts.get(k).is_some_and(stale) {
-            edit(&mut edited.entry(i).or_insert_with(|| view.messages[i].message.clone()).parts[k]);
-        }
-    };
-    for &(ci, ck, ri, rk, _) in candidates {
-        set(
-            ri,
-            rk,
-            &|p| matches!(p, Part::ToolResult { text, .. } if text != PLACEHOLDER),
-            &|p| {
-                if let Part::ToolResult { text, .. } = p {
-                    *text = PLACEHOLDER.to_owned();
-                }
-            },
-        );
-        if config.api_clear_tool_inputs {
-            set(
-                ci,
-                ck,
-                &|p| matches!(p, Part::ToolCall { args, .. } if *args != json!({})),
-                &|p| {
-                    if let Part::ToolCall { args, .. } = p {
-                        *args = json!({});
-                    }
-                },
-            );
+    // Each candidate's result, then its call when inputs are cleared too: (view index, part).
+    let parts = candidates.iter().flat_map(|&(ci, ck, ri, rk, _)| [Some((ri, rk)), config.api_clear_tool_inputs.then_some((ci, ck))]);
+    for (i, k) in parts.flatten() {
+        let shown = |p: &Part| match p {
+            Part::ToolResult { text, .. } => text == PLACEHOLDER,
+            Part::ToolCall { args, .. } => args.as_object().is_some_and(|o| o.is_empty()),
+            _ => true,
+        };
+        if edited.get(&i).unwrap_or(&view.messages[i].message).parts.get(k).is_some_and(|p| !shown(p)) {
+            match &mut edited.entry(i).or_insert_with(|| view.messages[i].message.clone()).parts[k] {
+                Part::ToolResult { text, .. } => *text = PLACEHOLDER.to_owned(),
+                Part::ToolCall { args, .. } => *args = json!({}),
+                _ => {}
+            }
         }
     }
-    edited
-        .into_iter()
-        .filter(|(i, m)| *m != view.messages[*i].message)
-        .filter_map(|(i, message)| view.messages[i].origin.entry().map(|entry| Replacement { entry, message }))
-        .collect()
+    edited.into_iter().filter_map(|(i, message)| view.messages[i].origin.entry().map(|entry| Replacement { entry, message })).collect()
 }
 
-fn reason(plan: &Plan) -> Option<&'static str> {
-    match (!plan.replacements.is_empty(), plan.compact) {
-        (true, true) => Some("clear_tool_uses+compaction"),
-        (true, false) => Some("clear_tool_uses"),
-        (false, true) => Some("compaction"),
-        (false, false) => None,
+impl Edits {
+    /// Why the request is edited, or `None` when it goes out as the client sent it.
+    pub(crate) fn reason(&self) -> Option<&'static str> {
+        match (!self.replacements.is_empty(), self.compact) {
+            (true, true) => Some("clear_tool_uses+compaction"),
+            (true, false) => Some("clear_tool_uses"),
+            (false, true) => Some("compaction"),
+            (false, false) => None,
+        }
     }
 }
 
-pub(crate) fn decide(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Moment) -> Decision {
-    // The server edits each request as it arrives; a prompt still over the window is
-    // rejected, and nothing client-side happens at a turn's end.
+/// The edits the server applies to the request about to go out at `at`, if any. The server
+/// edits each request as it arrives; a prompt still over the window is rejected, and nothing
+/// client-side happens at a turn's end.
+pub(crate) fn decide(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Moment, estimates: &Estimates) -> Option<Edits> {
     if at != Moment::BeforeRequest {
-        return Decision::Skip;
+        return None;
     }
-    reason(&plan(config, log, view)).map_or(Decision::Skip, Decision::compact)
+    Some(edits(config, log, view, estimates)).filter(|e| e.reason().is_some())
 }
 
-pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-    let plan = plan(config, log, view);
+/// The checkpoints of `edits` (this request's): a prune for the clearing, then the
+/// compaction block's summary.
+pub(crate) fn compact(config: &ClaudeCodeConfig, view: &View, edits: &Edits, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
     let mut out = Vec::new();
-    if !plan.replacements.is_empty() {
-        let (uses, tokens) = plan.cleared.unwrap_or_default();
+    if !edits.replacements.is_empty() {
+        let (uses, tokens) = edits.cleared.unwrap_or_default();
         let mut cp = Checkpoint::new(CheckpointKind::Prune, Window::Inherit);
-        cp.replacements = plan.replacements.clone();
-        cp.tokens_before = plan.raw;
+        cp.replacements = edits.replacements.clone();
+        cp.tokens_before = edits.raw;
         cp.details = json!({
             "edit": "clear_tool_uses_20250919",
             "cleared_tool_uses": uses,
@@ -220,8 +189,8 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, cx: &mu
         });
         out.push(cp);
     }
-    if plan.compact {
-        let seen = apply(view, &plan.replacements);
+    if edits.compact {
+        let seen = apply(view, &edits.replacements);
         let (system, messages) = split_system(&seen);
         let request = SummaryRequest {
             purpose: "compaction".into(),
@@ -236,7 +205,7 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, cx: &mu
         }
         let mut cp =
             Checkpoint::new(CheckpointKind::Summary, Window::Kept(Vec::new())).with_summary(Message::user(summary.text));
-        cp.tokens_before = plan.after_clear;
+        cp.tokens_before = edits.after_clear;
         cp.summarizer = SummarizerUsage {
             calls: 1,
             failures: 0,
@@ -245,7 +214,7 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, cx: &mu
         };
         cp.details = json!({
             "edit": "compact_20260112",
-            "input_tokens": plan.after_clear,
+            "input_tokens": edits.after_clear,
             "pause_after_compaction": config.api_pause_after_compaction,
             "stop_reason": if config.api_pause_after_compaction { Value::from("compaction") } else { Value::Null },
         });

@@ -11,6 +11,12 @@
 //! `anthropics/anthropic-sdk-python@887ee67f90b7bbaa97ade97ae892cc34d2c9fa45`
 //! (`beta_clear_tool_uses_20250919_edit_param.py`, `beta_compact_20260112_edit_param.py`).
 //!
+//! Two layers: the modelled algorithm as plain functions of the log and view (`client`,
+//! `trigger`, `microcompact`, `full`, `attach`, `ptl`; `api` for the variant), called by the
+//! [`Strategy`] methods from scratch and by a run's [`Replay`] (`replay.rs`) with what it keeps
+//! as entries arrive: the default view, the transcript file (client), each message's estimate
+//! and the edits `decide` found for `compact` at the same log state (API).
+//!
 //! # `claude-code` (default)
 //!
 //! ## Trigger
@@ -160,7 +166,9 @@
 //!   every tool use, excluded ones included \[assume\]; `clear_tool_inputs` as a tool list is
 //!   not modelled (all or none).
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
+
+use crate::replay::{ClaudeCodeReplay, Session};
 
 mod api;
 mod attach;
@@ -170,6 +178,7 @@ mod full;
 mod microcompact;
 mod prompt;
 mod ptl;
+mod replay;
 mod trigger;
 mod wire;
 
@@ -329,21 +338,15 @@ impl Strategy for ClaudeCodeStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(Incremental::default_view(self))
+        Box::new(ClaudeCodeReplay::new(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        match self.mode {
-            Mode::Client => client::decide(&self.config, log, view, at, cx),
-            Mode::Api => api::decide(&self.config, log, view, at),
-        }
+        Session::of(self.mode, log).decide(&self.config, log, view, at, cx)
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        match self.mode {
-            Mode::Client => client::compact(&self.config, log, view, at, cx),
-            Mode::Api => api::compact(&self.config, log, view, cx),
-        }
+        Session::of(self.mode, log).compact(&self.config, log, view, at, cx)
     }
 }
 

@@ -2,10 +2,8 @@
 //! gap the prompt cache has expired anyway, so old tool results are cleared without a model
 //! call before the threshold is checked.
 
-use std::collections::BTreeMap;
-
 use compactbench_core::tools::{tool_kind, ToolKind};
-use compactbench_core::{Part, Replacement, Role, View};
+use compactbench_core::{Message, Part, Replacement, Role, View};
 
 use crate::count::text_tokens;
 use crate::ClaudeCodeConfig;
@@ -50,41 +48,28 @@ pub(crate) fn fires(config: &ClaudeCodeConfig, view: &View) -> bool {
 /// Clears every compactable tool result in `view` except the [`KEEP_RECENT`] newest; calls
 /// and other tools' results stay as they are.
 pub(crate) fn clear(view: &View) -> Cleared {
-    let mut results = Vec::new();
-    for (i, vm) in view.messages.iter().enumerate() {
-        if vm.origin.entry().is_none() {
-            continue;
-        }
-        for (k, part) in vm.message.parts.iter().enumerate() {
-            if let Part::ToolResult { name, .. } = part {
-                if compactable(name) {
-                    results.push((i, k));
-                }
-            }
-        }
-    }
-    let old = results.len().saturating_sub(KEEP_RECENT);
-    let mut by_message: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for &(i, k) in &results[..old] {
-        by_message.entry(i).or_default().push(k);
-    }
+    let compactable_results = |m: &Message| m.parts.iter().filter(|p| matches!(p, Part::ToolResult { name, .. } if compactable(name))).count();
+    let log_messages = || view.messages.iter().filter_map(|vm| vm.origin.entry().map(|entry| (entry, &vm.message)));
+    let mut old = log_messages().map(|(_, m)| compactable_results(m)).sum::<usize>().saturating_sub(KEEP_RECENT);
     let mut cleared = Cleared { replacements: Vec::new(), count: 0, saved: 0 };
-    for (i, parts) in by_message {
-        let vm = &view.messages[i];
-        let mut message = vm.message.clone();
-        let mut changed = false;
-        for k in parts {
-            if let Part::ToolResult { text, .. } = &mut message.parts[k] {
+    for (entry, original) in log_messages().filter(|(_, m)| compactable_results(m) > 0) {
+        if old == 0 {
+            break;
+        }
+        let mut message = original.clone();
+        let before = cleared.count;
+        for part in &mut message.parts {
+            let Part::ToolResult { name, text, .. } = part else { continue };
+            if old > 0 && compactable(name) {
+                old -= 1;
                 if text != CLEARED {
                     cleared.saved += text_tokens(text).saturating_sub(text_tokens(CLEARED));
                     cleared.count += 1;
                     *text = CLEARED.to_owned();
-                    changed = true;
                 }
             }
         }
-        if changed {
-            let entry = vm.origin.entry().expect("only log messages were collected");
+        if cleared.count > before {
             cleared.replacements.push(Replacement { entry, message });
         }
     }

@@ -144,12 +144,7 @@ pub(crate) fn summarize(summarizer: &dyn Summarizer, call: &Call<'_>, messages: 
         };
         match result {
             Ok(summary) => {
-                usage.add(SummarizerUsage {
-                    calls: 1,
-                    failures: 0,
-                    input_tokens: summary.input_tokens,
-                    output_tokens: summary.output_tokens,
-                });
+                usage.add(SummarizerUsage { calls: 1, failures: 0, input_tokens: summary.input_tokens, output_tokens: summary.output_tokens });
                 if summary.text.trim().is_empty() {
                     return Err(Error::new(
                         ErrorKind::EmptySummary,

@@ -5,9 +5,7 @@
 //! same bytes (the tests below compare with the `Value` form), without building a tree for
 //! every message of the session at every compaction, which was most of the crate's own time.
 
-use std::cell::RefCell;
-
-use compactbench_core::{fold, CheckpointKind, Entry, EntryId, Log, Message, Part, Role};
+use compactbench_core::{CheckpointKind, Entry, Message, Part, Role};
 
 /// Where the transcript file is written in the virtual store (\[assume\]: Claude Code writes
 /// `~/.claude/projects/<cwd with dashes>/<session id>.jsonl`).
@@ -101,19 +99,16 @@ pub(crate) fn transcript(messages: &[Message]) -> String {
     utf8(out)
 }
 
-/// The session's transcript file: every log message as a JSONL record
-/// (`{"type":role,"message":..}`), and for each earlier compaction its `compact_boundary`
-/// record and summary message. Folded once per log: every compaction writes it whole.
-pub(crate) fn transcript_file(log: &Log) -> String {
-    thread_local!(static TRANSCRIPT: fold::Folds<Transcript> = const { RefCell::new(Vec::new()) });
-    utf8(fold::fold(&TRANSCRIPT, log).0.clone())
-}
+/// The session's transcript file as Claude Code appends to it: every log message as a JSONL
+/// record (`{"type":role,"message":..}`), and for each compaction its `compact_boundary`
+/// record and summary message. Every compaction writes it whole to the store, so a replay
+/// keeps one and adds each entry once.
+#[derive(Default)]
+pub(crate) struct TranscriptFile(Vec<u8>);
 
-#[derive(Clone, Default)]
-struct Transcript(Vec<u8>);
-
-impl fold::Fold for Transcript {
-    fn add(&mut self, _: EntryId, entry: &Entry) {
+impl TranscriptFile {
+    /// Appends the records of `entry`.
+    pub(crate) fn push(&mut self, entry: &Entry) {
         let out = &mut self.0;
         match entry {
             Entry::Message(m) => {
@@ -135,6 +130,11 @@ impl fold::Fold for Transcript {
             Entry::Checkpoint(_) => {}
         }
     }
+
+    /// The file's text.
+    pub(crate) fn text(&self) -> String {
+        utf8(self.0.clone())
+    }
 }
 
 #[cfg(test)]
@@ -142,7 +142,7 @@ mod tests {
     use compactbench_core::{Checkpoint, CheckpointKind, Entry, Log, Message, Part, Role, Window};
     use serde_json::{json, Value};
 
-    use super::role;
+    use super::{role, TranscriptFile};
 
     /// The `serde_json::Value` forms the writers must reproduce byte for byte.
     fn block(part: &Part) -> Value {
@@ -229,7 +229,10 @@ mod tests {
         log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::Kept(Vec::new())));
         log.push_checkpoint(Checkpoint::new(CheckpointKind::Prune, Window::Inherit));
         log.push_message(Message::assistant("after"));
-        assert_eq!(super::transcript_file(&log), transcript_file(&log));
-        assert_eq!(super::transcript_file(&Log::default()), transcript_file(&Log::default()));
+        for log in [log, Log::default()] {
+            let mut file = TranscriptFile::default();
+            log.entries().for_each(|(_, entry)| file.push(entry));
+            assert_eq!(file.text(), transcript_file(&log));
+        }
     }
 }
