@@ -1,16 +1,43 @@
 //! The two compaction tasks: local (`compact.rs` `run_compact_task_inner` @e06dd0e5) and the
 //! modelled remote one (`compact_remote.rs` `run_remote_compact_task_inner_impl` @683f0a68).
 
-use compactbench_core::{Cx, Error, ErrorKind, Log, Message, Role, SummarizerUsage, SummaryRequest, View};
+use compactbench_core::{
+    Checkpoint, Cx, Error, ErrorKind, Log, Message, Moment, Origin, Role, SummarizerUsage, SummaryRequest, View,
+};
 
 use crate::history::{
     base_instructions, build_compacted_history, collect_user_messages, initial_context, insert_initial_context,
     is_contextual, select_user_messages, take_trailing_model_switch, Built, HistMessage,
 };
 use crate::items::{items, message_tokens, remove_with_counterpart, text_tokens, transcript, Item};
-use crate::layout::{is_compaction, Injection, Outcome, Path};
+use crate::layout::{checkpoint, is_compaction, Anchor, Injection, Outcome, Path};
 use crate::prompt::{NO_SUMMARY, REMOTE_SERVER_PROMPT, SUMMARY_PREFIX};
+use crate::trigger::total_tokens;
 use crate::CodexConfig;
+
+/// A compaction at `at`, given the view and its anchor: local or remote as configured, with
+/// the initial context placed as at that site, recorded as one checkpoint.
+pub(crate) fn run(
+    config: &CodexConfig,
+    log: &Log,
+    view: &View,
+    anchor: Option<&Anchor>,
+    at: Moment,
+    cx: &mut Cx<'_>,
+) -> Result<Vec<Checkpoint>, Error> {
+    let injection = match at {
+        Moment::TurnEnd => Injection::DoNotInject,
+        Moment::BeforeRequest | Moment::Overflow => Injection::BeforeLastUserMessage,
+    };
+    let tokens_before = total_tokens(view, anchor);
+    let start = start(log, view, anchor);
+    let outcome = if config.uses_remote(cx.model.provider) {
+        remote(log, start, injection, tokens_before, cx)?
+    } else {
+        local(config, log, start, injection, tokens_before, cx)?
+    };
+    Ok(vec![checkpoint(log, outcome)])
+}
 
 /// What both tasks start from: the history without the base instructions, split from the
 /// trailing model-switch message.
@@ -20,16 +47,16 @@ struct Start {
     model_switch: Option<HistMessage>,
 }
 
-fn start(log: &Log, view: &View) -> Start {
+fn start(log: &Log, view: &View, anchor: Option<&Anchor>) -> Start {
     let base = base_instructions(log);
     let mut history: Vec<HistMessage> = view
         .messages
         .iter()
-        .filter(|vm| base.is_none_or(|(id, _)| vm.origin != compactbench_core::Origin::Entry(id)))
+        .filter(|vm| base.is_none_or(|(id, _)| vm.origin != Origin::Entry(id)))
         .map(|vm| HistMessage {
             entry: vm.origin.entry(),
             message: vm.message.clone(),
-            compaction: is_compaction(log, vm.origin),
+            compaction: is_compaction(anchor, vm.origin),
         })
         .collect();
     let model_switch = take_trailing_model_switch(&mut history);
@@ -87,15 +114,14 @@ fn tokens_after(base: &str, history: &[Built], upto: usize, summary_is_compactio
 
 /// Local compaction: summarize the whole history with the compaction prompt as the last user
 /// message; replace the history by the newest user messages within the cap plus the summary.
-pub(crate) fn local(
+fn local(
     config: &CodexConfig,
     log: &Log,
-    view: &View,
+    Start { base, history, model_switch }: Start,
     injection: Injection,
     tokens_before: u64,
     cx: &mut Cx<'_>,
 ) -> Result<Outcome, Error> {
-    let Start { base, history, model_switch } = start(log, view);
     let prompt = config.compact_prompt();
     let prompt_tokens = text_tokens(prompt);
     let window = cx.model.window;
@@ -123,15 +149,10 @@ pub(crate) fn local(
                 max_output_tokens: cx.model.max_output,
             };
             let result = cx.summarizer.summarize(&request);
-            match &result {
-                Ok(s) => usage.add(SummarizerUsage {
-                    calls: 1,
-                    failures: 0,
-                    input_tokens: s.input_tokens,
-                    output_tokens: s.output_tokens,
-                }),
-                Err(_) => usage.add(SummarizerUsage { calls: 1, failures: 1, ..SummarizerUsage::default() }),
-            }
+            usage.add(match &result {
+                Ok(s) => SummarizerUsage { calls: 1, failures: 0, input_tokens: s.input_tokens, output_tokens: s.output_tokens },
+                Err(_) => SummarizerUsage { calls: 1, failures: 1, ..SummarizerUsage::default() },
+            });
             result
         };
         match attempt {
@@ -207,14 +228,13 @@ pub(crate) fn keep_remote_item(message: &Message, compaction: bool) -> Option<Me
 /// Remote compaction as modelled: the history (trailing tool outputs trimmed while it does
 /// not fit) goes to the summarizer standing in for `/responses/compact`; the modelled reply is
 /// the input's user messages followed by one compaction item holding the summary.
-pub(crate) fn remote(
+fn remote(
     log: &Log,
-    view: &View,
+    Start { base, history, model_switch }: Start,
     injection: Injection,
     tokens_before: u64,
     cx: &mut Cx<'_>,
 ) -> Result<Outcome, Error> {
-    let Start { base, history, model_switch } = start(log, view);
     let window = cx.model.window;
     let mut request_items = history_items(&history);
     let mut trimmed = 0usize;

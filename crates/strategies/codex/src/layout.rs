@@ -11,8 +11,8 @@
 //! strategy's own `project`.
 
 use compactbench_core::{
-    default_projection, default_reprojection, Checkpoint, CheckpointKind, Entry, EntryId, Log, Origin, Replacement,
-    SummarizerUsage, SummaryPosition, View, ViewMessage, Window,
+    default_projection, Checkpoint, CheckpointKind, Entry, EntryId, Log, Origin, Replacement, SummarizerUsage,
+    SummaryPosition, View, ViewMessage, Window,
 };
 use serde::{Deserialize, Serialize};
 
@@ -144,35 +144,30 @@ pub(crate) fn checkpoint(log: &Log, outcome: Outcome) -> Checkpoint {
     cp
 }
 
-/// The newest window-setting checkpoint, if it is one of ours, with its details.
-pub(crate) fn anchor(log: &Log) -> Option<(EntryId, &Checkpoint, Details)> {
+/// The newest window-setting checkpoint, when it is one of ours: the view shows its
+/// replacement history, and the trigger counts from its estimate until the next reply.
+pub(crate) struct Anchor {
+    pub(crate) id: EntryId,
+    pub(crate) details: Details,
+}
+
+/// The anchor of `log`, if it has one.
+pub(crate) fn anchor(log: &Log) -> Option<Anchor> {
     let (id, cp) = log.checkpoints().rev().find(|(_, cp)| cp.window != Window::Inherit)?;
-    Details::of(cp).map(|d| (id, cp, d))
+    Details::of(cp).map(|details| Anchor { id, details })
 }
 
-/// Whether a view message is a remote compaction item.
-pub(crate) fn is_compaction(log: &Log, origin: Origin) -> bool {
-    let Origin::Summary(cp) = origin else { return false };
-    let Some(Entry::Checkpoint(cp)) = log.get(cp) else { return false };
-    Details::of(cp).is_some_and(|d| d.path == Path::Remote)
+/// Whether a view message is a remote compaction item: the summary of a remote anchor (a
+/// view shows no other checkpoint's summary).
+pub(crate) fn is_compaction(anchor: Option<&Anchor>, origin: Origin) -> bool {
+    anchor.is_some_and(|a| a.details.path == Path::Remote && origin == Origin::Summary(a.id))
 }
 
-/// Brings `view`, [`project`] of `log` at its first `len` entries, up to date when only
-/// messages followed: they are shown after the replacement history as they are (or, without
-/// a checkpoint of ours, as the default projection shows them). A checkpoint projects afresh.
-pub(crate) fn reproject(log: &Log, view: &mut View, len: usize) -> bool {
-    let Some(new) = log.messages_since(len) else { return false };
-    if anchor(log).is_none() {
-        return default_reprojection(log, view, len);
-    }
-    view.messages.extend(new.map(|(id, m)| ViewMessage { origin: Origin::Entry(id), message: m.clone() }));
-    true
-}
-
-/// The working view: base instructions, the newest checkpoint's replacement history, then
-/// everything logged after it. Without a checkpoint of ours, the log as it is.
-pub(crate) fn project(log: &Log) -> View {
-    let Some((anchor_id, cp, details)) = anchor(log) else { return default_projection(log) };
+/// The working view: base instructions, the anchor's replacement history, then everything
+/// logged after it. Without an anchor, the default projection.
+pub(crate) fn project(log: &Log, anchor: Option<&Anchor>) -> View {
+    let Some(&Anchor { id: anchor_id, ref details }) = anchor else { return default_projection(log) };
+    let Some(Entry::Checkpoint(cp)) = log.get(anchor_id) else { panic!("an anchor is a checkpoint of the log") };
     let mut view = View::default();
     if let Some((id, m)) = base_instructions(log) {
         view.messages.push(ViewMessage { origin: Origin::Entry(id), message: m.clone() });
@@ -187,12 +182,8 @@ pub(crate) fn project(log: &Log) -> View {
                 .iter()
                 .find(|r| r.entry == EntryId(n))
                 .map(|r| ViewMessage { origin: Origin::Replaced(EntryId(n), anchor_id), message: r.message.clone() }),
-            Slot::Summary => {
-                cp.summary.clone().map(|message| ViewMessage { origin: Origin::Summary(anchor_id), message })
-            }
-            Slot::Injected(k) => {
-                cp.injected.get(k).map(|m| ViewMessage { origin: Origin::Injected(anchor_id), message: m.clone() })
-            }
+            Slot::Summary => cp.summary.clone().map(|message| ViewMessage { origin: Origin::Summary(anchor_id), message }),
+            Slot::Injected(k) => cp.injected.get(k).map(|m| ViewMessage { origin: Origin::Injected(anchor_id), message: m.clone() }),
         };
         view.messages.extend(shown);
     }

@@ -79,6 +79,13 @@
 //! not retried. [`CodexConfig::remote`]` = None` routes like Codex (remote for the OpenAI
 //! Responses shape).
 //!
+//! # Layers
+//! The algorithm is a set of functions of the log and its view: `trigger::decide`,
+//! `compact::run` and `layout::project`, each given the anchor (the newest checkpoint of ours,
+//! whose layout the view shows) found in the log. The [`Strategy`] methods call them from
+//! scratch; the run's [`Replay`] (`replay.rs`) keeps the view and the anchor, appends each
+//! logged message to the view and lays it out afresh at a checkpoint.
+//!
 //! # Deviations
 //! - Deliberate: the model-downshift site (`maybe_run_previous_model_inline_compact`) and manual
 //!   `/compact` are not reproduced; a replayed session keeps one model and has no command.
@@ -104,17 +111,16 @@
 //! - Not reproduced: the Nov-2025 replacement layout (initial context always first); only its
 //!   uncapped limit is a switch.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Shape, Strategy, StrategyInfo, UpdatedView, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Replay, Shape, Strategy, StrategyInfo, View};
 
 mod compact;
 mod history;
 mod items;
 mod layout;
 mod prompt;
+mod replay;
 mod trigger;
 mod truncate;
-
-use layout::Injection;
 
 /// Codex's settings that shape compaction, with Codex's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,20 +195,8 @@ impl CodexStrategy {
                 Fidelity::Modelled,
             ),
         };
-        CodexStrategy {
-            info: StrategyInfo {
-                id: id.into(),
-                harness: "codex".into(),
-                source: source.into(),
-                summary: summary.into(),
-                fidelity,
-            },
-            config,
-        }
-    }
-
-    fn limit(&self, window: u64) -> u64 {
-        trigger::auto_compact_limit(window, self.config.model_auto_compact_token_limit, self.config.cap_configured_limit)
+        let info = StrategyInfo { id: id.into(), harness: "codex".into(), source: source.into(), summary: summary.into(), fidelity };
+        CodexStrategy { info, config }
     }
 }
 
@@ -222,42 +216,19 @@ impl Strategy for CodexStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(Incremental::new(self, UpdatedView::new(self, CodexStrategy::update_view)))
+        Box::new(replay::CodexReplay::new(&self.config))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        let over = || trigger::total_tokens(log, view) >= self.limit(cx.model.window);
-        match at {
-            Moment::TurnEnd if over() => Decision::compact("pre-turn"),
-            Moment::BeforeRequest if trigger::needs_follow_up(view) && over() => Decision::compact("mid-turn"),
-            _ => Decision::Skip,
-        }
+        trigger::decide(&self.config, view, layout::anchor(log).as_ref(), at, cx.model.window)
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let injection = match at {
-            Moment::TurnEnd => Injection::DoNotInject,
-            Moment::BeforeRequest | Moment::Overflow => Injection::BeforeLastUserMessage,
-        };
-        let tokens_before = trigger::total_tokens(log, view);
-        let outcome = if self.config.uses_remote(cx.model.provider) {
-            compact::remote(log, view, injection, tokens_before, cx)?
-        } else {
-            compact::local(&self.config, log, view, injection, tokens_before, cx)?
-        };
-        Ok(vec![layout::checkpoint(log, outcome)])
+        compact::run(&self.config, log, view, layout::anchor(log).as_ref(), at, cx)
     }
 
     fn project(&self, log: &Log) -> View {
-        layout::project(log)
-    }
-}
-
-impl CodexStrategy {
-    /// Brings `view`, this strategy's view of `log` at its first `len` entries, up to date,
-    /// or says it cannot ([`UpdatedView`]).
-    fn update_view(&self, log: &Log, view: &mut View, len: usize) -> bool {
-        layout::reproject(log, view, len)
+        layout::project(log, layout::anchor(log).as_ref())
     }
 }
 

@@ -83,7 +83,7 @@ fn shown(view: &View) -> Vec<String> {
 }
 
 fn details(log: &Log) -> Details {
-    anchor(log).expect("a codex checkpoint").2
+    anchor(log).expect("a codex checkpoint").details
 }
 
 fn summary_text(view: &View) -> String {
@@ -221,7 +221,7 @@ fn case_03_mid_turn_only_when_a_follow_up_is_needed() {
     // The turn continues on the new history: the next sample is appended after it.
     let view = h.view(&s);
     assert!(summary_text(&view).starts_with(SUMMARY_PREFIX));
-    assert_eq!(view.messages.last().unwrap().origin, Origin::Summary(anchor(&h.log).unwrap().0));
+    assert_eq!(view.messages.last().unwrap().origin, Origin::Summary(anchor(&h.log).unwrap().id));
     h.push(replied(Message::assistant("done"), 3_000, 50));
     assert_eq!(h.view(&s).messages.last().unwrap().message.text(), "done");
 
@@ -598,7 +598,7 @@ fn worked_example_two_compactions() {
     assert!(view.messages[1].message.text().contains("…3000 tokens truncated…"));
     let s1 = summary_text(&view);
     // Until the model answers again, the count is Codex's recomputed estimate.
-    assert_eq!(crate::trigger::total_tokens(&h.log, &view), details(&h.log).tokens_after);
+    assert_eq!(crate::trigger::total_tokens(&view, anchor(&h.log).as_ref()), details(&h.log).tokens_after);
 
     // The turn goes on, then the next turn with U4; then a pre-turn compaction.
     h.push(replied(Message::assistant("A3 tests fixed"), 40_000, 100));

@@ -1,10 +1,23 @@
 //! When Codex compacts: the auto-compact limit and the token count it is compared with.
 
-use compactbench_core::{Log, Role, View};
+use compactbench_core::{Decision, Moment, Role, View};
 
 use crate::history::is_real_user;
 use crate::items::message_tokens;
-use crate::layout::{anchor, is_compaction};
+use crate::layout::{is_compaction, Anchor};
+use crate::CodexConfig;
+
+/// Whether Codex compacts at `at`, given the view and its anchor: at the pre-turn check
+/// when the count reaches the limit; mid-turn when it does and the last reply called tools.
+pub(crate) fn decide(config: &CodexConfig, view: &View, anchor: Option<&Anchor>, at: Moment, window: u64) -> Decision {
+    let limit = auto_compact_limit(window, config.model_auto_compact_token_limit, config.cap_configured_limit);
+    let over = || total_tokens(view, anchor) >= limit;
+    match at {
+        Moment::TurnEnd if over() => Decision::compact("pre-turn"),
+        Moment::BeforeRequest if needs_follow_up(view) && over() => Decision::compact("mid-turn"),
+        _ => Decision::Skip,
+    }
+}
 
 /// `auto_compact_token_limit`: `window * 9 / 10` in integer arithmetic; a configured
 /// `model_auto_compact_token_limit` replaces it, capped at that 90% by current code and
@@ -26,17 +39,17 @@ pub(crate) fn auto_compact_limit(window: u64, configured: Option<u64>, cap: bool
 /// After a compaction and before the next reply, the reported total is the estimate Codex
 /// recomputed for the replacement history; the replacement holds no model-generated item
 /// (locally), so nothing is added to it until the model answers again.
-pub(crate) fn total_tokens(log: &Log, view: &View) -> u64 {
+pub(crate) fn total_tokens(view: &View, anchor: Option<&Anchor>) -> u64 {
     let reported = match view.last_usage() {
         Some((_, usage)) => usage.total(),
-        None => anchor(log).map_or(0, |(_, _, details)| details.tokens_after),
+        None => anchor.map_or(0, |a| a.details.tokens_after),
     };
     let Some(last_model) = view.messages.iter().rposition(|m| m.message.role == Role::Assistant) else {
         return reported;
     };
     let added: u64 = view.messages[last_model + 1..]
         .iter()
-        .map(|m| message_tokens(&m.message, is_compaction(log, m.origin)))
+        .map(|m| message_tokens(&m.message, is_compaction(anchor, m.origin)))
         .sum();
     reported + added
 }
