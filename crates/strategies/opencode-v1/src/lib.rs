@@ -45,6 +45,13 @@
 //! `Token.estimate(s) = round(len(s) / 4)` over UTF-16 units, applied to the model-message
 //! JSON of a slice of messages (tail selection) or to a tool output (prune).
 //!
+//! # Layers
+//! The algorithm works from the log: `Session::new` rebuilds OpenCode's storage from it, and
+//! the trigger, prune, `select`, the summary step and the view (`filterCompacted`, then
+//! `toModelMessages`) read that storage. The [`Strategy`] methods call them from scratch; the
+//! run's [`Replay`] (`replay.rs`) keeps the view, lowering only the messages logged since it
+//! was last shown when they cannot change what was stored before, and rebuilding it otherwise.
+//!
 //! # Deviations
 //! - Deliberate: the experimental `compaction.mode = "suffix"` path is not reproduced; only the
 //!   canonical prepend path exists (suffix mode is experimental and falls back to it).
@@ -82,10 +89,11 @@
 //!   shows the cut-out turn and its replay; a tail reaching back past an older compaction shows
 //!   that compaction's marker and summary mid-view). Pairing validators record what breaks.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, ModelProfile, Moment, Replay, Role, Strategy, StrategyInfo, UpdatedView, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, ModelProfile, Moment, Replay, Strategy, StrategyInfo, View};
 
 mod prompt;
 mod prune;
+mod replay;
 mod select;
 mod session;
 mod sizing;
@@ -195,7 +203,7 @@ impl Strategy for OpencodeV1Strategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(Incremental::new(self, UpdatedView::new(self, OpencodeV1Strategy::update_view)))
+        Box::new(replay::OpencodeReplay::new(self))
     }
 
     fn decide(&self, log: &Log, _: &View, at: Moment, cx: &Cx<'_>) -> Decision {
@@ -243,24 +251,5 @@ impl Strategy for OpencodeV1Strategy {
 
     fn project(&self, log: &Log) -> View {
         Session::new(log).view()
-    }
-}
-
-impl OpencodeV1Strategy {
-    /// Only messages appended since, the first not a tool message: OpenCode's storage then
-    /// grows by their messages alone, `filterCompacted` keeps its cut (only a summary moves
-    /// it), and the view grows by their lowering. Anything else projects afresh.
-    fn update_view(&self, log: &Log, view: &mut View, len: usize) -> bool {
-        let Some(mut new) = log.messages_since(len) else { return false };
-        match new.next() {
-            None => return true,
-            Some((_, m)) if matches!(m.role, Role::User | Role::Assistant) => {}
-            Some(_) => return false,
-        }
-        let appended = Session::appended(log, len);
-        for msg in &appended.msgs {
-            appended.lower(msg, &mut view.messages);
-        }
-        true
     }
 }
