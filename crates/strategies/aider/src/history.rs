@@ -59,9 +59,9 @@ pub(crate) fn max_tokens(flag: Option<u64>, max_input_tokens: u64) -> f64 {
     }
 }
 
-/// `ChatSummary.too_big`: the sum of per-message counts strictly above `max_tokens`.
-pub(crate) fn too_big(items: &[Item], max_tokens: f64) -> bool {
-    total(items) as f64 > max_tokens
+/// `ChatSummary.too_big`: the sum of per-message counts (`total`) strictly above `max_tokens`.
+pub(crate) fn too_big(total: u64, max_tokens: f64) -> bool {
+    total as f64 > max_tokens
 }
 
 pub(crate) fn total(items: &[Item]) -> u64 {
@@ -119,7 +119,7 @@ impl<'a> ChatSummary<'a> {
 
     fn summarize_real(&mut self, messages: Vec<Item>, depth: u32) -> Result<Vec<Item>, Error> {
         self.depth = self.depth.max(depth);
-        if !too_big(&messages, self.max_tokens) && depth == 0 {
+        if !too_big(total(&messages), self.max_tokens) && depth == 0 {
             return Ok(messages);
         }
         if messages.len() <= MIN_SPLIT || depth > MAX_DEPTH {

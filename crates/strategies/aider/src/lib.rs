@@ -97,6 +97,13 @@
 //! the newest checkpoint left it (its order is kept in the checkpoint's `details.layout`, since
 //! an `Ok.` can sit after the tail), then every later message.
 //!
+//! # Two layers
+//! From scratch (module `session`, with `ChatSummary` in `history`): the view, the turn split
+//! and `summarize_start` computed from the whole log; the [`Strategy`] methods call these. The
+//! run's [`Replay`] (module `replay`) keeps the view and the turn split (`session::Exchanges`,
+//! fed one history message at a time) as messages are appended, rebuilds both from the log
+//! after a checkpoint, and decides and compacts with the same `summarize_start` and `compact`.
+//!
 //! # Token estimator
 //! Aider counts with its model's real tokenizer, so this crate counts exactly through the
 //! injected tokenizer ([`Cx::tokenizer`]) in the encodings litellm picks (module `tokens`;
@@ -182,10 +189,11 @@
 pub mod chat;
 mod history;
 mod prompt;
+mod replay;
 mod session;
 mod tokens;
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, FromScratch, Log, Moment, Replay, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 #[cfg(test)]
 mod tests;
@@ -263,16 +271,12 @@ impl Strategy for AiderStrategy {
         &self.info
     }
 
-    /// This crate's own `project` is rebuilt at each log state.
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(FromScratch::new(self))
+        Box::new(replay::AiderReplay::new(&self.config))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        if at != Moment::TurnEnd {
-            return Decision::Skip;
-        }
-        session::decide(&self.config, log, view, cx)
+        session::decide(&self.config, log, view, at, cx)
     }
 
     fn compact(&self, log: &Log, view: &View, _at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {

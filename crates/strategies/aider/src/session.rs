@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{
     default_projection, Checkpoint, CheckpointKind, Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, Message,
-    Origin, Part, Role, View, ViewMessage, Window,
+    Moment, Origin, Part, Role, View, ViewMessage, Window,
 };
 use serde_json::{json, Value};
 
@@ -28,18 +28,13 @@ fn aider_role(role: Role) -> &'static str {
 /// The content of a message's Aider dict: text, tool calls as `name {args}`, tool results,
 /// media placeholders; reasoning is left out (Aider strips it from the stored reply).
 fn aider_content(message: &Message) -> String {
-    let pieces: Vec<String> = message
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text { text } => Some(text.clone()),
-            Part::Reasoning { .. } => None,
-            Part::ToolCall { name, args, .. } => Some(format!("{name} {args}")),
-            Part::ToolResult { text, .. } => Some(text.clone()),
-            Part::Media { mime, .. } => Some(format!("[{mime}]")),
-        })
-        .collect();
-    pieces.join("\n")
+    let piece = |p: &Part| match p {
+        Part::Text { text } | Part::ToolResult { text, .. } => Some(text.clone()),
+        Part::Reasoning { .. } => None,
+        Part::ToolCall { name, args, .. } => Some(format!("{name} {args}")),
+        Part::Media { mime, .. } => Some(format!("[{mime}]")),
+    };
+    message.parts.iter().filter_map(piece).collect::<Vec<_>>().join("\n")
 }
 
 /// The Aider dict of `vm`, sized when `counter` is given (done items; cur items are never sized).
@@ -55,11 +50,9 @@ fn item(counter: Option<&Counter<'_>>, vm: &ViewMessage) -> Item {
     }
 }
 
-/// The view split as Aider holds it: leading system messages (not history), `done_messages`,
-/// `cur_messages`.
-struct Lists {
-    done: Vec<Item>,
-    cur: Vec<Item>,
+/// The size of `vm`'s Aider dict (`token_count(msg)`), as [`item`] counts it.
+pub(crate) fn size(counter: &Counter<'_>, vm: &ViewMessage) -> u64 {
+    counter.message(aider_role(vm.message.role), &aider_content(&vm.message))
 }
 
 /// The newest checkpoint this strategy wrote, with the done list it left.
@@ -72,39 +65,85 @@ fn done_base(log: &Log) -> usize {
     anchor(log).and_then(|(_, cp, _)| cp.details.get("done")).and_then(Value::as_u64).unwrap_or(0) as usize
 }
 
-/// The history part of the view (after the leading system messages), how many of its items
-/// the newest checkpoint left as done, and where done ends now.
-fn split<'v>(log: &Log, view: &'v View) -> (Vec<&'v ViewMessage>, usize, usize) {
-    let history: Vec<&ViewMessage> = view
-        .messages
-        .iter()
-        .skip_while(|vm| vm.message.role == Role::System && matches!(vm.origin, Origin::Entry(_)))
-        .collect();
-    let base = done_base(log).min(history.len());
-
-    // Turns start at user messages from the log; the done part ends with the newest turn that
-    // applied an edit (Aider's `move_back_cur_messages`).
-    let mut boundary = base;
-    let mut start = base;
-    for i in base..=history.len() {
-        let new_turn = i == history.len() || (i > start && opens_turn(history[i]));
-        if new_turn {
-            if applied_edit(&history[start..i]) {
-                boundary = i;
-            }
-            start = i;
-        }
-    }
-    (history, base, boundary)
+/// How many messages open the view as leading system messages, which are not history.
+pub(crate) fn leading(view: &View) -> usize {
+    view.messages.iter().take_while(|vm| is_leading(vm)).count()
 }
 
-fn lists(log: &Log, view: &View, counter: &Counter<'_>) -> Lists {
-    let (history, _, boundary) = split(log, view);
-    let (done, cur) = history.split_at(boundary);
-    Lists {
-        done: done.iter().map(|vm| item(Some(counter), vm)).collect(),
-        cur: cur.iter().map(|vm| item(None, vm)).collect(),
+/// Whether `vm` is a system message from the log (leading, when only such messages precede it).
+pub(crate) fn is_leading(vm: &ViewMessage) -> bool {
+    vm.message.role == Role::System && matches!(vm.origin, Origin::Entry(_))
+}
+
+/// Aider's `move_back_cur_messages` read off the history, fed message by message: turns start
+/// at user messages from the log ([`opens_turn`]), and done ends with the newest turn that
+/// applied an edit. Positions count history messages.
+#[derive(Default)]
+pub(crate) struct Exchanges {
+    /// Where the current turn starts, where done ends before it, and how many were fed.
+    start: usize,
+    done: usize,
+    len: usize,
+    /// Whether the current turn applied an edit so far: at its end, Aider moved it into done,
+    /// leaving nothing in cur.
+    pub(crate) edited: bool,
+    /// The current turn's edit and write calls.
+    calls: HashSet<String>,
+}
+
+impl Exchanges {
+    /// Nothing fed yet after the first `base` history messages, which the newest checkpoint
+    /// left as done.
+    pub(crate) fn new(base: usize) -> Exchanges {
+        Exchanges { start: base, done: base, len: base, ..Exchanges::default() }
     }
+
+    /// Takes in the next history message. Once a turn applied an edit, nothing else in it can
+    /// change that.
+    pub(crate) fn push(&mut self, vm: &ViewMessage) {
+        if self.len > self.start && opens_turn(vm) {
+            let done = if self.edited { self.len } else { self.done };
+            *self = Exchanges { start: self.len, done, len: self.len, ..Exchanges::default() };
+        }
+        self.edited = self.edited || self.native_edit(&vm.message) || text_edit(&vm.message);
+        self.len += 1;
+    }
+
+    /// Where done ends: after the current turn when it applied an edit (Aider moved it).
+    fn done(&self) -> usize {
+        if self.edited { self.len } else { self.done }
+    }
+
+    /// Whether `message` holds a non-error result of an edit or write call made earlier in the
+    /// turn (Aider moves an exchange once its edits were applied); records its edit calls.
+    fn native_edit(&mut self, message: &Message) -> bool {
+        message.parts.iter().any(|p| match p {
+            Part::ToolCall { id, name, .. }
+                if message.role == Role::Assistant && matches!(tool_kind(name), ToolKind::Edit | ToolKind::Write) =>
+            {
+                self.calls.insert(id.clone());
+                false
+            }
+            Part::ToolResult { call_id, is_error: false, .. } => self.calls.contains(call_id),
+            _ => false,
+        })
+    }
+}
+
+/// The exchanges of the view's history (after its leading system messages) since the newest
+/// checkpoint, which left the first items done.
+pub(crate) fn exchanges(log: &Log, view: &View) -> Exchanges {
+    let history = &view.messages[leading(view)..];
+    let base = done_base(log).min(history.len());
+    let mut exchanges = Exchanges::new(base);
+    history[base..].iter().for_each(|vm| exchanges.push(vm));
+    exchanges
+}
+
+/// The view's history as Aider holds it: `done_messages` (sized) and `cur_messages`.
+fn lists(log: &Log, view: &View, counter: &Counter<'_>) -> (Vec<Item>, Vec<Item>) {
+    let (done, cur) = view.messages[leading(view)..].split_at(exchanges(log, view).done());
+    (done.iter().map(|vm| item(Some(counter), vm)).collect(), cur.iter().map(|vm| item(None, vm)).collect())
 }
 
 /// Whether `vm` is a request from the log: a user message that is not one of Aider's own
@@ -116,39 +155,11 @@ fn opens_turn(vm: &ViewMessage) -> bool {
         && !chat::is_aider_feedback(&vm.message.text())
 }
 
-/// Whether this turn applied an edit: Aider moves an exchange into history once
-/// `apply_updates` returned edited files (see [`text_edit`]), and a native edit or write call
-/// counts when it got a non-error result.
-fn applied_edit(turn: &[&ViewMessage]) -> bool {
-    native_edit(turn) || turn.iter().any(|vm| text_edit(&vm.message))
-}
-
 /// Whether an assistant message holds SEARCH/REPLACE blocks that Aider parses
-/// (`EditBlockCoder.get_edits`). Applied or not: `Coder.apply_updates` collects the edited
-/// paths before `apply_edits` raises on a block that failed to match, returns them with the
-/// reflection set, and `send_message` moves the exchange all the same (measured with
-/// aider-chat 0.86.2's own `Coder.run_one`: the failing reply and the confirmation note end up
-/// in `done_messages`, the reflection in `cur_messages`). A malformed reply applies nothing.
+/// (`EditBlockCoder.get_edits`), applied or not (see Text shape in the crate docs: a block that
+/// failed to match moves the exchange all the same; a malformed reply applies nothing).
 fn text_edit(message: &Message) -> bool {
     message.role == Role::Assistant && chat::edited_files(&message.text()).is_some_and(|files| !files.is_empty())
-}
-
-/// Whether an assistant edit or write call of this turn got a non-error result in it.
-fn native_edit(turn: &[&ViewMessage]) -> bool {
-    let calls: HashSet<&str> = turn
-        .iter()
-        .filter(|vm| vm.message.role == Role::Assistant)
-        .flat_map(|vm| vm.message.parts.iter())
-        .filter_map(|p| match p {
-            Part::ToolCall { id, name, .. } if matches!(tool_kind(name), ToolKind::Edit | ToolKind::Write) => {
-                Some(id.as_str())
-            }
-            _ => None,
-        })
-        .collect();
-    turn.iter().flat_map(|vm| vm.message.parts.iter()).any(|p| {
-        matches!(p, Part::ToolResult { call_id, is_error: false, .. } if calls.contains(call_id.as_str()))
-    })
 }
 
 fn max_tokens(config: &AiderConfig, cx: &Cx<'_>) -> f64 {
@@ -172,22 +183,23 @@ fn chat_summary<'a>(config: &AiderConfig, cx: &Cx<'a>) -> ChatSummary<'a> {
     )
 }
 
-/// At a turn end: compact when the turn just ended applied an edit (so everything moved into
-/// done and nothing is left in cur) and done is over the limit.
-pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, cx: &Cx<'_>) -> Decision {
-    // This turn's move was already handled.
-    if matches!(log.entries().next_back(), Some((_, Entry::Checkpoint(_)))) {
+/// From scratch: [`summarize_start`] on the view's history.
+pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+    let history = &view.messages[leading(view)..];
+    summarize_start(config, log, at, exchanges(log, view).edited, cx, |counter| history.iter().map(|vm| size(counter, vm)).sum())
+}
+
+/// `summarize_start`, at a turn end only: compact when the turn just ended applied an edit
+/// (`moved`: everything moved into done and nothing is left in cur) and done, whose total
+/// `done_tokens` counts, is over the limit. Before a request or on overflow Aider never
+/// compacts.
+pub(crate) fn summarize_start(config: &AiderConfig, log: &Log, at: Moment, moved: bool, cx: &Cx<'_>, done_tokens: impl FnOnce(&Counter<'_>) -> u64) -> Decision {
+    // This turn's move was already handled; sizes are counted only once something moved
+    // (turns without an applied edit are free).
+    if at != Moment::TurnEnd || matches!(log.entries().next_back(), Some((_, Entry::Checkpoint(_)))) || !moved {
         return Decision::Skip;
     }
-    // Sizes are counted only once something moved (turns without an applied edit are free).
-    let (history, base, boundary) = split(log, view);
-    let moved = boundary == history.len() && boundary > base;
-    if !moved {
-        return Decision::Skip;
-    }
-    let counter = counter(cx);
-    let done: Vec<Item> = history.iter().map(|vm| item(Some(&counter), vm)).collect();
-    if history::too_big(&done, max_tokens(config, cx)) {
+    if history::too_big(done_tokens(&counter(cx)), max_tokens(config, cx)) {
         Decision::compact("max_chat_history_tokens")
     } else {
         Decision::Skip
@@ -196,12 +208,11 @@ pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, cx: &Cx<'_>) 
 
 /// `summarize_start` → `summarize_worker` → `summarize_end`.
 pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-    let Lists { done, cur } = lists(log, view, &counter(cx));
-    let limit = max_tokens(config, cx);
-    if !history::too_big(&done, limit) {
+    let (done, cur) = lists(log, view, &counter(cx));
+    let (limit, tokens_before) = (max_tokens(config, cx), history::total(&done));
+    if !history::too_big(tokens_before, limit) {
         return Ok(Vec::new());
     }
-    let tokens_before = history::total(&done);
     let mut summary = chat_summary(config, cx);
     let result = summary.summarize(done);
     if config.confirmation_race {
@@ -242,7 +253,7 @@ pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<
 /// on failure the full history is kept (Aider warns and continues).
 #[cfg_attr(not(test), expect(dead_code, reason = "the runner's sessions never switch chat modes"))]
 pub(crate) fn switch_chat_mode(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Vec<Checkpoint> {
-    let Lists { done, cur } = lists(log, view, &counter(cx));
+    let (done, cur) = lists(log, view, &counter(cx));
     if done.is_empty() {
         return Vec::new();
     }

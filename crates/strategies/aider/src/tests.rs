@@ -645,3 +645,33 @@ fn text_without_a_parsed_edit_moves_nothing() {
     let mut h = Harness::new(m, model(128_000, 4_096));
     assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
 }
+
+/// The replay keeps the law over turns of every kind: native edits (a result before its call
+/// too), text edits with Aider's own user messages, failed matches, malformed blocks and plain
+/// questions, across repeated compactions.
+#[test]
+fn the_replay_matches_the_from_scratch_functions() {
+    let s = with_max(1_024);
+    let mut m = vec![Message::system("sys")];
+    for turn in 0..12 {
+        m.push(u(&format!("q{turn}"), 150));
+        match turn % 4 {
+            0 => m.extend(edit(&format!("e{turn}"))),
+            1 => {
+                m.push(block_reply("src/a.rs"));
+                m.push(Message::user(chat::edits_applied("Applied edit to src/a.rs")));
+            }
+            2 => {
+                m.push(block_reply("src/b.rs"));
+                m.push(Message::user(chat::failed_match(&[block("src/b.rs")], "not found")));
+            }
+            _ => {
+                let [call, result] = edit(&format!("e{turn}"));
+                m.extend([result, call, Message::assistant("src/a.rs\n<<<<<<< SEARCH\nx\n")]);
+            }
+        }
+        m.push(a(&format!("a{turn}"), 120));
+    }
+    let tally = compactbench_testkit::assert_replay_law(&s, &model(128_000, 4_096), &m, 1);
+    assert!(tally.compactions >= 2, "{tally:?}");
+}
