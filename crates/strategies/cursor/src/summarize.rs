@@ -1,10 +1,8 @@
 //! The summary: everything before the latest user turn, written in full to a chat-history file
 //! and summarized into one user message that names the file.
 
-use std::cell::RefCell;
-
 use compactbench_core::{
-    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, Message, Offload, Origin, Part, Role, StopReason,
+    Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Message, Offload, Origin, Part, Role, StopReason,
     SummarizerUsage, SummaryRequest, View, Window,
 };
 use serde_json::json;
@@ -52,13 +50,21 @@ pub(crate) fn serialize(message: &Message) -> String {
     lines.join("\n")
 }
 
-/// The whole history so far: every log message in full, and each earlier summary where it
-/// happened, one block each, blank-line separated.
-#[derive(Clone, Default)]
-struct History(String);
+/// The chat-history file: every log message in full, and each earlier summary where it
+/// happened, one block each, blank-line separated. Every summary writes it whole, so a run
+/// keeps it and adds each entry once.
+#[derive(Default)]
+pub(crate) struct History(String);
 
-impl fold::Fold for History {
-    fn add(&mut self, _: EntryId, entry: &Entry) {
+impl History {
+    /// The file after every entry of `log`.
+    pub(crate) fn of(log: &Log) -> History {
+        let mut history = History::default();
+        log.entries().for_each(|(_, entry)| history.push(entry));
+        history
+    }
+
+    pub(crate) fn push(&mut self, entry: &Entry) {
         let block = match entry {
             Entry::Message(m) => serialize(m),
             Entry::Checkpoint(cp) if cp.kind == CheckpointKind::Summary => match &cp.summary {
@@ -72,13 +78,6 @@ impl fold::Fold for History {
         }
         self.0.push_str(&block);
     }
-}
-
-/// The chat-history file's content: [`History`], folded once per log (every summary writes
-/// the whole history again).
-fn history_file(log: &Log) -> String {
-    thread_local!(static HISTORY: fold::Folds<History> = const { RefCell::new(Vec::new()) });
-    fold::fold(&HISTORY, log).0.clone() + "\n"
 }
 
 fn summary_message(text: &str, path: &str) -> Message {
@@ -99,7 +98,8 @@ pub(crate) fn overflow_handled_this_turn(log: &Log) -> bool {
         .any(|(_, e)| matches!(e, Entry::Checkpoint(cp) if cp.details["trigger"] == "overflow"))
 }
 
-pub(crate) fn run(log: &Log, view: &View, trigger: &str, tokens_before: u64, cx: &mut Cx<'_>) -> Result<Checkpoint, Error> {
+/// Summarizes all of `view` before its latest user turn; `history` is the chat-history file so far.
+pub(crate) fn run(log: &Log, view: &View, trigger: &str, tokens_before: u64, history: &History, cx: &mut Cx<'_>) -> Result<Checkpoint, Error> {
     let body = view.messages.iter().take_while(|m| m.message.role == Role::System).count();
     let latest = (body..view.len())
         .rev()
@@ -132,7 +132,7 @@ pub(crate) fn run(log: &Log, view: &View, trigger: &str, tokens_before: u64, cx:
     if summary.text.trim().is_empty() {
         return Err(Error::new(ErrorKind::EmptySummary, "the summary was empty"));
     }
-    cx.store.write(path.clone(), history_file(log));
+    cx.store.write(path.clone(), history.0.clone() + "\n");
 
     let kept = view.messages[latest..].iter().filter_map(|m| m.origin.entry()).collect();
     let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(kept)).with_summary(summary_message(&summary.text, &path));
