@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use compactbench_core::{estimate, Part};
 
-use crate::history::{ClineMessage, Speaker};
+use crate::history::{parse_tool_header, ClineMessage, Speaker};
 use crate::state::{BlockEdit, EditType, MessageEdits, State};
 
 /// `formatResponse.duplicateFileReadNotice()` (literal).
@@ -22,28 +22,6 @@ const MIN_SAVED_SHARE: f64 = 0.3;
 /// Characters an image counts for. Cline counts the length of its base64 data; our media parts
 /// only carry a token size, so four characters per token stand in (a modelling choice).
 const CHARS_PER_MEDIA_TOKEN: u64 = 4;
-
-/// Cline's `parseToolCallWithFormat`: matches `^\[([^\s]+) for '([^']+)'\] Result:` and
-/// returns (tool, path, content block index, header). The content is in the same block when
-/// the text goes on after the header (index 0), else in the next block (index 1, the old format).
-pub(crate) fn parse_tool_header(text: &str) -> Option<(&str, &str, usize, &str)> {
-    let rest = text.strip_prefix('[')?;
-    let name_end = rest.find(char::is_whitespace)?;
-    let name = &rest[..name_end];
-    if name.is_empty() {
-        return None;
-    }
-    let rest = rest[name_end..].strip_prefix(" for '")?;
-    let path_end = rest.find('\'')?;
-    let path = &rest[..path_end];
-    if path.is_empty() {
-        return None;
-    }
-    let rest = rest[path_end + 1..].strip_prefix("] Result:")?;
-    let header = &text[..text.len() - rest.len()];
-    let content_block = if rest.is_empty() { 1 } else { 0 };
-    Some((name, path, content_block, header))
-}
 
 /// Every match of `/<file_content path="([^"]*)">([\s\S]*?)<\/file_content>/g`: (path, whole match).
 fn file_mentions(text: &str) -> Vec<(&str, &str)> {
@@ -322,15 +300,6 @@ pub(crate) fn optimize(history: &[ClineMessage], start: usize, state: &mut State
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn header_parse_follows_the_regex() {
-        assert_eq!(parse_tool_header("[read_file for 'a.rs'] Result:\nx"), Some(("read_file", "a.rs", 0, "[read_file for 'a.rs'] Result:")));
-        assert_eq!(parse_tool_header("[read_file for 'a.rs'] Result:").map(|h| h.2), Some(1));
-        assert_eq!(parse_tool_header("[read_file for ''] Result:"), None);
-        assert_eq!(parse_tool_header("[read_file\tfor 'a'] Result:"), None);
-        assert_eq!(parse_tool_header("[summarize_task] Result:\nx"), None);
-    }
 
     #[test]
     fn mentions_and_final_content_match_like_the_regexes() {

@@ -17,16 +17,10 @@
 //!   the assistant's `summarize_task` call and the user message carrying its result (the
 //!   summary), at the checkpoint's position.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 
-use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::tools::{tool_kind, tool_path, ToolKind};
-use compactbench_core::{Entry, EntryId, Log, Part, Role};
-
-use crate::fold::parse_tool_header;
-use crate::state::State;
+use compactbench_core::{EntryId, Message, Part, Role};
 
 /// Role of a Cline (Anthropic) message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +98,28 @@ pub(crate) struct ClineMessage {
     pub(crate) is_virtual: bool,
 }
 
+/// Cline's `parseToolCallWithFormat`: matches `^\[([^\s]+) for '([^']+)'\] Result:` and
+/// returns (tool, path, content block index, header). The content is in the same block when
+/// the text goes on after the header (index 0), else in the next block (index 1, the old format).
+pub(crate) fn parse_tool_header(text: &str) -> Option<(&str, &str, usize, &str)> {
+    let rest = text.strip_prefix('[')?;
+    let name_end = rest.find(char::is_whitespace)?;
+    let name = &rest[..name_end];
+    if name.is_empty() {
+        return None;
+    }
+    let rest = rest[name_end..].strip_prefix(" for '")?;
+    let path_end = rest.find('\'')?;
+    let path = &rest[..path_end];
+    if path.is_empty() {
+        return None;
+    }
+    let rest = rest[path_end + 1..].strip_prefix("] Result:")?;
+    let header = &text[..text.len() - rest.len()];
+    let content_block = if rest.is_empty() { 1 } else { 0 };
+    Some((name, path, content_block, header))
+}
+
 /// The header Cline's `ToolResultUtils.pushToolResult` puts in front of a file tool's result
 /// (`getDescription` of the read and write handlers, then ` Result:` and a newline), derived
 /// from the result's tool and its call's path argument. The session may have been recorded
@@ -127,15 +143,7 @@ fn tool_header(name: &str, args: Option<&serde_json::Value>, text: &str) -> Stri
     }
 }
 
-/// The history Cline would have stored for this log. Kept per thread and extended as the
-/// log grows ([`compactbench_core::fold`]): it copies every part of the session, and Cline
-/// consults it at every compaction.
-pub(crate) fn history(log: &Log) -> Rc<History> {
-    thread_local!(static KEPT: Folds<History> = const { RefCell::new(Vec::new()) });
-    fold(&KEPT, log)
-}
-
-/// [`history`], folded one log entry at a time.
+/// The history Cline would have stored for a log, built one log entry at a time (`task.rs`).
 #[derive(Clone, Default)]
 pub(crate) struct History {
     pub(crate) messages: Vec<ClineMessage>,
@@ -148,61 +156,51 @@ pub(crate) struct History {
     past_leading: bool,
 }
 
-impl Fold for History {
-    fn add(&mut self, id: EntryId, entry: &Entry) {
-        match entry {
-            Entry::Message(m) if !self.past_leading && m.role == Role::System => {}
-            Entry::Message(m) => {
-                self.past_leading = true;
-                let calls = &self.calls;
-                let blocks = m.parts.iter().enumerate().map(|(i, part)| {
-                    let prefix = match part {
-                        Part::ToolResult { call_id, name, text, .. } => tool_header(name, calls.get(call_id), text),
-                        _ => String::new(),
-                    };
-                    Block::new(part.clone(), Src::Entry(id, i), prefix)
-                });
-                let out = &mut self.messages;
-                if m.role == Role::Assistant {
-                    let blocks = blocks.collect();
-                    for part in &m.parts {
-                        if let Part::ToolCall { id, args, .. } = part {
-                            self.calls.insert(id.clone(), args.clone());
-                        }
-                    }
-                    out.push(ClineMessage { speaker: Speaker::Assistant, blocks, entries: vec![id], is_virtual: false });
-                    self.open_user = false;
-                } else if self.open_user {
-                    let last = out.last_mut().expect("an open user message exists");
-                    last.blocks.extend(blocks);
-                    last.entries.push(id);
-                } else {
-                    let blocks = blocks.collect();
-                    out.push(ClineMessage { speaker: Speaker::User, blocks, entries: vec![id], is_virtual: false });
-                    self.open_user = true;
+impl History {
+    /// Takes in log message `id`, the log's entries before it taken in already.
+    pub(crate) fn push(&mut self, id: EntryId, m: &Message) {
+        if !self.past_leading && m.role == Role::System {
+            return;
+        }
+        self.past_leading = true;
+        let calls = &self.calls;
+        let blocks = m.parts.iter().enumerate().map(|(i, part)| {
+            let prefix = match part {
+                Part::ToolResult { call_id, name, text, .. } => tool_header(name, calls.get(call_id), text),
+                _ => String::new(),
+            };
+            Block::new(part.clone(), Src::Entry(id, i), prefix)
+        });
+        let out = &mut self.messages;
+        if m.role == Role::Assistant {
+            let blocks = blocks.collect();
+            for part in &m.parts {
+                if let Part::ToolCall { id, args, .. } = part {
+                    self.calls.insert(id.clone(), args.clone());
                 }
             }
-            Entry::Checkpoint(cp) => {
-                if State::is_condense(cp) {
-                    let summary = cp.summary.as_ref().map(|m| m.text()).unwrap_or_default();
-                    push_condense_pair(&mut self.messages, summary);
-                    self.open_user = false;
-                }
-            }
+            out.push(ClineMessage { speaker: Speaker::Assistant, blocks, entries: vec![id], is_virtual: false });
+            self.open_user = false;
+        } else if self.open_user {
+            let last = out.last_mut().expect("an open user message exists");
+            last.blocks.extend(blocks);
+            last.entries.push(id);
+        } else {
+            let blocks = blocks.collect();
+            out.push(ClineMessage { speaker: Speaker::User, blocks, entries: vec![id], is_virtual: false });
+            self.open_user = true;
         }
     }
-}
 
-/// Appends the two messages an auto-condense adds to Cline's history: the assistant's
-/// `summarize_task` call and the user message with its result (`summary`, as sent).
-pub(crate) fn push_condense_pair(history: &mut Vec<ClineMessage>, summary: String) {
-    history.push(ClineMessage { speaker: Speaker::Assistant, blocks: Vec::new(), entries: Vec::new(), is_virtual: true });
-    history.push(ClineMessage {
-        speaker: Speaker::User,
-        blocks: vec![Block::new(Part::text(summary), Src::Virtual, String::new())],
-        entries: Vec::new(),
-        is_virtual: true,
-    });
+    /// Takes in an auto-condense: the two messages it adds to Cline's history, the assistant's
+    /// `summarize_task` call and the user message with its result (`summary`, as sent).
+    pub(crate) fn push_condense(&mut self, summary: String) {
+        let (blocks, entries) = (Vec::new(), Vec::new());
+        self.messages.push(ClineMessage { speaker: Speaker::Assistant, blocks, entries, is_virtual: true });
+        let blocks = vec![Block::new(Part::text(summary), Src::Virtual, String::new())];
+        self.messages.push(ClineMessage { speaker: Speaker::User, blocks, entries: Vec::new(), is_virtual: true });
+        self.open_user = false;
+    }
 }
 
 /// Roles only, for the range arithmetic.

@@ -45,6 +45,13 @@
 //! Estimators: provider usage for the trigger; JavaScript string length (UTF-16 units) of text
 //! blocks for the fold's savings test.
 //!
+//! # Layers
+//! The algorithm is plain functions of Cline's task (`task.rs`: the history it stored, the
+//! `ContextManager` state, the previous request's usage): the checks and steps below, the fold
+//! (`fold.rs`), the range and view (`truncate.rs`), the repair (`repair.rs`). The `Strategy`
+//! methods build the task from the whole log; a run's `Replay` (`replay.rs`) keeps the task
+//! and the view as entries arrive.
+//!
 //! # Mapping Cline's history onto our model
 //! Cline's index space is the Anthropic-format history (see `history.rs`): each assistant log
 //! message is one message; each run of user/tool/system log messages is one user message whose
@@ -94,7 +101,9 @@ mod condense;
 mod fold;
 mod history;
 mod repair;
+mod replay;
 mod state;
+mod task;
 mod trigger;
 mod truncate;
 
@@ -102,13 +111,14 @@ mod truncate;
 mod tests;
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Incremental, Log, Message, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, UpdatedView, View, Window, default_projection, default_reprojection};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window, default_projection};
 
-use crate::history::{history, push_condense_pair, speakers, ClineMessage, History, Speaker, Src};
+use crate::history::{speakers, Src};
+use crate::replay::ClineReplay;
 use crate::state::State;
-use crate::trigger::{over_limit, previous_usage, quarter, should_compact_context_window, window_info, WindowInfo};
+use crate::task::Task;
+use crate::trigger::{over_limit, quarter, should_compact_context_window, window_info, WindowInfo};
 use crate::truncate::{apply_first_user_replacement, apply_truncation_notice, next_range, truncated, Keep};
 
 /// Settings of Cline's classic context management, with the extension's defaults (both off).
@@ -155,8 +165,53 @@ impl ClineStrategy {
     }
 
     /// Whether this request goes through auto-condense rather than truncation.
-    fn condenses(&self, model: &compactbench_core::ModelProfile) -> bool {
+    fn condenses(&self, model: &ModelProfile) -> bool {
         self.config.use_auto_condense && trigger::is_next_gen(&model.name)
+    }
+
+    /// The checks Cline makes at `at`, given its task as it stands.
+    fn decide_in(&self, task: &Task, at: Moment, model: &ModelProfile) -> Decision {
+        match at {
+            // Cline checks per request, once the new user content exists.
+            Moment::TurnEnd => Decision::Skip,
+            // Any context-window error gets one automatic truncate-and-retry.
+            Moment::Overflow => Decision::compact("context window exceeded"),
+            Moment::BeforeRequest => {
+                let Some(usage) = task.usage else { return Decision::Skip };
+                let info = window_info(model);
+                if self.condenses(model) {
+                    if !should_compact_context_window(usage, info, self.config.auto_condense_threshold) || task.too_few_active() {
+                        return Decision::Skip;
+                    }
+                    Decision::compact("auto-condense")
+                } else if over_limit(usage, info) {
+                    Decision::compact(if quarter(usage, info) { "usage over limit, keep quarter" } else { "usage over limit, keep half" })
+                } else {
+                    Decision::Skip
+                }
+            }
+        }
+    }
+
+    /// What Cline does at `at` to the task of `log`, whose view is `view`, as checkpoints.
+    fn compact_in(&self, log: &Log, task: &Task, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let info = window_info(cx.model);
+        let mut staged = Staged::new(log, task);
+        match at {
+            Moment::TurnEnd => {}
+            Moment::Overflow => {
+                self.overflow_step(&mut staged);
+                // The automatic retry goes through the pre-request check again.
+                if !self.condenses(cx.model) {
+                    if let Some(usage) = task.usage.filter(|u| over_limit(*u, info)) {
+                        self.truncation_step(&mut staged, usage, info);
+                    }
+                }
+            }
+            Moment::BeforeRequest if self.condenses(cx.model) => self.condense_step(&mut staged, view, cx)?,
+            Moment::BeforeRequest => self.truncation_step(&mut staged, task.usage.unwrap_or(0), info),
+        }
+        Ok(staged.out)
     }
 
     /// Truncation mode's step in `getNewContextMessagesAndMetadata`: fold, then truncate
@@ -164,13 +219,13 @@ impl ClineStrategy {
     fn truncation_step(&self, staged: &mut Staged<'_>, usage: u64, info: WindowInfo) {
         let keep = if quarter(usage, info) { Keep::Quarter } else { Keep::Half };
         let mut next = staged.state.clone();
-        let (folded, need_to_truncate) = fold::attempt(&staged.history.messages, &mut next);
+        let (folded, need_to_truncate) = fold::attempt(&staged.task.history.messages, &mut next);
         if folded {
             staged.commit(CheckpointKind::Fold, next.clone(), None, SummarizerUsage::default());
         }
         if need_to_truncate {
             apply_truncation_notice(&mut next);
-            next.deleted_range = Some(next_range(&speakers(&staged.history.messages), next.deleted_range, keep));
+            next.deleted_range = Some(next_range(&speakers(&staged.task.history.messages), next.deleted_range, keep));
             staged.commit(CheckpointKind::Truncate, next, None, SummarizerUsage::default());
         }
     }
@@ -178,35 +233,39 @@ impl ClineStrategy {
     /// `handleContextWindowExceededError`.
     fn overflow_step(&self, staged: &mut Staged<'_>) {
         let mut next = staged.state.clone();
-        next.deleted_range = Some(next_range(&speakers(&staged.history.messages), next.deleted_range, Keep::Quarter));
+        next.deleted_range = Some(next_range(&speakers(&staged.task.history.messages), next.deleted_range, Keep::Quarter));
         apply_truncation_notice(&mut next);
-        apply_first_user_replacement(&staged.history.messages, &mut next);
+        apply_first_user_replacement(&staged.task.history.messages, &mut next);
         staged.commit(CheckpointKind::Truncate, next, None, SummarizerUsage::default());
     }
 
-    /// The auto-condense turn: fold, then the in-band summary.
-    fn condense_step(&self, staged: &mut Staged<'_>, cx: &mut Cx<'_>) -> Result<(), Error> {
+    /// The auto-condense turn: fold, then the in-band summary of the view (`view` before the
+    /// fold's checkpoint).
+    fn condense_step(&self, staged: &mut Staged<'_>, view: &View, cx: &mut Cx<'_>) -> Result<(), Error> {
         // Cline decides before the new user content is stored.
-        let before_new_content = settled_len(&staged.history.messages);
+        let before_new_content = staged.task.settled_len();
         let mut next = staged.state.clone();
-        let (folded, need_summary) = fold::attempt(&staged.history.messages[..before_new_content], &mut next);
+        let (folded, need_summary) = fold::attempt(&staged.task.history.messages[..before_new_content], &mut next);
         if folded {
             staged.commit(CheckpointKind::Fold, next.clone(), None, SummarizerUsage::default());
         }
         if !need_summary {
             return Ok(());
         }
-        // The log as it will be with the staged checkpoints (copied only when there are some).
+        // The view as it will be with the staged checkpoints (the log copied only when there
+        // are some).
+        let folded_view;
         let view = if staged.out.is_empty() {
-            self.project(staged.log)
+            view
         } else {
             let mut log = staged.log.clone();
             for cp in &staged.out {
                 log.push_checkpoint(cp.clone());
             }
-            self.project(&log)
+            folded_view = self.project(&log);
+            &folded_view
         };
-        let request = condense::request(&view, cx.model.max_output);
+        let request = condense::request(view, cx.model.max_output);
         let answer = cx.summarizer.summarize(&request).and_then(|s| {
             if s.text.trim().is_empty() {
                 Err(Error::new(ErrorKind::EmptySummary, "summarize_task was called without its context parameter"))
@@ -230,31 +289,14 @@ impl ClineStrategy {
         let usage = SummarizerUsage { calls: 1, failures: 0, input_tokens: summary.input_tokens, output_tokens: summary.output_tokens };
         // Computed on the history ending with the triggering user message; the next request
         // then also hides that message and the assistant's summarize_task call (`end + 2`).
-        let [start, end] = next_range(&speakers(&staged.history.messages), next.deleted_range, Keep::None);
+        let [start, end] = next_range(&speakers(&staged.task.history.messages), next.deleted_range, Keep::None);
         next.deleted_range = Some([start, end + 2]);
         apply_truncation_notice(&mut next);
-        apply_first_user_replacement(&staged.history.messages, &mut next);
+        apply_first_user_replacement(&staged.task.history.messages, &mut next);
         next.condensed = true;
         let message = condense::summary_message(summary.text.trim());
         staged.commit(CheckpointKind::Summary, next, Some(message), usage);
         Ok(())
-    }
-
-    /// Auto-condense's guard: at most two messages visible after the range, not counting the
-    /// new user content, means the last thing done was a summary.
-    fn too_few_active(log: &Log) -> bool {
-        let state = State::load(log);
-        let Some([_, end]) = state.deleted_range else { return false };
-        settled_len(&history(log).messages) as i64 - end - 1 <= 2
-    }
-}
-
-/// Length of the history without a trailing user message of our log (the content of the
-/// request about to be made, which Cline has not stored yet when auto-condense decides).
-fn settled_len(history: &[ClineMessage]) -> usize {
-    match history.last() {
-        Some(m) if m.speaker == Speaker::User && !m.is_virtual => history.len() - 1,
-        _ => history.len(),
     }
 }
 
@@ -262,23 +304,16 @@ fn settled_len(history: &[ClineMessage]) -> usize {
 /// replacements relative to everything before it.
 struct Staged<'a> {
     log: &'a Log,
-    history: Rc<History>,
-    /// Log message -> what earlier checkpoints (and staged ones) show instead.
-    effective: HashMap<EntryId, Message>,
+    task: &'a Task,
+    /// Log message -> what the staged checkpoints show instead (over `task.shown`).
+    shown: HashMap<EntryId, Message>,
     state: State,
     out: Vec<Checkpoint>,
-    tokens_before: u64,
 }
 
 impl<'a> Staged<'a> {
-    fn new(log: &'a Log, tokens_before: u64) -> Staged<'a> {
-        let mut effective = HashMap::new();
-        for (_, cp) in log.checkpoints() {
-            for r in &cp.replacements {
-                effective.insert(r.entry, r.message.clone());
-            }
-        }
-        Staged { log, history: history(log), effective, state: State::load(log), out: Vec::new(), tokens_before }
+    fn new(log: &'a Log, task: &'a Task) -> Staged<'a> {
+        Staged { log, task, shown: HashMap::new(), state: task.state.clone(), out: Vec::new() }
     }
 
     /// Stages a checkpoint of `kind` moving the state to `next`; does nothing when `next`
@@ -290,11 +325,11 @@ impl<'a> Staged<'a> {
         let window_changed = next.deleted_range != self.state.deleted_range || next.condensed;
         let shown = match &summary {
             Some(message) => {
-                let mut history = self.history.messages.clone();
-                push_condense_pair(&mut history, message.text());
-                truncated(&history, &next)
+                let mut history = self.task.history.clone();
+                history.push_condense(message.text());
+                truncated(&history.messages, &next)
             }
-            None => truncated(&self.history.messages, &next),
+            None => truncated(&self.task.history.messages, &next),
         };
         let mut kept = Vec::new();
         let mut replacements = Vec::new();
@@ -325,8 +360,9 @@ impl<'a> Staged<'a> {
             for (entry, message) in desired {
                 kept.push(entry);
                 let original = self.log.message(entry).expect("history entries are messages");
-                if self.effective.get(&entry).unwrap_or(original) != &message {
-                    self.effective.insert(entry, message.clone());
+                let shown = self.shown.get(&entry).or_else(|| self.task.shown.get(&entry));
+                if shown.unwrap_or(original) != &message {
+                    self.shown.insert(entry, message.clone());
                     replacements.push(Replacement { entry, message });
                 }
             }
@@ -338,7 +374,7 @@ impl<'a> Staged<'a> {
             cp = cp.with_summary(message);
             cp.summary_position = SummaryPosition::AfterKept;
         }
-        cp.tokens_before = self.tokens_before;
+        cp.tokens_before = self.task.usage.unwrap_or(0);
         cp.summarizer = summarizer;
         cp.details = next.to_details();
         self.state = State { condensed: false, ..next };
@@ -362,51 +398,15 @@ impl Strategy for ClineStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(Incremental::new(self, UpdatedView::new(self, ClineStrategy::update_view)))
+        Box::new(ClineReplay::new(self))
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        match at {
-            // Cline checks per request, once the new user content exists.
-            Moment::TurnEnd => Decision::Skip,
-            // Any context-window error gets one automatic truncate-and-retry.
-            Moment::Overflow => Decision::compact("context window exceeded"),
-            Moment::BeforeRequest => {
-                let Some(usage) = previous_usage(log) else { return Decision::Skip };
-                let info = window_info(cx.model);
-                if self.condenses(cx.model) {
-                    if !should_compact_context_window(usage, info, self.config.auto_condense_threshold) || Self::too_few_active(log) {
-                        return Decision::Skip;
-                    }
-                    Decision::compact("auto-condense")
-                } else if over_limit(usage, info) {
-                    Decision::compact(if quarter(usage, info) { "usage over limit, keep quarter" } else { "usage over limit, keep half" })
-                } else {
-                    Decision::Skip
-                }
-            }
-        }
+        self.decide_in(&Task::of(log), at, cx.model)
     }
 
-    fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let usage = previous_usage(log);
-        let info = window_info(cx.model);
-        let mut staged = Staged::new(log, usage.unwrap_or(0));
-        match at {
-            Moment::TurnEnd => {}
-            Moment::Overflow => {
-                self.overflow_step(&mut staged);
-                // The automatic retry goes through the pre-request check again.
-                if !self.condenses(cx.model) {
-                    if let Some(usage) = usage.filter(|u| over_limit(*u, info)) {
-                        self.truncation_step(&mut staged, usage, info);
-                    }
-                }
-            }
-            Moment::BeforeRequest if self.condenses(cx.model) => self.condense_step(&mut staged, cx)?,
-            Moment::BeforeRequest => self.truncation_step(&mut staged, usage.unwrap_or(0), info),
-        }
-        Ok(staged.out)
+    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        self.compact_in(log, &Task::of(log), view, at, cx)
     }
 
     /// The default projection follows the checkpoints' window and replacements; Cline then
@@ -415,26 +415,5 @@ impl Strategy for ClineStrategy {
         let mut view = default_projection(log);
         repair::repair(&mut view, log.last_checkpoint().map(|(id, _)| id), 0);
         view
-    }
-}
-
-impl ClineStrategy {
-    /// Only messages appended since, the first a reply: every tool-result run the repair saw
-    /// is closed by that reply, so the view grows by the new messages, repaired on their own.
-    /// Anything else (a checkpoint moves the window or the repair's attribution) projects
-    /// afresh.
-    fn update_view(&self, log: &Log, view: &mut View, len: usize) -> bool {
-        let Some(mut new) = log.messages_since(len) else { return false };
-        match new.next() {
-            None => return true,
-            Some((_, m)) if m.role == Role::Assistant => {}
-            Some(_) => return false,
-        }
-        let from = view.messages.len();
-        if !default_reprojection(log, view, len) {
-            return false;
-        }
-        repair::repair(view, log.last_checkpoint().map(|(id, _)| id), from);
-        true
     }
 }

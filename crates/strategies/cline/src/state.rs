@@ -4,12 +4,12 @@
 //! `conversationHistoryDeletedRange` and the `contextHistory` edit store (per message index, an
 //! edit type and per content block a list of text edits, the latest of which applies). Both are
 //! stored here, whole, in every checkpoint this strategy appends, and read back from the newest
-//! one. Edit timestamps are left out: they only serve Cline's checkpoint restore, which the
+//! one (`task.rs`). Edit timestamps are left out: they only serve Cline's checkpoint restore, which the
 //! benchmark never does.
 
 use std::collections::BTreeMap;
 
-use compactbench_core::{Checkpoint, Log};
+use compactbench_core::Checkpoint;
 use serde::{Deserialize, Serialize};
 
 /// Key of our state inside `Checkpoint::details`.
@@ -76,17 +76,6 @@ impl State {
     /// Our state in `cp`, if this strategy wrote it.
     pub(crate) fn of(cp: &Checkpoint) -> Option<State> {
         cp.details.get(KEY).and_then(|v| serde_json::from_value(v.clone()).ok())
-    }
-
-    /// Whether `cp` is an auto-condense this strategy wrote (cheap: reads one flag).
-    pub(crate) fn is_condense(cp: &Checkpoint) -> bool {
-        cp.details.get(KEY).and_then(|v| v.get("condensed")).and_then(serde_json::Value::as_bool).unwrap_or(false)
-    }
-
-    /// The newest state in the log (the empty state when there is none).
-    pub(crate) fn load(log: &Log) -> State {
-        let state = log.checkpoints().rev().find_map(|(_, cp)| State::of(cp)).unwrap_or_default();
-        State { condensed: false, ..state }
     }
 
     /// The JSON to put in `Checkpoint::details`.

@@ -4,11 +4,13 @@ use compactbench_core::{
     CheckpointKind, Decision, EntryId, Message, Moment, Origin, Part, Role, Strategy, SummarizerUsage, SummaryPosition, Usage,
     View, Window,
 };
-use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
+use compactbench_testkit::{assert_replay_law, json, model, FakeMode, FakeSummarizer, Harness};
 
 use crate::fold::{optimize, DUPLICATE_FILE_READ_NOTICE};
-use crate::history::{history, speakers, Speaker};
+use crate::history::{parse_tool_header, speakers, Speaker};
 use crate::state::State;
+use crate::task::Task;
+use crate::trigger::is_next_gen;
 use crate::truncate::{next_range, truncated, Keep, FIRST_USER_REPLACEMENT, TRUNCATION_NOTICE};
 use crate::{ClineConfig, ClineStrategy, Staged};
 
@@ -52,7 +54,7 @@ fn shown(ids: &[u32]) -> Vec<Option<u32>> {
 
 /// The deleted range stored by the newest checkpoint.
 fn range(h: &Harness) -> Option<[i64; 2]> {
-    State::load(&h.log).deleted_range
+    Task::of(&h.log).state.deleted_range
 }
 
 /// Compacts before a request, as the runner does after a `Compact` decision.
@@ -66,7 +68,8 @@ fn compact_now(h: &mut Harness, s: &ClineStrategy) -> Vec<compactbench_core::Che
 /// arithmetic never produces), through the same checkpoint data `compact` writes.
 fn view_with_range(messages: Vec<Message>, deleted: [i64; 2]) -> View {
     let mut log = compactbench_core::Log::from_messages(messages);
-    let mut staged = Staged::new(&log, 0);
+    let task = Task::of(&log);
+    let mut staged = Staged::new(&log, &task);
     let next = State { deleted_range: Some(deleted), ..State::default() };
     staged.commit(CheckpointKind::Truncate, next, None, SummarizerUsage::default());
     for cp in staged.out {
@@ -149,7 +152,7 @@ fn case_03_small_histories() {
 
 #[test]
 fn case_04_none_and_last_two_back_off_from_a_final_user_message() {
-    let roles = speakers(&history(&compactbench_core::Log::from_messages(msgs(13))).messages);
+    let roles = speakers(&Task::of(&compactbench_core::Log::from_messages(msgs(13))).history.messages);
     assert_eq!(roles[12], Speaker::User);
     assert_eq!(next_range(&roles, None, Keep::None), [2, 11]);
     assert_eq!(next_range(&roles, None, Keep::LastTwo), [2, 9]);
@@ -204,7 +207,7 @@ fn case_04_auto_condense_hides_everything_up_to_the_summarize_call() {
 #[test]
 fn case_05_view_keeps_the_first_pair_and_ignores_the_range_start() {
     let state = State::default();
-    let hist = history(&compactbench_core::Log::from_messages(msgs(3))).messages.clone();
+    let hist = Task::of(&compactbench_core::Log::from_messages(msgs(3))).history.messages.clone();
     assert_eq!(truncated(&hist, &state).iter().map(|s| s.index).collect::<Vec<_>>(), [0, 1, 2]);
 
     assert_eq!(entries(&view_with_range(msgs(5), [1, 3])), shown(&[0, 1, 4]));
@@ -278,7 +281,7 @@ fn xml_fold_log() -> Vec<Message> {
 fn case_07_fold_detects_writes_and_mentions_in_xml_tool_results() {
     let log = compactbench_core::Log::from_messages(xml_fold_log());
     let mut state = State::default();
-    let (changed, updated) = optimize(&history(&log).messages, 2, &mut state);
+    let (changed, updated) = optimize(&Task::of(&log).history.messages, 2, &mut state);
     assert!(changed);
     assert_eq!(updated.into_iter().collect::<Vec<_>>(), [2, 4], "the latest mention (6) is kept");
 
@@ -342,7 +345,7 @@ fn native_fold_log(second_path: &str) -> Vec<Message> {
 fn case_08_fold_detects_reads_inside_native_tool_results() {
     let same = "/Users/toshi/Desktop/cline_testing_repo/test2.txt";
     let log = compactbench_core::Log::from_messages(native_fold_log(same));
-    let hist = history(&log).messages.clone();
+    let hist = Task::of(&log).history.messages.clone();
     assert_eq!(hist.len(), 9, "tool result plus environment text form one user message");
     let mut state = State::default();
     let (changed, updated) = optimize(&hist, 2, &mut state);
@@ -363,14 +366,14 @@ fn case_08_fold_detects_reads_inside_native_tool_results() {
         Message::user("[write_to_file for 'other.txt'] Result:\n<final_file_content path=\"other.txt\">\nother content\n\n</final_file_content>"),
     ];
     let mut state = State::default();
-    let (changed, updated) = optimize(&history(&compactbench_core::Log::from_messages(no_dupes)).messages, 2, &mut state);
+    let (changed, updated) = optimize(&Task::of(&compactbench_core::Log::from_messages(no_dupes)).history.messages, 2, &mut state);
     assert!(!changed && updated.is_empty());
     assert_eq!(state, State::default());
 
     // Only the first pair.
     let mut state = State::default();
     let pair = vec![Message::user("Initial task"), Message::assistant("Response")];
-    let (changed, updated) = optimize(&history(&compactbench_core::Log::from_messages(pair)).messages, 2, &mut state);
+    let (changed, updated) = optimize(&Task::of(&compactbench_core::Log::from_messages(pair)).history.messages, 2, &mut state);
     assert!(!changed && updated.is_empty());
 }
 
@@ -647,4 +650,55 @@ fn repair_labels_a_split_tool_message_as_replaced() {
             assert_eq!(m.message, log[e.index()], "{e} is shown as it is");
         }
     }
+}
+
+#[test]
+fn header_parse_follows_the_regex() {
+    assert_eq!(parse_tool_header("[read_file for 'a.rs'] Result:\nx"), Some(("read_file", "a.rs", 0, "[read_file for 'a.rs'] Result:")));
+    assert_eq!(parse_tool_header("[read_file for 'a.rs'] Result:").map(|h| h.2), Some(1));
+    assert_eq!(parse_tool_header("[read_file for ''] Result:"), None);
+    assert_eq!(parse_tool_header("[read_file\tfor 'a'] Result:"), None);
+    assert_eq!(parse_tool_header("[summarize_task] Result:\nx"), None);
+}
+
+#[test]
+fn next_gen_families() {
+    assert!(is_next_gen("claude-sonnet-4-20250514"));
+    assert!(is_next_gen("claude-opus-4.5"));
+    assert!(is_next_gen("sonnet"));
+    assert!(!is_next_gen("claude-3-5-sonnet-20241022"));
+    assert!(!is_next_gen("claude-3.7-sonnet"));
+    assert!(is_next_gen("gpt-5-mini"));
+    assert!(is_next_gen("deepseek-v3.2"));
+    assert!(!is_next_gen("deepseek-v3.2-speciale"));
+    assert!(!is_next_gen("gpt-4o"));
+    assert!(!is_next_gen("test-model"));
+}
+
+/// The replay, fed entry by entry, agrees with the from-scratch functions at every request,
+/// through folds, truncations and auto-condenses.
+#[test]
+fn replay_keeps_the_law() {
+    let mut session = vec![Message::system("You are Cline."), Message::user("Fix the parser.")];
+    for call in 1..=120 {
+        let id = format!("c{call}");
+        if call % 2 == 0 {
+            session.push(Message::tool_call(&id, "execute_command", json!({ "command": "cargo test" })));
+            session.push(Message::tool_result(&id, "execute_command", format!("run {call}\n{}", "t ".repeat(3_000)), false));
+        } else {
+            let path = format!("src/f{}.rs", call % 7);
+            session.push(Message::tool_call(&id, "read_file", json!({ "path": path })));
+            session.push(Message::tool_result(&id, "read_file", format!("// {path} v{call}\n{}", "x ".repeat(2_000)), false));
+        }
+        if call % 3 == 0 {
+            session.push(Message::assistant(format!("step {call} done")));
+            session.push(Message::user(format!("Next step {call}.")));
+        }
+    }
+    let mut m = model(64_000, 8_192);
+    let tally = assert_replay_law(&default_cline(), &m, &session, 1);
+    assert!(tally.compactions > 2, "{tally:?}");
+    m.name = "claude-sonnet-4".into();
+    let tally = assert_replay_law(&condensing(None), &m, &session, 1);
+    assert!(tally.compactions > 2, "{tally:?}");
 }

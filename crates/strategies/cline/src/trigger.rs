@@ -2,7 +2,7 @@
 //! reserve (`context-window-utils.ts`, `ContextManager.shouldCompactContextWindow`), and which
 //! models get auto-condense (`isNextGenModelFamily` in `src/utils/model-utils.ts`).
 
-use compactbench_core::{Log, ModelProfile, Role, Shape};
+use compactbench_core::{ModelProfile, Shape};
 
 /// `getContextWindowInfo`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,13 +27,6 @@ pub(crate) fn window_info(model: &ModelProfile) -> WindowInfo {
         w => (w as f64 - 40_000.0).max(w as f64 * 0.8),
     };
     WindowInfo { context_window: window, max_allowed }
-}
-
-/// `tokensIn + tokensOut + cacheWrites + cacheReads` of the previous request: the usage on the
-/// newest assistant message that carries one (our usage has no cache-write field; the runner
-/// reports none). `None` when no request has been made, which makes every check say no.
-pub(crate) fn previous_usage(log: &Log) -> Option<u64> {
-    log.messages().rev().find_map(|(_, m)| (m.role == Role::Assistant).then_some(m.usage).flatten()).map(|u| u.total())
 }
 
 /// Truncation mode's test in `getNewContextMessagesAndMetadata`.
@@ -101,23 +94,4 @@ pub(crate) fn is_next_gen(name: &str) -> bool {
         || (has("deepseek") && has("3.2") && !has("speciale"))
         || has("deepseek-chat")
         || has("deepseek-reasoner")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_gen_families() {
-        assert!(is_next_gen("claude-sonnet-4-20250514"));
-        assert!(is_next_gen("claude-opus-4.5"));
-        assert!(is_next_gen("sonnet"));
-        assert!(!is_next_gen("claude-3-5-sonnet-20241022"));
-        assert!(!is_next_gen("claude-3.7-sonnet"));
-        assert!(is_next_gen("gpt-5-mini"));
-        assert!(is_next_gen("deepseek-v3.2"));
-        assert!(!is_next_gen("deepseek-v3.2-speciale"));
-        assert!(!is_next_gen("gpt-4o"));
-        assert!(!is_next_gen("test-model"));
-    }
 }
