@@ -549,8 +549,6 @@ pub(crate) struct Recorded {
 pub(crate) const DETAILS_TAG: &str = "openhands";
 /// Tag value of a condensation (the SDK `Condensation` / V0 `CondensationAction`).
 pub(crate) const CONDENSATION: &str = "condensation";
-/// Tag value of V0 stand-ins recorded as replacements (see `v0.rs`).
-pub(crate) const STAND_IN: &str = "stand_in";
 
 impl Recorded {
     /// Reads a checkpoint's details; `None` for checkpoints this crate did not write.

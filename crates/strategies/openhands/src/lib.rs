@@ -116,19 +116,17 @@
 //!   from resent tool-call messages and appends an error note to failed results; not done.
 //!   Deliberate: not compaction, and one origin per view message.
 //! - V0 computes its stand-ins (masked observations, browser outputs reduced to a URL,
-//!   results truncated at 30 000 characters) on every step and stores nothing. Here each new
-//!   stand-in is also recorded, once, as a replacement in a [`CheckpointKind::Mask`]
-//!   checkpoint (details `openhands: stand_in`, no window change), so view messages keep
-//!   honest origins; reports count these records as compactions. The view still applies a
-//!   stand-in only while V0's rules call for it. Summaries are never masked (there is no log
-//!   message to stand in for). Deliberate: an origin must name a log message shown as it is,
-//!   or a checkpoint's replacement.
+//!   results truncated at 30 000 characters) on every step and stores nothing; so does this
+//!   crate. A message V0 sends in place of a log message names no checkpoint: its origin is
+//!   `Replaced(message, message)` when the message builder cut it (truncated, or only some of
+//!   its results sent), and `Replaced(observation, its call's message)` for a condenser's
+//!   stand-in (`<MASKED>`, "Visited URL …"), so that the two never share an origin (the
+//!   runner keys what it measures of a view message by its origin). Summaries are never
+//!   masked (there is no log message to stand in for).
 //! - The SDK view shows a log message only in part when its rules drop some of a batch's
 //!   calls or results (an unmatched call, a forgotten observation); such a message has the
 //!   origin `Replaced(message, newest checkpoint)`, or `Replaced(message, message)` before any
 //!   checkpoint, as opencode-v1 does for its made-up results.
-//!
-//!   [`CheckpointKind::Mask`]: compactbench_core::CheckpointKind::Mask
 //! - V0 structured summary and LLM attention use forced function calls / response schemas;
 //!   the summarizer seam returns text, so both ask for JSON in the instructions. A reply that
 //!   is not the JSON object gives an empty state summary (as an unparsable tool call does),
@@ -549,8 +547,6 @@ impl Strategy for OpenhandsStrategy {
             Plan::V0(pipeline) => {
                 if v0::wants(log, pipeline, request) {
                     Decision::compact(if request { "request" } else { "max_size" })
-                } else if !v0::pending_stand_ins(log, pipeline).is_empty() {
-                    Decision::compact("mask")
                 } else {
                     Decision::Skip
                 }

@@ -65,9 +65,9 @@ fn v0_events(s: &OpenhandsStrategy, log: &Log) -> Vec<Event> {
     }
 }
 
-/// Whether a step condensed (V0 stand-in records are not condensations).
+/// Whether a step condensed.
 fn condensed(cps: &[Checkpoint]) -> bool {
-    cps.iter().any(|cp| cp.kind != compactbench_core::CheckpointKind::Mask)
+    !cps.is_empty()
 }
 
 /// Log entry numbers of V0 events.
@@ -167,21 +167,39 @@ fn case_02_observation_masking_respects_attention_window() {
     assert_eq!(masked[2..], base[2..]);
 
     // What reaches the model: the masked result is a user message and its call, whose
-    // result never arrives, is not sent at all. Nothing is stored by V0; the stand-in is
-    // recorded as a replacement so its origin stays honest.
+    // result never arrives, is not sent at all. Nothing is stored, as in V0: the stand-in is
+    // shown through the message of its call.
     let mut h = Harness::new(
         [Message::system("sys"), user(1), call("c1"), result("c1"), call("c2"), result("c2"), call("c3"), result("c3")],
         roomy(),
     );
-    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("mask"));
-    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
-    assert_eq!(cps.len(), 1);
-    assert_eq!(cps[0].kind, compactbench_core::CheckpointKind::Mask);
     assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    assert!(h.step(&s, Moment::BeforeRequest).unwrap().is_empty());
     let view = h.view(&s);
     assert_eq!(ids(&view), ["e0", "e1", "r3", "e4", "e5", "e6", "e7"]);
+    assert_eq!(view.messages[2].origin, Origin::Replaced(compactbench_core::EntryId(3), compactbench_core::EntryId(2)));
     assert_eq!(view.messages[2].message, Message::user("<MASKED>"));
     assert!(view.iter().all(|m| !m.tool_call_ids().any(|id| id == "c1")), "c1's call is dropped");
+}
+
+/// V0 stores none of its stand-ins, so the two a long result goes through (middle-truncated by
+/// the message builder, then masked) must have different origins: the runner keys what it
+/// measures of a view message by its origin.
+#[test]
+fn v0_stand_ins_of_one_result_have_different_origins() {
+    let s = openhands(OpenhandsConfig::ObservationMasking { attention_window: 2 });
+    let long = Message::tool_result("c1", "bash", "x".repeat(40_000), false);
+    let mut h = Harness::new([Message::system("sys"), user(1), call("c1"), long], roomy());
+    let e = compactbench_core::EntryId;
+    let view = h.view(&s);
+    assert_eq!(view.messages[3].origin, Origin::Replaced(e(3), e(3)), "truncated by the builder");
+    assert!(view.messages[3].message.searchable_text().contains("[... Observation truncated due to length ...]"));
+    h.push(user(4));
+    h.push(user(5));
+    let view = h.view(&s);
+    assert_eq!(ids(&view), ["e0", "e1", "r3", "e4", "e5"]);
+    assert_eq!(view.messages[2].origin, Origin::Replaced(e(3), e(2)), "masked: shown through its call");
+    assert_eq!(view.messages[2].message, Message::user("<MASKED>"));
 }
 
 #[test]

@@ -8,14 +8,14 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use compactbench_core::{
-    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, LogVersion, Message, Origin, Part, Replacement,
+    fold, Checkpoint, CheckpointKind, Cx, Entry, EntryId, Error, ErrorKind, Log, LogVersion, Message, Origin, Part,
     SummarizerUsage, SummaryPosition, SummaryRequest, View, Window,
 };
 use rustc_hash::FxHashMap;
 use serde_json::json;
 use smallvec::SmallVec;
 
-use crate::event::{self, Built, Event, EventId, Forgetting, Kind, Recorded, Rendered, Slot, CONDENSATION, DETAILS_TAG, STAND_IN};
+use crate::event::{self, Built, Event, EventId, Forgetting, Kind, Recorded, Rendered, Slot, CONDENSATION, DETAILS_TAG};
 use crate::{memo, prompt};
 
 /// `LLMConfig.max_message_chars` default: longer observations are middle-truncated when
@@ -560,6 +560,9 @@ fn render(log: &Log, events: &[Event]) -> Vec<Rendered> {
             break;
         }
     }
+    // The message of each call, which a stand-in for the call's observation is shown through.
+    let actions: FxHashMap<&str, EntryId> =
+        stream.events().filter(|e| e.is_action()).filter_map(|e| Some((e.call_id()?, e.entry?))).collect();
     let mut events: Vec<&Event> = events.iter().collect();
     if !events.iter().any(|e| e.kind == Kind::SystemPrompt) {
         if let Some(system) = system {
@@ -614,17 +617,22 @@ fn render(log: &Log, events: &[Event]) -> Vec<Rendered> {
             (Kind::Masked { text }, Some(entry)) => {
                 // Stand-ins for several results of one tool message form one message.
                 let last = match view.last_mut() {
-                    Some(Rendered { origin, built: Some(built) }) if *origin == Origin::Entry(entry) && masked_from == Some(entry) => {
-                        Rc::get_mut(built)
-                    }
+                    Some(Rendered { built: Some(built), .. }) if masked_from == Some(entry) => Rc::get_mut(built),
                     _ => None,
                 };
                 match last {
                     Some(Built::Masked(texts)) => texts.push(text.clone()),
-                    _ => view.push(Rendered {
-                        origin: Origin::Entry(entry),
-                        built: Some(Rc::new(Built::Masked(vec![text.clone()]))),
-                    }),
+                    _ => {
+                        let call = event::owned_parts(log, e).into_iter().find_map(|p| match p {
+                            Part::ToolResult { call_id, .. } => actions.get(call_id.as_str()).copied(),
+                            _ => None,
+                        });
+                        let by = call.unwrap_or(entry);
+                        view.push(Rendered {
+                            origin: Origin::Replaced(entry, by),
+                            built: Some(Rc::new(Built::Masked(vec![text.clone()]))),
+                        })
+                    }
                 }
                 masked_from = Some(entry);
                 continue_masked = true;
@@ -675,122 +683,36 @@ fn push_results(log: &Log, view: &mut Vec<Rendered>, answers: &[&Event]) {
                 }
             }
         }
-        view.push(Rendered { origin: Origin::Entry(entry), built: message.map(|m| Rc::new(Built::Message(m))) });
+        // Cut by the builder: shown through itself (it names no checkpoint; a stand-in is shown
+        // through its action, so the two never share an origin).
+        let origin = if message.is_some() { Origin::Replaced(entry, entry) } else { Origin::Entry(entry) };
+        view.push(Rendered { origin, built: message.map(|m| Rc::new(Built::Message(m))) });
     }
 }
 
-/// The view V0 sends at one log state, and the stand-ins it needs that are not recorded yet.
-struct Shown {
-    /// Every message that differs from its log message (a masked observation, a truncated
-    /// result) is shown through the stand-in recorded for it; a stand-in not recorded yet
-    /// (the view was asked for before the strategy was) shows the log message as it is. So
-    /// equal origins mean equal messages, at any two states of a log.
-    messages: Vec<Rendered>,
-    pending: Vec<Replacement>,
-}
-
-fn shown(log: &Log, pipeline: &[Condenser]) -> Rc<Shown> {
-    thread_local!(static SHOWN: memo::Slot<Vec<Condenser>, Shown> = const { RefCell::new(None) });
-    memo::get(&SHOWN, log, pipeline.to_vec(), || {
-        let recorded = recorded_stand_ins(log);
-        let mut messages = Vec::clone(&rendered(log, pipeline));
-        let mut pending: Vec<Replacement> = Vec::new();
-        for r in &mut messages {
-            let (Origin::Entry(entry), Some(built)) = (r.origin, &r.built) else { continue };
-            let original = log.message(entry).expect("rendered from a log message");
-            if built.is(original) {
-                r.built = None;
-                continue;
-            }
-            match recorded.0.get(&entry) {
-                Some((checkpoint, m)) if built.is(m) => r.origin = Origin::Replaced(entry, *checkpoint),
-                _ => {
-                    if !pending.iter().any(|p| p.entry == entry) {
-                        pending.push(Replacement { entry, message: built.to_message() });
-                    }
-                    r.built = None;
-                }
-            }
-        }
-        Shown { messages, pending }
-    })
-}
-
-/// What [`render`] makes of the pipeline's view. It is the same for every state of a log
-/// with the same events: a stand-in record, appended after most requests of a masking
-/// pipeline, changes which stand-ins are recorded ([`shown`]) but not what is rendered.
+/// What [`render`] makes of the pipeline's view.
 fn rendered(log: &Log, pipeline: &[Condenser]) -> Rc<Vec<Rendered>> {
     thread_local!(static RENDERED: memo::EventsSlot<Vec<Condenser>, Vec<Rendered>> = const { RefCell::new(None) });
     memo::get_for_events(&RENDERED, log, event::stream(log).events_end, pipeline.to_vec(), || render(log, &view(log, pipeline)))
 }
 
-/// The view V0 sends for this log (see [`Shown::messages`]).
+/// The view V0 sends for this log.
 pub(crate) fn messages(log: &Log, pipeline: &[Condenser]) -> View {
-    event::materialize(log, &shown(log, pipeline).messages)
+    event::materialize(log, &rendered(log, pipeline))
 }
 
 /// Brings `view`, [`messages`] at an earlier state of `log`, up to date.
 pub(crate) fn remessage(log: &Log, pipeline: &[Condenser], view: &mut View) {
-    event::bring_up_to_date(log, view, &shown(log, pipeline).messages);
+    event::bring_up_to_date(log, view, &rendered(log, pipeline));
 }
 
-/// Stand-ins recorded so far: log message -> (checkpoint, stand-in); later ones win.
-#[derive(Clone, Default)]
-struct StandIns(HashMap<EntryId, (EntryId, Message)>);
-
-impl fold::Fold for StandIns {
-    fn add(&mut self, id: EntryId, entry: &Entry) {
-        let Entry::Checkpoint(cp) = entry else { return };
-        if cp.details.get(DETAILS_TAG).and_then(|t| t.as_str()) == Some(STAND_IN) {
-            for r in &cp.replacements {
-                self.0.insert(r.entry, (id, r.message.clone()));
-            }
-        }
-    }
-}
-
-fn recorded_stand_ins(log: &Log) -> Rc<StandIns> {
-    thread_local!(static STAND_INS: fold::Folds<StandIns> = const { RefCell::new(Vec::new()) });
-    fold::fold(&STAND_INS, log)
-}
-
-/// Stand-ins the current view needs that are not recorded yet.
-pub(crate) fn pending_stand_ins(log: &Log, pipeline: &[Condenser]) -> Vec<Replacement> {
-    shown(log, pipeline).pending.clone()
-}
-
-/// V0 masks and truncates on the fly and stores nothing; the stand-ins it shows are
-/// recorded here as replacements, so each view message keeps an honest origin.
-fn stand_in_checkpoint(log: &Log, pipeline: &[Condenser], replacements: Vec<Replacement>) -> Checkpoint {
-    let mut cp = Checkpoint::new(CheckpointKind::Mask, Window::Inherit);
-    cp.tokens_before = view(log, pipeline).iter().map(event::tokens).sum();
-    cp.replacements = replacements;
-    cp.details = json!({ DETAILS_TAG: STAND_IN });
-    cp
-}
-
-/// Everything V0 does before a request: a condensation if a rolling condenser triggers,
-/// then the stand-ins the resulting view needs.
+/// Everything V0 does before a request that is stored: a condensation if a rolling
+/// condenser triggers (its transforms are recomputed at every view and stored nowhere).
 pub(crate) fn compact(
     log: &Log,
     pipeline: &[Condenser],
     request: bool,
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
-    let mut out = Vec::new();
-    // The stand-ins are those of the log after the condensation; copy the log only when
-    // there is one (masking alone runs before most requests).
-    let mut after = None;
-    if let Some(cp) = condense(log, pipeline, request, cx)? {
-        let mut log = log.clone();
-        log.push_checkpoint(cp.clone());
-        after = Some(log);
-        out.push(cp);
-    }
-    let after = after.as_ref().unwrap_or(log);
-    let pending = pending_stand_ins(after, pipeline);
-    if !pending.is_empty() {
-        out.push(stand_in_checkpoint(after, pipeline, pending));
-    }
-    Ok(out)
+    Ok(condense(log, pipeline, request, cx)?.into_iter().collect())
 }
