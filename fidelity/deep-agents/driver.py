@@ -100,7 +100,7 @@ def answer(case, backend):
     def handler(req):
         return ModelResponse(result=[AIMessage("ok")])
 
-    out = {"id": case["id"], "compact": evicted, "first_kept": None, "tokens_before": tokens_before, "error": None}
+    out = {"id": case["id"], "compact": evicted, "first_kept": None, "kept": None, "split_turn": None, "tokens_before": tokens_before, "error": None}
     try:
         response = middleware.wrap_model_call(request, handler)
     except ContextOverflowError:

@@ -60,7 +60,7 @@ def answer(case):
     model = case["model"]
     agent_llm = LLM(model=model["name"], max_input_tokens=model["context_window"], usage_id="agent")
     condenser = default_condenser(LLM(model=model["name"], usage_id="condenser"))
-    out = {"id": case["id"], "first_kept": None, "kept": None, "error": None}
+    out = {"id": case["id"], "first_kept": None, "kept": None, "split_turn": None, "error": None}
     out["compact"] = condenser.condensation_requirement(view, agent_llm=agent_llm) is not None
     out["tokens_before"] = count(view.events, agent_llm)
     reasons = condenser.get_condensation_reasons(view, agent_llm=agent_llm)

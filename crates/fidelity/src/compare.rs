@@ -4,38 +4,60 @@ use serde::Serialize;
 
 use crate::Answer;
 
-/// How the two sides' answers relate for one case.
+/// How the two sides' answers relate for one case. Strict: a part one side answers and the
+/// other does not is a disagreement, not a part left out.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     /// Same trigger decision.
     pub trigger: bool,
-    /// Same selection (first kept entry / kept set / split-turn flag), where both selected.
+    /// Same selection (first kept entry / kept set / split-turn flag); `None` where neither
+    /// side selects, `Some(false)` where only one does.
     pub selection: Option<bool>,
-    /// Same tokens-before estimate, where both gave one.
+    /// Same tokens-before estimate; `None` where neither side gives one, `Some(false)` where
+    /// only one does.
     pub tokens_before: Option<bool>,
 }
 
 impl Verdict {
-    /// Whether trigger and selection agree (tokens-before is reported, not required: several
-    /// originals estimate the context from the provider's usage plus a trailing estimate,
-    /// which the checks on trigger and selection already exercise).
+    /// Whether every part both sides answered agrees, and neither answered alone.
     pub fn agrees(&self) -> bool {
-        self.trigger && self.selection != Some(false)
+        self.trigger && self.selection != Some(false) && self.tokens_before != Some(false)
+    }
+
+    /// The parts that disagree, by name (`trigger`, `selection`, `tokens_before`).
+    pub fn disagreeing(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if !self.trigger {
+            out.push("trigger");
+        }
+        if self.selection == Some(false) {
+            out.push("selection");
+        }
+        if self.tokens_before == Some(false) {
+            out.push("tokens_before");
+        }
+        out
+    }
+}
+
+/// `Some(same)` where both sides have a value, `Some(false)` where one has, `None` where none.
+fn both<T: PartialEq>(ours: Option<T>, theirs: Option<T>) -> Option<bool> {
+    match (ours, theirs) {
+        (None, None) => None,
+        (Some(a), Some(b)) => Some(a == b),
+        _ => Some(false),
     }
 }
 
 /// Compares our answer with the original's.
 pub fn compare(ours: &Answer, theirs: &Answer) -> Verdict {
-    let selected = |a: &Answer| a.first_kept.is_some() || a.kept.is_some();
-    let selection = (selected(ours) && selected(theirs)).then(|| {
-        let mut same = ours.first_kept == theirs.first_kept && ours.kept == theirs.kept;
-        if ours.split_turn.is_some() && theirs.split_turn.is_some() {
-            same &= ours.split_turn == theirs.split_turn;
-        }
-        same
+    let selected = |a: &Answer| a.first_kept.is_some() || a.kept.is_some() || a.split_turn.is_some();
+    let selection = (selected(ours) || selected(theirs)).then(|| {
+        both(ours.first_kept, theirs.first_kept) != Some(false)
+            && both(ours.kept.as_ref(), theirs.kept.as_ref()) != Some(false)
+            && both(ours.split_turn, theirs.split_turn) != Some(false)
     });
-    let tokens_before = (ours.tokens_before.is_some() && theirs.tokens_before.is_some()).then(|| ours.tokens_before == theirs.tokens_before);
-    Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before }
+    Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before: both(ours.tokens_before, theirs.tokens_before) }
 }
 
 #[cfg(test)]
@@ -45,17 +67,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn selection_is_compared_only_where_both_select() {
+    fn a_part_only_one_side_answers_is_a_disagreement() {
         let ours = Answer { compact: true, first_kept: Some(EntryId(4)), ..Answer::default() };
         let none = Answer { compact: true, ..Answer::default() };
-        assert_eq!(compare(&ours, &none), Verdict { trigger: true, selection: None, tokens_before: None });
+        let v = compare(&ours, &none);
+        assert_eq!(v, Verdict { trigger: true, selection: Some(false), tokens_before: None });
+        assert!(!v.agrees());
+        assert_eq!(compare(&none, &none), Verdict { trigger: true, selection: None, tokens_before: None });
         let other = Answer { compact: false, first_kept: Some(EntryId(5)), ..Answer::default() };
         let v = compare(&ours, &other);
         assert_eq!(v, Verdict { trigger: false, selection: Some(false), tokens_before: None });
-        assert!(!v.agrees());
+        assert_eq!(v.disagreeing(), ["trigger", "selection"]);
         let split = Answer { split_turn: Some(true), ..ours.clone() };
         let whole = Answer { split_turn: Some(false), ..ours.clone() };
         assert_eq!(compare(&split, &whole).selection, Some(false));
-        assert!(compare(&split, &ours).agrees(), "a flag only one side reports is not compared");
+        assert!(!compare(&split, &ours).agrees(), "a flag only one side reports disagrees");
+        let counted = Answer { tokens_before: Some(100), ..ours.clone() };
+        assert_eq!(compare(&counted, &ours).disagreeing(), ["tokens_before"]);
+        assert!(compare(&counted, &counted.clone()).agrees());
     }
 }

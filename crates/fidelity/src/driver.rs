@@ -10,32 +10,47 @@ use serde_json::json;
 
 use crate::{Answer, Case, Export, Install, Original};
 
-/// What a driver prints for one case: indices into the native session it was given.
+/// What a driver prints for one case: indices into the native session it was given. Every
+/// field must be present ([`NativeAnswer::parse`]): `null` says "the original does not answer
+/// this", and a field left out is a driver bug, not a `false` or a `null`.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct NativeAnswer {
     /// The case id, echoed.
     pub id: String,
     /// The trigger fired.
-    #[serde(default)]
     pub compact: bool,
     /// First kept native index (the session's length: nothing kept).
-    #[serde(default)]
     pub first_kept: Option<usize>,
     /// Kept native indices.
-    #[serde(default)]
     pub kept: Option<Vec<usize>>,
     /// The cut splits a turn.
-    #[serde(default)]
     pub split_turn: Option<bool>,
     /// Tokens before, as the original estimates them.
-    #[serde(default)]
     pub tokens_before: Option<u64>,
     /// The original threw: its message.
-    #[serde(default)]
     pub error: Option<String>,
 }
 
+/// The fields a driver's answer must name when the original did not throw.
+const FIELDS: [&str; 6] = ["compact", "first_kept", "kept", "split_turn", "tokens_before", "error"];
+
 impl NativeAnswer {
+    /// Parses one line a driver printed, requiring every field (only `id` and `error` when
+    /// `error` is set: the original threw, and the other fields mean nothing).
+    pub fn parse(line: &str) -> Result<NativeAnswer, String> {
+        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        let object = value.as_object().ok_or("not a JSON object")?;
+        let threw = object.get("error").is_some_and(|e| !e.is_null());
+        let required: &[&str] = if threw { &["id", "error"] } else { &FIELDS };
+        if let Some(missing) = required.iter().chain(["id"].iter()).find(|f| !object.contains_key(**f)) {
+            return Err(format!("field `{missing}` is missing (drivers answer every field; null where the original has none)"));
+        }
+        if threw {
+            return Ok(NativeAnswer { id: object["id"].as_str().unwrap_or_default().to_owned(), error: object["error"].as_str().map(str::to_owned), ..NativeAnswer::default() });
+        }
+        serde_json::from_value(value).map_err(|e| e.to_string())
+    }
+
     /// In our entry ids, through the export's index map.
     pub fn to_answer(&self, export: &Export, case: &Case) -> Result<Answer, String> {
         if let Some(e) = &self.error {
@@ -116,7 +131,7 @@ impl Driver {
         if self.stdout.read_line(&mut out)? == 0 {
             bail!("{}: driver exited (see its driver.log)", self.name);
         }
-        let answer: NativeAnswer = serde_json::from_str(&out).with_context(|| format!("{}: driver printed {out:?}", self.name))?;
+        let answer = NativeAnswer::parse(&out).map_err(|e| anyhow::anyhow!("{}: driver printed {out:?}: {e}", self.name))?;
         if answer.id != case.id {
             bail!("{}: driver answered {} for case {}", self.name, answer.id, case.id);
         }
@@ -128,5 +143,22 @@ impl Drop for Driver {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NativeAnswer;
+
+    #[test]
+    fn an_answer_names_every_field_or_is_refused() {
+        let full = r#"{"id":"c","compact":true,"first_kept":3,"kept":null,"split_turn":null,"tokens_before":null,"error":null}"#;
+        let a = NativeAnswer::parse(full).unwrap();
+        assert!(a.compact && a.first_kept == Some(3) && a.tokens_before.is_none());
+        let e = NativeAnswer::parse(r#"{"id":"c","compact":true,"first_kept":3,"error":null}"#).unwrap_err();
+        assert!(e.contains("field `kept` is missing"), "{e}");
+        let threw = NativeAnswer::parse(r#"{"id":"c","error":"boom"}"#).unwrap();
+        assert_eq!(threw.error.as_deref(), Some("boom"));
+        assert!(NativeAnswer::parse(r#"{"compact":true}"#).is_err());
     }
 }

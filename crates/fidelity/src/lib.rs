@@ -17,6 +17,7 @@
 
 pub mod cases;
 pub mod compare;
+pub mod deliberate;
 pub mod driver;
 pub mod minimize;
 pub mod originals;

@@ -8,6 +8,7 @@ use anyhow::Result;
 use compactbench_core::{Entry, Log, Part};
 use serde::{Deserialize, Serialize};
 
+use crate::deliberate::Difference;
 use crate::Answer;
 
 /// Agreement of one strategy with its original, as `agreement.json` stores it.
@@ -37,6 +38,15 @@ pub struct Agreement {
     pub tokens_compared: u32,
     /// Of those, cases with the same estimate.
     pub tokens_agree: u32,
+    /// Cases that disagree on each part (`trigger`, `selection`, `tokens_before`).
+    #[serde(default)]
+    pub differing: std::collections::BTreeMap<String, u32>,
+    /// Cases whose every disagreeing part is in the reviewed list of deliberate differences.
+    #[serde(default)]
+    pub reviewed: u32,
+    /// Cases with a disagreement the list does not cover: each fails the check.
+    #[serde(default)]
+    pub unreviewed: u32,
 }
 
 impl Agreement {
@@ -57,6 +67,8 @@ impl Agreement {
 pub struct Disagreement {
     /// The case it was found on.
     pub case: String,
+    /// The part it is shown for (`trigger`, `selection`, `tokens_before`).
+    pub part: &'static str,
     /// The smallest case that still disagrees.
     pub minimized: String,
     /// Its log, rendered one entry a line.
@@ -119,11 +131,12 @@ fn cut(text: &str) -> String {
 }
 
 /// Writes `report.md` and `agreement.json` into `dir`.
-pub fn write(dir: &Path, reports: &[OriginalReport], recorded: &[crate::recorded::Pair], header: &str) -> Result<()> {
+pub fn write(dir: &Path, reports: &[OriginalReport], recorded: &[crate::recorded::Pair], deliberate: &[Difference], header: &str) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let agreements: Vec<&Agreement> = reports.iter().map(|r| &r.agreement).collect();
     std::fs::write(dir.join("agreement.json"), serde_json::to_string_pretty(&agreements)? + "\n")?;
     let mut md = markdown(reports, header);
+    deliberate_section(&mut md, reports, deliberate);
     recorded_section(&mut md, recorded);
     std::fs::write(dir.join("report.md"), md)?;
     Ok(())
@@ -150,16 +163,33 @@ fn recorded_section(md: &mut String, pairs: &[crate::recorded::Pair]) {
     }
 }
 
+/// The reviewed differences, each with its reason and the cases it covered in this run.
+fn deliberate_section(md: &mut String, reports: &[OriginalReport], deliberate: &[Difference]) {
+    let _ = writeln!(
+        md,
+        "\n## Deliberate differences\n\nThe reviewed list (`fidelity/deliberate.toml`): where our crate answers otherwise on purpose. A disagreement it does not cover fails `cargo xtask fidelity`.\n"
+    );
+    if deliberate.is_empty() {
+        md.push_str("None: every part of every answered case must agree.\n");
+        return;
+    }
+    let _ = writeln!(md, "| strategy | part | cases now | reason |\n|---|---|---:|---|");
+    for d in deliberate {
+        let n = reports.iter().find(|r| r.agreement.strategy == d.strategy).and_then(|r| r.agreement.differing.get(&d.part)).copied().unwrap_or(0);
+        let _ = writeln!(md, "| `{}` | {} | {n} | {} |", d.strategy, d.part, d.reason.replace('\n', " "));
+    }
+}
+
 fn markdown(reports: &[OriginalReport], header: &str) -> String {
     let mut md = String::from("# Fidelity: our crates against their originals' own code\n\n");
     md.push_str(header);
-    md.push_str("\n\n| strategy | original | driver args | cases | trigger agrees | selection agrees | tokens-before agrees | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n\nStrict: a part one side answers and the other does not (a selection, a tokens-before estimate, a split-turn flag) counts as a disagreement.\n\n| strategy | original | driver args | cases | trigger agrees | selection agrees | tokens-before agrees | disagree: reviewed / not reviewed | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in reports {
         let a = &r.agreement;
         let frac = |x: u32, n: u32| if n == 0 { "–".to_owned() } else { format!("{x}/{n} ({:.1}%)", 100.0 * f64::from(x) / f64::from(n)) };
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
             a.strategy,
             a.original,
             if a.driver_args.is_empty() { "–".to_owned() } else { format!("`{}`", a.driver_args) },
@@ -167,6 +197,8 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
             frac(a.trigger_agree, a.answered()),
             frac(a.selection_agree, a.selection_compared),
             frac(a.tokens_agree, a.tokens_compared),
+            a.reviewed,
+            if a.unreviewed == 0 { "0".to_owned() } else { format!("**{}**", a.unreviewed) },
             a.not_exported,
             a.errors
         );
@@ -175,13 +207,13 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
         let a = &r.agreement;
         let _ = writeln!(md, "\n## `{}` vs {}\n", a.strategy, a.original);
         if r.problems.is_empty() && r.disagreements.is_empty() {
-            md.push_str("Every answered case agrees on trigger and selection.\n");
+            md.push_str("Every answered case agrees on trigger, selection and tokens before.\n");
         }
         for (problem, n) in &r.problems {
             let _ = writeln!(md, "- {n} case(s): {problem}");
         }
         for d in &r.disagreements {
-            let _ = writeln!(md, "\n### {}\n\nShrunk to `{}` (window {}):\n\n```text\n{}```\n", d.case, d.minimized, d.window, d.session);
+            let _ = writeln!(md, "\n### {} ({})\n\nShrunk to `{}` (window {}):\n\n```text\n{}```\n", d.case, d.part, d.minimized, d.window, d.session);
             let _ = writeln!(md, "| | trigger | first kept | kept | split turn | tokens before |\n|---|---|---|---|---|---|");
             for (who, ans) in [("ours", &d.ours), ("original", &d.theirs)] {
                 let _ = writeln!(

@@ -10,12 +10,14 @@ use compactbench_tokens::TokenCounter;
 
 use crate::cases::{build, Plan};
 use crate::compare::{compare, Verdict};
+use crate::deliberate::{covering, Difference, PARTS};
 use crate::driver::Driver;
 use crate::minimize::minimize;
 use crate::report::{render_log, Agreement, Disagreement, OriginalReport};
 use crate::{ours, Answer, Case, Original};
 
-/// How many disagreements of each kind (trigger, selection) are shrunk and shown.
+/// How many disagreements of each part (trigger, selection, tokens before) are shrunk and
+/// shown.
 const SHOWN_PER_KIND: usize = 3;
 
 /// Options of one check.
@@ -28,6 +30,8 @@ pub struct Options<'a> {
     pub cases: usize,
     /// Shrink disagreements.
     pub minimize: bool,
+    /// The reviewed list of deliberate differences.
+    pub deliberate: &'a [Difference],
 }
 
 /// Both answers for a case, or why the original could not answer.
@@ -78,14 +82,23 @@ pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter,
             agreement.tokens_agree += u32::from(t);
         }
         if !v.agrees() {
+            let parts = v.disagreeing();
+            if parts.iter().all(|part| covering(options.deliberate, original.strategy, part).is_some()) {
+                agreement.reviewed += 1;
+            } else {
+                agreement.unreviewed += 1;
+            }
+            for part in parts {
+                *agreement.differing.entry(part.to_owned()).or_default() += 1;
+            }
             failing.push((case.clone(), v));
         }
     }
     let mut disagreements = Vec::new();
-    for kind_is_trigger in [true, false] {
-        let picked = failing.iter().filter(|(_, v)| v.trigger != kind_is_trigger).take(SHOWN_PER_KIND);
+    for part in PARTS {
+        let picked = failing.iter().filter(|(_, v)| v.disagreeing().first() == Some(&part)).take(SHOWN_PER_KIND);
         for (case, verdict) in picked {
-            let same_kind = |v: &Verdict| if kind_is_trigger { !v.trigger } else { v.selection == Some(false) };
+            let same_kind = |v: &Verdict| v.disagreeing().contains(&part);
             let small = if options.minimize {
                 minimize(case, |c| matches!(ask(&mut driver, original, strategy.as_ref(), c), Ok((o, Ok(t))) if same_kind(&compare(&o, &t)))).0
             } else {
@@ -96,6 +109,7 @@ pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter,
             debug_assert!(same_kind(verdict));
             disagreements.push(Disagreement {
                 case: case.id.clone(),
+                part,
                 minimized: small.id.clone(),
                 session: render_log(&small.log),
                 window: small.model.window,
