@@ -3,14 +3,14 @@
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Error, ErrorKind, Log, Message, Part, Role, Summarizer, SummarizerUsage, Summary,
-    SummaryRequest, View, Window,
+    SummaryRequest, View, ViewMessage, Window,
 };
 use serde_json::json;
 
-use crate::history::{self, Item};
+use crate::history;
 use crate::prepare::{prepare, Prepared};
 use crate::tokens::{estimate_request_tokens, estimate_text_tokens};
-use crate::trigger::{token_count_with_pending, TOKEN_COUNT};
+use crate::trigger::{anchor, token_count_with_pending, TOKEN_COUNT};
 use crate::{prompt, tasks, KimiCliStrategy, Release};
 
 /// Key in a checkpoint's `details`: how many of its `injected` messages go before the kept
@@ -77,14 +77,14 @@ pub(crate) fn compact_context(
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
     let (system, items) = history::split(view);
-    let messages: Vec<&Message> = items.iter().map(|it| it.message).collect();
+    let messages: Vec<&Message> = items.iter().map(|it| &it.message).collect();
     // K1 had no `/compact <instruction>`.
     let instruction = if strategy.release == Release::K1 { "" } else { trigger.instruction() };
     let Some(prepared) = prepare(&messages, strategy.max_preserved_messages, instruction) else {
         return Ok(Vec::new());
     };
     let to_preserve = &items[prepared.cut..];
-    let kept: Vec<&Message> = to_preserve.iter().map(|it| it.message).collect();
+    let kept: Vec<&Message> = to_preserve.iter().map(|it| &it.message).collect();
     // Background tasks (and the note) arrived after K1.
     let active = match strategy.release {
         Release::Pypi1_52 => tasks::active_task_message(&strategy.active_tasks),
@@ -115,14 +115,14 @@ pub(crate) fn compact_context(
     // The kept tail is log entries, except messages an earlier compaction injected: those at
     // its start stay before the entries, any others after them.
     let first_entry = to_preserve.iter().position(|it| it.origin.entry().is_some()).unwrap_or(to_preserve.len());
-    let is_injected = |it: &&Item<'_>| it.origin.entry().is_none();
+    let is_injected = |it: &&ViewMessage| it.origin.entry().is_none();
     let leading: Vec<Message> = to_preserve[..first_entry].iter().filter(is_injected).map(|it| it.message.clone()).collect();
     let trailing = to_preserve[first_entry..].iter().filter(is_injected).map(|it| it.message.clone());
     let window = Window::From(to_preserve.get(first_entry).and_then(|it| it.origin.entry()).unwrap_or(log.next_id()));
 
     let mut checkpoint = Checkpoint::new(CheckpointKind::Summary, window).with_summary(summary_message);
     checkpoint.injected = leading.iter().cloned().chain(trailing).chain(active).collect();
-    checkpoint.tokens_before = token_count_with_pending(log, view, strategy.release);
+    checkpoint.tokens_before = token_count_with_pending(anchor(log), view, strategy.release);
     checkpoint.summarizer = usage;
     checkpoint.details = json!({
         TOKEN_COUNT: token_count,

@@ -3,22 +3,19 @@
 
 use std::borrow::Cow;
 
-use compactbench_core::{Message, Origin, Part, Role, View};
+use compactbench_core::{Message, Part, Role, View, ViewMessage};
 
-/// One history message with where it sits in the view.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Item<'a> {
-    pub(crate) origin: Origin,
-    pub(crate) message: &'a Message,
+/// The history: the view after its leading system messages, the system prompt, which Kimi
+/// keeps out of its history (it is never counted as pending, summarized or cut).
+pub(crate) fn items(view: &View) -> &[ViewMessage] {
+    let leading = view.messages.iter().take_while(|vm| vm.message.role == Role::System).count();
+    &view.messages[leading..]
 }
 
-/// The system prompt (the view's leading system messages, joined by newlines) and the history
-/// after it. Kimi keeps the system prompt out of its history: it is never counted as pending,
-/// summarized or cut.
-pub(crate) fn split(view: &View) -> (String, Vec<Item<'_>>) {
-    let leading = view.messages.iter().take_while(|vm| vm.message.role == Role::System).count();
-    let system = view.messages[..leading].iter().map(|vm| vm.message.text()).collect::<Vec<_>>().join("\n");
-    let items = view.messages[leading..].iter().map(|vm| Item { origin: vm.origin, message: &vm.message }).collect();
+/// The system prompt (the leading system messages, joined by newlines) and the history.
+pub(crate) fn split(view: &View) -> (String, &[ViewMessage]) {
+    let items = items(view);
+    let system = view.messages[..view.len() - items.len()].iter().map(|vm| vm.message.text()).collect::<Vec<_>>().join("\n");
     (system, items)
 }
 

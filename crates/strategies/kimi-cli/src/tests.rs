@@ -11,7 +11,7 @@ use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
 use crate::compact::{estimated_token_count, manual};
 use crate::prepare::prepare;
 use crate::tokens::{estimate_request_tokens, estimate_text_tokens, text_tokens};
-use crate::trigger::{should_auto_compact, token_count_with_pending};
+use crate::trigger::{anchor, should_auto_compact, token_count_with_pending};
 use crate::{prompt, variants, KimiCliConfig, KimiCliStrategy, Release};
 
 // ---------------------------------------------------------------------------------------------
@@ -75,7 +75,7 @@ fn compact_once(h: &mut Harness, s: &KimiCliStrategy) -> Checkpoint {
 }
 
 fn counter(h: &Harness, s: &KimiCliStrategy) -> u64 {
-    token_count_with_pending(&h.log, &s.project(&h.log), s.release)
+    token_count_with_pending(anchor(&h.log), &s.project(&h.log), s.release)
 }
 
 fn token_count(cp: &Checkpoint) -> u64 {

@@ -1,9 +1,9 @@
 //! The auto-compaction check of step 2c (`should_auto_compact`) and the counter it reads
 //! (`Context.token_count_with_pending`), rebuilt from the log.
 
-use compactbench_core::{Checkpoint, EntryId, Log, Message, Role, View, Window};
+use compactbench_core::{Checkpoint, EntryId, Log, Message, Role, View, ViewMessage, Window};
 
-use crate::history::{self, Item};
+use crate::history;
 use crate::tokens::estimate_text_tokens;
 use crate::Release;
 
@@ -30,10 +30,9 @@ pub(crate) fn anchor(log: &Log) -> Option<(EntryId, &Checkpoint)> {
 /// compaction, else that compaction's estimate, else 0 (a fresh session); plus, since K3, the
 /// pending estimate of the history messages after that point. Usage of replies kept from before
 /// the compaction is stale: the counter was overwritten since.
-pub(crate) fn token_count_with_pending(log: &Log, view: &View, release: Release) -> u64 {
-    let anchor = anchor(log);
-    let (_, items) = history::split(view);
-    let fresh = |item: &Item<'_>| match anchor {
+pub(crate) fn token_count_with_pending(anchor: Option<(EntryId, &Checkpoint)>, view: &View, release: Release) -> u64 {
+    let items = history::items(view);
+    let fresh = |item: &ViewMessage| match anchor {
         None => true,
         Some((a, _)) => item.origin.entry().is_some_and(|e| e > a),
     };
@@ -41,10 +40,10 @@ pub(crate) fn token_count_with_pending(log: &Log, view: &View, release: Release)
         .iter()
         .rposition(|it| fresh(it) && it.message.role == Role::Assistant && it.message.usage.is_some());
     let (base, since): (u64, Vec<&Message>) = match last_reply {
-        Some(i) => (items[i].message.usage.map_or(0, |u| u.total()), items[i + 1..].iter().map(|it| it.message).collect()),
+        Some(i) => (items[i].message.usage.map_or(0, |u| u.total()), items[i + 1..].iter().map(|it| &it.message).collect()),
         None => {
             let base = anchor.and_then(|(_, cp)| cp.details.get(TOKEN_COUNT)?.as_u64()).unwrap_or(0);
-            (base, items.iter().filter(|it| fresh(it)).map(|it| it.message).collect())
+            (base, items.iter().filter(|it| fresh(it)).map(|it| &it.message).collect())
         }
     };
     match release {
