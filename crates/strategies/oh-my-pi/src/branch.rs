@@ -4,68 +4,46 @@
 //! appends a `compaction` entry when it summarizes. Our log only grows, so the in-place
 //! rewrites are whole-message replacements in checkpoints with [`Window::Inherit`], and the
 //! current content of an entry is the log message with the newest replacement applied.
-//! [`Work`] is that current branch plus what one maintenance pass has done so far: each step
-//! rewrites it in memory and records the checkpoint it will append, so later steps of the
-//! same pass (a fallback method, the dead-end rescue) see the rewritten history exactly as
-//! the original does.
+//! [`Branch`] folds that branch from the log one entry at a time (a replay keeps one; the
+//! from-scratch functions fold the whole log). [`Work`] is that current branch plus what one
+//! maintenance pass has done so far: each step rewrites it in memory and records the
+//! checkpoint it will append, so later steps of the same pass (a fallback method, the
+//! dead-end rescue) see the rewritten history exactly as the original does.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::{Checkpoint, CheckpointKind, Entry, EntryId, Log, Message, Part, Replacement, Role, Window};
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 
 use crate::tokens::{count_compaction_summary, count_message, is_usage_anchor, prompt_tokens, valid_usage};
 
-/// A `compaction` entry: one of our checkpoints that sets a window. Borrowed from the log
-/// (the branch is rebuilt at every decision, and with it every compaction of the session).
-pub(crate) struct Compaction<'a> {
-    /// `CompactionEntry.summary`: the raw summary text (file list included, wrapper excluded).
-    pub(crate) raw: Cow<'a, str>,
-    /// The summary as the model sees it (the lowered user-role message with its wrapper).
-    pub(crate) message: Option<Cow<'a, Message>>,
-    /// `firstKeptEntryId`.
-    pub(crate) first_kept: Option<EntryId>,
-    /// The checkpoint's private details (file lists, method).
-    pub(crate) details: Cow<'a, Value>,
+/// `CompactionEntry.summary` of a compaction entry (one of our checkpoints that sets a
+/// window): the raw summary text, file list included, wrapper excluded.
+pub(crate) fn summary_text(cp: &Checkpoint) -> Cow<'_, str> {
+    match cp.details.get("summary").and_then(Value::as_str) {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(cp.summary.as_ref().map(Message::text).unwrap_or_default()),
+    }
 }
 
-impl<'a> Compaction<'a> {
-    fn from_checkpoint(cp: &'a Checkpoint) -> Compaction<'a> {
-        let raw = match cp.details.get("summary").and_then(Value::as_str) {
-            Some(s) => Cow::Borrowed(s),
-            None => Cow::Owned(cp.summary.as_ref().map(Message::text).unwrap_or_default()),
-        };
-        let first_kept = match &cp.window {
-            Window::From(id) => Some(*id),
-            Window::Kept(ids) => ids.first().copied(),
-            Window::Inherit => None,
-        };
-        Compaction { raw, message: cp.summary.as_ref().map(Cow::Borrowed), first_kept, details: Cow::Borrowed(&cp.details) }
+/// `firstKeptEntryId` of a compaction entry.
+pub(crate) fn first_kept(cp: &Checkpoint) -> Option<EntryId> {
+    match &cp.window {
+        Window::From(id) => Some(*id),
+        Window::Kept(ids) => ids.first().copied(),
+        Window::Inherit => None,
     }
+}
 
-    /// A compaction this pass emits (its checkpoint is not in the log).
-    fn owned(cp: &Checkpoint) -> Compaction<'a> {
-        let c = Compaction::from_checkpoint(cp);
-        Compaction {
-            raw: Cow::Owned(c.raw.into_owned()),
-            message: c.message.map(|m| Cow::Owned(m.into_owned())),
-            first_kept: c.first_kept,
-            details: Cow::Owned(c.details.into_owned()),
-        }
-    }
-
-    /// A list of strings stored in the details (`readFiles`, `modifiedFiles`).
-    pub(crate) fn strings(&self, key: &str) -> Vec<String> {
-        self.details
-            .get(key)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default()
-    }
+/// A list of strings a compaction entry stored in its details (`readFiles`, `modifiedFiles`).
+pub(crate) fn strings(cp: &Checkpoint, key: &str) -> Vec<String> {
+    cp.details
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
 }
 
 /// One branch entry.
@@ -73,28 +51,27 @@ pub(crate) enum Item<'a> {
     /// A `message` entry with its current content; `pruned` holds the indices of `ToolResult`
     /// parts that carry oh-my-pi's `prunedAt` stamp.
     /// `tokens` is its `countMessage` while it shows a message of the log (which never
-    /// changes, so it is counted once per log, see [`Counts`]); `None` once a pass rewrote it.
-    Msg { id: EntryId, msg: Content<'a>, pruned: BTreeSet<usize>, tokens: Option<u64> },
-    /// A `compaction` entry (boxed: the branch is rebuilt at every decision, and messages
-    /// are most of it).
-    Compaction { id: EntryId, c: Box<Compaction<'a>> },
+    /// changes, so the [`Branch`] counts it once); `None` once a pass rewrote it.
+    Msg { id: EntryId, msg: Content<'a, Message>, pruned: BTreeSet<usize>, tokens: Option<u64> },
+    /// A `compaction` entry.
+    Compaction { id: EntryId, cp: Content<'a, Checkpoint> },
 }
 
-/// The current content of a branch message: stored in the log (a message or the newest
-/// replacement of it), or rewritten by this pass. Not a `Cow<Message>`: that is as large as a
-/// message, and the branch is rebuilt with one item per message at every decision.
-pub(crate) enum Content<'a> {
-    Stored(&'a Message),
-    Rewritten(Box<Message>),
+/// The current content of a branch entry: stored in the log (a message, the newest
+/// replacement of it, a checkpoint), or made by this pass. Not a `Cow`: that is as large as
+/// a message, and the branch is rebuilt with one item per message at every decision.
+pub(crate) enum Content<'a, T> {
+    Stored(&'a T),
+    Made(Box<T>),
 }
 
-impl std::ops::Deref for Content<'_> {
-    type Target = Message;
+impl<T> std::ops::Deref for Content<'_, T> {
+    type Target = T;
 
-    fn deref(&self) -> &Message {
+    fn deref(&self) -> &T {
         match self {
-            Content::Stored(m) => m,
-            Content::Rewritten(m) => m,
+            Content::Stored(t) => t,
+            Content::Made(t) => t,
         }
     }
 }
@@ -229,49 +206,82 @@ impl ResultUnit {
 /// Tool calls on the branch by id: `(tool name, arguments)` (`collectToolCallsById`).
 pub(crate) type ToolCalls<'w> = FxHashMap<&'w str, (&'w str, &'w Value)>;
 
-/// `countMessage` of every message the log holds, by entry: one count for a message entry, one
-/// per replacement for a checkpoint. Maintenance counts the whole branch at every request and
-/// these never change, so they are folded once per log (`compactbench_core::fold`).
-#[derive(Clone, Default)]
-struct Counts(Vec<Vec<u64>>);
-
-impl Fold for Counts {
-    fn add(&mut self, _: EntryId, entry: &Entry) {
-        self.0.push(match entry {
-            Entry::Message(m) => vec![count_message(m)],
-            Entry::Checkpoint(cp) => cp.replacements.iter().map(|r| count_message(&r.message)).collect(),
-        });
-    }
-}
-
-/// What rewrite checkpoints recorded in their details, folded once per log: the `prunedAt`
-/// stamps `(entry, part)` (of entries before the checkpoint) and, per usage anchor, the tokens
-/// rewrites removed before it.
-#[derive(Clone, Default)]
-struct Stamps {
-    pruned: Vec<(usize, usize)>,
+/// The branch folded from the log entry by entry: what a replay keeps between requests, and
+/// what [`Work::from_branch`] turns into the branch a pass works on.
+#[derive(Debug, Default)]
+pub(crate) struct Branch {
+    /// The log's leading system messages: oh-my-pi's system prompt, outside the session.
+    system: Vec<EntryId>,
+    /// `countMessage` summed over `system` (`computeNonMessageTokens`).
+    system_tokens: u64,
+    /// Branch entries in order.
+    slots: Vec<Slot>,
+    /// Log entry -> its slot, for message entries.
+    index: Vec<Option<usize>>,
+    /// `contextSnapshot.historyRewriteTokensRemoved` per usage-anchor assistant.
     removed: FxHashMap<EntryId, u64>,
+    /// Whether an entry other than a leading system message was pushed.
+    conversed: bool,
 }
 
-impl Fold for Stamps {
-    fn add(&mut self, id: EntryId, entry: &Entry) {
-        let Entry::Checkpoint(cp) = entry else { return };
-        if let Some(pruned) = cp.details.get("pruned").and_then(Value::as_array) {
-            for pair in pruned {
-                if let (Some(entry), Some(part)) =
-                    (pair.get(0).and_then(Value::as_u64), pair.get(1).and_then(Value::as_u64))
-                {
-                    if entry < u64::from(id.0) {
-                        self.pruned.push((entry as usize, part as usize));
+/// A branch entry of a [`Branch`]. `from`: the checkpoint and replacement holding a message's
+/// newest rewrite, if any; `tokens`: its `countMessage`.
+#[derive(Debug)]
+enum Slot {
+    Msg { id: EntryId, from: Option<(EntryId, usize)>, tokens: u64, pruned: BTreeSet<usize> },
+    Compaction { id: EntryId },
+}
+
+impl Branch {
+    /// Takes in entry `id`, just appended to `log`: a message joins the branch (or the system
+    /// prompt, while only system messages came before); a checkpoint's replacements become
+    /// the current content of the messages they name, its `prunedAt` stamps (of entries
+    /// before it) and the tokens it removed before a usage anchor are recorded, and one that
+    /// sets a window is a compaction entry.
+    pub(crate) fn push(&mut self, log: &Log, id: EntryId) {
+        self.index.push(None);
+        match log.get(id).expect("pushed entries are in the log") {
+            Entry::Message(m) if !self.conversed && m.role == Role::System => {
+                self.system.push(id);
+                self.system_tokens += count_message(m);
+            }
+            Entry::Message(m) => {
+                self.conversed = true;
+                self.index[id.index()] = Some(self.slots.len());
+                self.slots.push(Slot::Msg { id, from: None, tokens: count_message(m), pruned: BTreeSet::new() });
+            }
+            Entry::Checkpoint(cp) => {
+                self.conversed = true;
+                for (n, r) in cp.replacements.iter().enumerate() {
+                    if let Some(Slot::Msg { from, tokens, .. }) = self.slot_mut(r.entry.index()) {
+                        *from = Some((id, n));
+                        *tokens = count_message(&r.message);
                     }
+                }
+                for pair in cp.details.get("pruned").and_then(Value::as_array).into_iter().flatten() {
+                    let entry = pair.get(0).and_then(Value::as_u64).filter(|&e| e < u64::from(id.0));
+                    let part = pair.get(1).and_then(Value::as_u64);
+                    if let (Some(entry), Some(part)) = (entry, part) {
+                        if let Some(Slot::Msg { pruned, .. }) = self.slot_mut(entry as usize) {
+                            pruned.insert(part as usize);
+                        }
+                    }
+                }
+                if let Some(anchor) = cp.details.get("anchor").and_then(Value::as_u64) {
+                    let removed = cp.details.get("anchoredTokensRemoved").and_then(Value::as_u64).unwrap_or(0);
+                    *self.removed.entry(EntryId(anchor as u32)).or_default() += removed;
+                }
+                if cp.window != Window::Inherit {
+                    self.slots.push(Slot::Compaction { id });
                 }
             }
         }
-        let anchor = cp.details.get("anchor").and_then(Value::as_u64);
-        let removed = cp.details.get("anchoredTokensRemoved").and_then(Value::as_u64).unwrap_or(0);
-        if let Some(anchor) = anchor {
-            *self.removed.entry(EntryId(anchor as u32)).or_default() += removed;
-        }
+    }
+
+    /// The slot of message entry `entry`, if it is on the branch.
+    fn slot_mut(&mut self, entry: usize) -> Option<&mut Slot> {
+        let i = self.index.get(entry).copied().flatten()?;
+        Some(&mut self.slots[i])
     }
 }
 
@@ -279,12 +289,11 @@ impl Fold for Stamps {
 pub(crate) struct Work<'a> {
     /// The log's leading system messages: oh-my-pi's system prompt, outside the session.
     pub(crate) system: Vec<&'a Message>,
+    system_tokens: u64,
     /// Branch entries in order.
     pub(crate) items: Vec<Item<'a>>,
     /// `contextSnapshot.historyRewriteTokensRemoved` per usage-anchor assistant.
     removed: FxHashMap<EntryId, u64>,
-    /// Log entry -> its item, for message entries.
-    index: Vec<Option<usize>>,
     next: u32,
     /// Checkpoints this pass produced, in order.
     pub(crate) out: Vec<Checkpoint>,
@@ -309,58 +318,41 @@ impl Rewrite {
 }
 
 impl<'a> Work<'a> {
-    /// The branch of `log`.
+    /// The branch of `log`, folded from scratch.
     pub(crate) fn new(log: &'a Log) -> Work<'a> {
-        let mut work = Work {
-            system: Vec::new(),
-            // One item per message at most (plus compactions): built at every decision, so
-            // growing it by doubling was a visible share of a long session's replay.
-            items: Vec::with_capacity(log.len()),
-            removed: FxHashMap::default(),
-            index: vec![None; log.len()],
+        let mut branch = Branch::default();
+        log.entries().for_each(|(id, _)| branch.push(log, id));
+        Work::from_branch(log, &branch)
+    }
+
+    /// The branch `branch` folded from `log`, its messages borrowed from the log.
+    pub(crate) fn from_branch(log: &'a Log, branch: &Branch) -> Work<'a> {
+        let checkpoint = |id| match log.get(id) {
+            Some(Entry::Checkpoint(cp)) => cp,
+            _ => unreachable!("rewrites and compactions are checkpoints of the log"),
+        };
+        let items = branch
+            .slots
+            .iter()
+            .map(|slot| match *slot {
+                Slot::Msg { id, from, tokens, ref pruned } => {
+                    let msg = match from {
+                        Some((cp, n)) => &checkpoint(cp).replacements[n].message,
+                        None => log.message(id).expect("message slots are messages of the log"),
+                    };
+                    Item::Msg { id, msg: Content::Stored(msg), pruned: pruned.clone(), tokens: Some(tokens) }
+                }
+                Slot::Compaction { id } => Item::Compaction { id, cp: Content::Stored(checkpoint(id)) },
+            })
+            .collect();
+        Work {
+            system: branch.system.iter().filter_map(|&id| log.message(id)).collect(),
+            system_tokens: branch.system_tokens,
+            items,
+            removed: branch.removed.clone(),
             next: log.next_id().0,
             out: Vec::new(),
-        };
-        thread_local!(static COUNTS: Folds<Counts> = const { RefCell::new(Vec::new()) });
-        let counts = fold(&COUNTS, log);
-        let mut leading = true;
-        for (id, entry) in log.entries() {
-            match entry {
-                Entry::Message(m) if leading && m.role == Role::System => work.system.push(m),
-                Entry::Message(m) => {
-                    leading = false;
-                    work.index[id.index()] = Some(work.items.len());
-                    let tokens = Some(counts.0[id.index()][0]);
-                    work.items.push(Item::Msg { id, msg: Content::Stored(m), pruned: BTreeSet::new(), tokens });
-                }
-                Entry::Checkpoint(cp) => {
-                    leading = false;
-                    for (r, &counted) in cp.replacements.iter().zip(&counts.0[id.index()]) {
-                        if let Some(i) = work.index.get(r.entry.index()).copied().flatten() {
-                            if let Item::Msg { msg, tokens, .. } = &mut work.items[i] {
-                                *msg = Content::Stored(&r.message);
-                                *tokens = Some(counted);
-                            }
-                        }
-                    }
-                    if cp.window != Window::Inherit {
-                        work.items.push(Item::Compaction { id, c: Box::new(Compaction::from_checkpoint(cp)) });
-                    }
-                }
-            }
         }
-        // The stamps name entries before their checkpoint, whose items are all in place now.
-        thread_local!(static STAMPS: Folds<Stamps> = const { RefCell::new(Vec::new()) });
-        let stamps = fold(&STAMPS, log);
-        for &(entry, part) in &stamps.pruned {
-            if let Some(i) = work.index.get(entry).copied().flatten() {
-                if let Item::Msg { pruned, .. } = &mut work.items[i] {
-                    pruned.insert(part);
-                }
-            }
-        }
-        work.removed = stamps.removed.clone();
-        work
     }
 
     /// The message of item `i` (panics on a compaction item).
@@ -376,7 +368,7 @@ impl<'a> Work<'a> {
     /// Replaces the content of item `i` in this pass.
     pub(crate) fn replace(&mut self, i: usize, message: Message, rw: &mut Rewrite) {
         if let Item::Msg { msg, tokens, .. } = &mut self.items[i] {
-            *msg = Content::Rewritten(Box::new(message));
+            *msg = Content::Made(Box::new(message));
             *tokens = None;
             rw.changed.insert(i);
         }
@@ -396,9 +388,9 @@ impl<'a> Work<'a> {
     }
 
     /// The latest compaction entry.
-    pub(crate) fn latest(&self) -> Option<&Compaction<'_>> {
+    pub(crate) fn latest(&self) -> Option<&Checkpoint> {
         self.latest_compaction().map(|i| match &self.items[i] {
-            Item::Compaction { c, .. } => &**c,
+            Item::Compaction { cp, .. } => &**cp,
             Item::Msg { .. } => unreachable!("latest_compaction returns a compaction"),
         })
     }
@@ -411,7 +403,7 @@ impl<'a> Work<'a> {
     /// `keepBoundaryId`: the latest compaction's `firstKeptEntryId`, as an item index (0 when
     /// absent or not found, as `resolveBoundaryIndex` does).
     pub(crate) fn boundary_index(&self) -> usize {
-        let Some(first) = self.latest().and_then(|c| c.first_kept) else { return 0 };
+        let Some(first) = self.latest().and_then(first_kept) else { return 0 };
         self.items.iter().position(|it| it.id() == first).unwrap_or(0)
     }
 
@@ -433,7 +425,7 @@ impl<'a> Work<'a> {
             return (0..self.items.len()).filter(|&i| self.items[i].message().is_some()).map(Ctx::Msg).collect();
         };
         let mut out = vec![Ctx::Summary(ci)];
-        let first = self.latest().and_then(|c| c.first_kept);
+        let first = self.latest().and_then(first_kept);
         if let Some(start) = self.items[..ci].iter().position(|it| Some(it.id()) == first) {
             out.extend((start..ci).filter(|&i| self.items[i].message().is_some()).map(Ctx::Msg));
         }
@@ -446,7 +438,7 @@ impl<'a> Work<'a> {
         match c {
             Ctx::Msg(i) => self.message_tokens(i),
             Ctx::Summary(i) => match &self.items[i] {
-                Item::Compaction { c, .. } => count_compaction_summary(&c.raw, 0),
+                Item::Compaction { cp, .. } => count_compaction_summary(&summary_text(cp), 0),
                 Item::Msg { .. } => 0,
             },
         }
@@ -454,7 +446,7 @@ impl<'a> Work<'a> {
 
     /// `computeNonMessageTokens`: the system prompt (our log carries no tool schemas).
     pub(crate) fn system_tokens(&self) -> u64 {
-        self.system.iter().map(|m| count_message(m)).sum()
+        self.system_tokens
     }
 
     /// `#estimateStoredContextTokens`: the local floor, system prompt plus every context
@@ -567,7 +559,7 @@ impl<'a> Work<'a> {
         let id = self.next_id();
         self.next += 1;
         if cp.window != Window::Inherit {
-            self.items.push(Item::Compaction { id, c: Box::new(Compaction::owned(&cp)) });
+            self.items.push(Item::Compaction { id, cp: Content::Made(Box::new(cp.clone())) });
         }
         self.out.push(cp);
         id

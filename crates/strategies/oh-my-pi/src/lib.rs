@@ -24,6 +24,13 @@
 //! split-turn merge, serializer, file lists) are re-implemented here from the oh-my-pi release,
 //! which changed most of them; only the UTF-16 truncation follows the `pi` crate's helper.
 //!
+//! # Layers
+//! The session maintenance is plain functions of the branch (`maintain::decide`: the
+//! post-turn, pre-prompt and mid-run checks; `maintain::maintain`: the pass, calling prune,
+//! shake, soft and handoff). The trait methods fold the branch from the whole log; the replay
+//! (`replay.rs`) keeps that fold (each message's estimate, newest rewrite and `prunedAt`
+//! stamps, the tokens shakes removed before each usage anchor) in a field fed entry by entry.
+//!
 //! # Trigger
 //! Threshold (`resolveThresholdTokens`): `window − R`, where the reserve is at least 15% of the
 //! window (`max(floor(0.15·window), reserveTokens ?? 16384)`), falling back to the plain 15%
@@ -167,21 +174,24 @@
 //! [`CheckpointKind::Summary`]: compactbench_core::CheckpointKind::Summary
 //! [`CheckpointKind::Prune`]: compactbench_core::CheckpointKind::Prune
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
+use compactbench_core::{
+    Checkpoint, Cx, Decision, DefaultView, Error, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View,
+};
 
 mod branch;
 mod files;
 mod maintain;
 mod prepare;
 mod prune;
+mod replay;
 mod shake;
 mod summarize;
 mod tokens;
 mod trigger;
 
-use branch::Work;
-use maintain::{turn_end_checks, Pass};
-use trigger::{method_order, select, should_compact, Reason, OFFLINE_CAPS};
+use branch::{Branch, Work};
+use replay::OhMyPiReplay;
+use trigger::method_order;
 
 /// oh-my-pi's `compaction.*` settings, with the release's defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -277,51 +287,15 @@ impl Strategy for OhMyPiStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(Incremental::default_view(self))
+        Box::new(OhMyPiReplay { config: &self.config, view: DefaultView::new(), branch: Branch::default() })
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        let config = &self.config;
-        let window = cx.model.window;
-        let methods = method_order(&config.method_order);
-        let has_method = |reason| select(&methods, 0, reason, OFFLINE_CAPS, false).is_some();
-        let mut work = Work::new(log);
-        match at {
-            Moment::TurnEnd => {
-                let checks = turn_end_checks(&mut work, config, window);
-                if checks.trigger.is_some() && has_method(Reason::Threshold) {
-                    return Decision::compact("threshold");
-                }
-                if checks.pruned {
-                    return Decision::compact("prune");
-                }
-            }
-            Moment::BeforeRequest => {
-                let over =
-                    Pass::before_request_tokens(&work, config).is_some_and(|(t, _)| should_compact(t, window, config));
-                if over && has_method(Reason::Threshold) {
-                    return Decision::compact("threshold");
-                }
-            }
-            Moment::Overflow => {
-                if config.enabled && has_method(Reason::Overflow) {
-                    return Decision::compact("overflow");
-                }
-            }
-        }
-        Decision::Skip
+        maintain::decide(&self.config, &mut Work::new(log), at, cx.model.window)
     }
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let mut work = Work::new(log);
-        let mut pass =
-            Pass { config: &self.config, work: &mut work, cx, events: Vec::new(), error: None, pending_prompt: false };
-        match at {
-            Moment::TurnEnd => pass.turn_end(),
-            Moment::BeforeRequest => pass.before_request(),
-            Moment::Overflow => pass.run(Reason::Overflow, None),
-        }
-        pass.finish()
+        maintain::maintain(&self.config, &mut Work::new(log), at, cx)
     }
 }
 

@@ -1,9 +1,10 @@
-//! One maintenance pass: the per-turn prune passes and the method loop of
-//! `runAutoCompaction` with its fall-through, `#runAutoShake`, the commit tail
+//! Session maintenance: the checks that start a pass (`checkCompaction`,
+//! `runPrePromptCompactionIfNeeded`, `maintainContextMidRun`), the per-turn prune passes and
+//! the method loop of `runAutoCompaction` with its fall-through, `#runAutoShake`, the commit tail
 //! (`#commitAutoCompactionResult`) and the dead-end rescue (`#rescueCompactionDeadEnd`),
 //! all in coding-agent 18.3.4 `session/session-maintenance.ts`.
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, Error, Role, SummaryPosition, Window};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Error, Moment, Role, SummaryPosition, Window};
 use serde_json::{json, Value};
 
 use crate::branch::{Ctx, Work};
@@ -16,6 +17,70 @@ use crate::trigger::{
     budget_reserve, method_order, recovery_band, select, should_compact, Method, Reason, OFFLINE_CAPS,
 };
 use crate::OhMyPiConfig;
+
+/// What the check oh-my-pi runs at a moment found (see [`check`]).
+struct Check {
+    /// A prune pass rewrote history.
+    pruned: bool,
+    /// The pass to run: `runAutoCompaction`'s reason and trigger figure.
+    run: Option<(Reason, Option<u64>)>,
+    /// The check before a new prompt, which oh-my-pi has not appended yet.
+    pending_prompt: bool,
+}
+
+/// The check at `at` (see the crate docs' trigger section): after a turn
+/// [`turn_end_checks`], before a request the pre-prompt or mid-run check
+/// ([`before_request_tokens`]) against the threshold, on overflow recovery if enabled.
+fn check(config: &OhMyPiConfig, work: &mut Work<'_>, at: Moment, window: u64) -> Check {
+    let mut out = Check { pruned: false, run: None, pending_prompt: false };
+    match at {
+        Moment::TurnEnd => {
+            let checks = turn_end_checks(work, config, window);
+            out.pruned = checks.pruned;
+            out.run = checks.trigger.map(|t| (Reason::Threshold, Some(t)));
+        }
+        Moment::BeforeRequest => {
+            if let Some((t, pre_prompt)) = before_request_tokens(work, config) {
+                if should_compact(t, window, config) {
+                    out.run = Some((Reason::Threshold, Some(t)));
+                    out.pending_prompt = pre_prompt;
+                }
+            }
+        }
+        Moment::Overflow => out.run = config.enabled.then_some((Reason::Overflow, None)),
+    }
+    out
+}
+
+/// Whether oh-my-pi maintains context at `at`: the check found a pass to run and a usable
+/// method for it, or a prune pass rewrote history.
+pub(crate) fn decide(config: &OhMyPiConfig, work: &mut Work<'_>, at: Moment, window: u64) -> Decision {
+    let check = check(config, work, at, window);
+    let methods = method_order(&config.method_order);
+    match check.run {
+        Some((reason, _)) if select(&methods, 0, reason, OFFLINE_CAPS, false).is_some() => {
+            Decision::compact(reason.as_str())
+        }
+        _ if check.pruned => Decision::compact("prune"),
+        _ => Decision::Skip,
+    }
+}
+
+/// The maintenance pass at `at` on `work`: the check, then the method loop if it found a
+/// pass to run. Returns the checkpoints to append.
+pub(crate) fn maintain(
+    config: &OhMyPiConfig,
+    work: &mut Work<'_>,
+    at: Moment,
+    cx: &mut Cx<'_>,
+) -> Result<Vec<Checkpoint>, Error> {
+    let check = check(config, work, at, cx.model.window);
+    let mut pass = Pass { config, work, cx, events: Vec::new(), error: None, pending_prompt: check.pending_prompt };
+    if let Some((reason, trigger)) = check.run {
+        pass.run(reason, trigger);
+    }
+    pass.finish()
+}
 
 /// Literal dead-end warning (`compactionDeadEndWarning("clear large tool output")`), stamped
 /// on the compaction entry that could not create headroom.
@@ -99,48 +164,6 @@ impl Pass<'_, '_, '_, '_> {
         match (out.is_empty(), self.error) {
             (true, Some(e)) => Err(e),
             _ => Ok(out),
-        }
-    }
-
-    /// The post-turn check (see [`turn_end_checks`]), then the method loop if over the
-    /// threshold.
-    pub(crate) fn turn_end(&mut self) {
-        if let Some(trigger) = turn_end_checks(self.work, self.config, self.window()).trigger {
-            self.run(Reason::Threshold, Some(trigger));
-        }
-    }
-
-    /// The trigger figure of the check oh-my-pi runs before the next model request, or
-    /// `None` when it checks nothing there: before sending a new prompt
-    /// (`runPrePromptCompactionIfNeeded`: context usage with the prompt, floored by the local
-    /// estimate) or between the tool-call steps of a run (`maintainContextMidRun`: the last
-    /// reply's usage floored by the local estimate, when `midTurnEnabled`).
-    pub(crate) fn before_request_tokens(work: &Work<'_>, config: &OhMyPiConfig) -> Option<(u64, bool)> {
-        let ctx = work.context();
-        let Ctx::Msg(i) = *ctx.last()? else { return None };
-        match work.msg(i).role {
-            Role::User => Some((work.residual_of(&ctx), true)),
-            Role::Tool => {
-                if !config.mid_turn_enabled || method_order(&config.method_order).is_empty() {
-                    return None;
-                }
-                let reply = ctx.iter().rev().find_map(|&c| match c {
-                    Ctx::Msg(j) if work.msg(j).role == Role::Assistant => Some(j),
-                    _ => None,
-                })?;
-                let usage = valid_usage(work.msg(reply))?;
-                Some((context_tokens(&usage).max(work.stored_estimate_of(&ctx)), false))
-            }
-            _ => None,
-        }
-    }
-
-    /// The check before a model request (see [`Pass::before_request_tokens`]).
-    pub(crate) fn before_request(&mut self) {
-        let Some((tokens, pre_prompt)) = Self::before_request_tokens(self.work, self.config) else { return };
-        if should_compact(tokens, self.window(), self.config) {
-            self.pending_prompt = pre_prompt;
-            self.run(Reason::Threshold, Some(tokens));
         }
     }
 
@@ -345,6 +368,31 @@ impl Pass<'_, '_, '_, '_> {
         }
         let images = drop_images(self.work);
         images > 0 && self.progressed(progress)
+    }
+}
+
+/// The trigger figure of the check oh-my-pi runs before the next model request, or `None`
+/// when it checks nothing there: before sending a new prompt (`runPrePromptCompactionIfNeeded`:
+/// context usage with the prompt, floored by the local estimate; `true`) or between the
+/// tool-call steps of a run (`maintainContextMidRun`: the last reply's usage floored by the
+/// local estimate, when `midTurnEnabled`).
+fn before_request_tokens(work: &Work<'_>, config: &OhMyPiConfig) -> Option<(u64, bool)> {
+    let ctx = work.context();
+    let Ctx::Msg(i) = *ctx.last()? else { return None };
+    match work.msg(i).role {
+        Role::User => Some((work.residual_of(&ctx), true)),
+        Role::Tool => {
+            if !config.mid_turn_enabled || method_order(&config.method_order).is_empty() {
+                return None;
+            }
+            let reply = ctx.iter().rev().find_map(|&c| match c {
+                Ctx::Msg(j) if work.msg(j).role == Role::Assistant => Some(j),
+                _ => None,
+            })?;
+            let usage = valid_usage(work.msg(reply))?;
+            Some((context_tokens(&usage).max(work.stored_estimate_of(&ctx)), false))
+        }
+        _ => None,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use compactbench_core::{EntryId, Role};
 
-use crate::branch::{Item, Work};
+use crate::branch::{first_kept, strings, summary_text, Item, Work};
 use crate::files::FileOps;
 use crate::tokens::{context_tokens, count_message, prompt_tokens, valid_usage};
 
@@ -105,7 +105,7 @@ pub(crate) fn prepare(work: &Work<'_>, keep_recent_tokens: u64, pending_prompt: 
     let prev = work.latest_compaction();
     let mut boundary_start = prev.map_or(0, |p| p + 1);
     if let Some(p) = prev {
-        let first = work.latest().and_then(|c| c.first_kept);
+        let first = work.latest().and_then(first_kept);
         if let Some(i) = (0..p).find(|&i| Some(work.items[i].id()) == first) {
             boundary_start = i;
         }
@@ -139,7 +139,7 @@ pub(crate) fn prepare(work: &Work<'_>, keep_recent_tokens: u64, pending_prompt: 
     let mut file_ops = FileOps::default();
     let previous = work.latest();
     if let Some(c) = previous {
-        file_ops.add_previous(c.strings("readFiles"), c.strings("modifiedFiles"));
+        file_ops.add_previous(strings(c, "readFiles"), strings(c, "modifiedFiles"));
     }
     for &i in to_summarize.iter().chain(&turn_prefix) {
         file_ops.add_message(work.msg(i));
@@ -151,7 +151,7 @@ pub(crate) fn prepare(work: &Work<'_>, keep_recent_tokens: u64, pending_prompt: 
         recent,
         split: cut.split,
         tokens_before,
-        previous_summary: previous.map(|c| c.raw.to_string()),
+        previous_summary: previous.map(|c| summary_text(c).into_owned()),
         file_ops,
     })
 }

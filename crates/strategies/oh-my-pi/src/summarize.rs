@@ -10,7 +10,7 @@ use compactbench_core::estimate::utf16_len;
 use compactbench_core::{Error, Message, Part, Role, Summarizer, SummarizerUsage, SummaryRequest};
 use serde_json::{json, Value};
 
-use crate::branch::{result_units, Ctx, Item, Work};
+use crate::branch::{result_units, summary_text, Ctx, Item, Work};
 use crate::files::upsert_file_operations;
 use crate::prepare::Preparation;
 use crate::tokens::count_text;
@@ -560,8 +560,8 @@ fn clamp_to_budget(text: &str, budget: u64) -> String {
 fn message_json(work: &Work<'_>, c: Ctx) -> Vec<Value> {
     let m = match c {
         Ctx::Summary(i) => {
-            let Item::Compaction { c, .. } = &work.items[i] else { return Vec::new() };
-            let text = c.message.as_deref().map(Message::text).unwrap_or_else(|| c.raw.to_string());
+            let Item::Compaction { cp, .. } = &work.items[i] else { return Vec::new() };
+            let text = cp.summary.as_ref().map(Message::text).unwrap_or_else(|| summary_text(cp).into_owned());
             return vec![json!({"role": "user", "content": [{"type": "text", "text": text}]})];
         }
         Ctx::Msg(i) => work.msg(i),
