@@ -16,26 +16,30 @@
 //!   `openhands/server/session/session.py` (the app's default pipeline).
 //!
 //! # Model
-//! OpenHands never edits its history. The log is expanded into OpenHands events (one per
-//! tool call, one per tool result, one per other message; see `event.rs`). A condensation
-//! is a checkpoint naming the forgotten event ids (`details.forgotten`, or V0's inclusive
-//! `details.forgotten_range`), an optional summary and its `summary_offset`. The view is
-//! this crate's own (`project` is overridden); between log states it is brought up to date
-//! from the first message whose origin changed (`reproject`, `event::bring_up_to_date`),
-//! and the event stream, the SDK's replayed condensations and V0's base view are folded as the
-//! log grows rather than rebuilt:
-//! - SDK `View.from_events`: condensations replay in order; each drops its forgotten events
-//!   from the list so far and inserts its summary (a user message) at `summary_offset` of the
-//!   reduced list, so several summaries can coexist; then the view properties (observation
-//!   uniqueness, batch atomicity, tool-call matching, tool-loop atomicity) drop whatever
-//!   breaks them.
-//! - V0 `View.from_events`: the union of all forgotten ids is dropped at once and only the
-//!   latest summary is inserted, at its offset. Then the configured non-rolling condensers
-//!   transform the view (nothing stored), and V0's message builder decides what is sent: the
-//!   first user message is put back second when the second event is not a user message, a
-//!   tool-call message is sent only once all its results are in the view (so an observation
-//!   whose action was forgotten, or an action whose observation was masked, is silently
-//!   dropped), and observations are middle-truncated at `max_message_chars` (30 000).
+//! OpenHands never edits its history. The log is expanded into OpenHands' event stream (one
+//! event per tool call, per tool result, per other message; `event.rs`, `stream.rs`). A
+//! condensation is a checkpoint naming the forgotten event ids (`details.forgotten`, or V0's
+//! inclusive `details.forgotten_range`), an optional summary and its `summary_offset`
+//! (`condensation.rs`). The view is this crate's own:
+//! - SDK `View.from_events` (`sdk/view.rs`): condensations replay in order; each drops its
+//!   forgotten events from the list so far and inserts its summary (a user message) at
+//!   `summary_offset` of the reduced list, so several summaries can coexist; then the view
+//!   properties (observation uniqueness, batch atomicity, tool-call matching, tool-loop
+//!   atomicity) drop whatever breaks them.
+//! - V0 `View.from_events` (`v0/view.rs`): the union of all forgotten ids is dropped at once
+//!   and only the latest summary is inserted, at its offset. Then the configured non-rolling
+//!   condensers transform the view (nothing stored), and V0's message builder decides what is
+//!   sent (`v0/messages.rs`): the first user message is put back second when the second
+//!   event is not a user message, a tool-call message is sent only once all its results are
+//!   in the view (so an observation whose action was forgotten, or an action whose
+//!   observation was masked, is silently dropped), and observations are middle-truncated at
+//!   `max_message_chars` (30 000).
+//!
+//! Two layers: the originals' algorithms as functions of the events (`sdk/`, `v0/`, one
+//! module per V0 condenser), which the [`Strategy`] methods call on the whole log expanded
+//! afresh; and `replay.rs`, a run's [`Replay`], which keeps the stream, the SDK's replay or
+//! V0's kept events and the SDK's running token count as entries arrive, and calls the same
+//! functions.
 //!
 //! # Trigger
 //! The condenser runs before every model request ([`Moment::BeforeRequest`]). On
@@ -162,13 +166,23 @@
 //! whole session (hard context resets, soft requirements left unmet) agreed under the
 //! estimate; they have not been rerun with the exact count.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, UpdatedView, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
+use crate::event::Event;
+use crate::render::Rendered;
+use crate::stream::Stream;
+use crate::tokens::Counter;
+use crate::v0::condenser::Condenser;
+
+mod condensation;
 mod event;
-mod memo;
 mod prompt;
+mod render;
+mod replay;
 mod sdk;
+mod stream;
 mod tokens;
+mod truncate;
 mod v0;
 
 const SDK_SOURCE: &str = "openhands-sdk 1.58.2 (OpenHands/software-agent-sdk)";
@@ -285,10 +299,11 @@ impl OpenhandsConfig {
 }
 
 /// The condenser a strategy runs, validated.
-enum Plan {
+enum Condensers {
     SdkNoOp,
-    Sdk(sdk::Summarizing),
-    V0(Vec<v0::Condenser>),
+    Sdk(sdk::condenser::Summarizing),
+    /// A V0 pipeline (a single condenser is a pipeline of one).
+    V0(Vec<Condenser>),
 }
 
 fn invalid(message: String) -> Error {
@@ -316,45 +331,49 @@ fn at_least(name: &str, value: i64, min: i64) -> Result<usize, Error> {
     Ok(value as usize)
 }
 
-fn v0_condenser(config: &OpenhandsConfig) -> Result<v0::Condenser, Error> {
+fn v0_condenser(config: &OpenhandsConfig) -> Result<Condenser, Error> {
+    use v0::{amortized_forgetting, browser_output, llm_attention, llm_summarizing, observation_masking, recent_events};
     Ok(match *config {
-        OpenhandsConfig::NoOp => v0::Condenser::NoOp,
+        OpenhandsConfig::NoOp => Condenser::NoOp,
         OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, max_event_length }
         | OpenhandsConfig::StructuredSummary { max_size, keep_first, max_event_length } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            v0::Condenser::Summarizing {
-                structured: matches!(config, OpenhandsConfig::StructuredSummary { .. }),
-                max_size,
-                keep_first,
-                max_event_length: at_least("max_event_length", max_event_length, 0)?,
+            let max_event_length = at_least("max_event_length", max_event_length, 0)?;
+            let settings = llm_summarizing::LlmSummarizing { max_size, keep_first, max_event_length };
+            if matches!(config, OpenhandsConfig::StructuredSummary { .. }) {
+                Condenser::StructuredSummary(v0::structured_summary::StructuredSummary(settings))
+            } else {
+                Condenser::LlmSummarizing(settings)
             }
         }
         OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            v0::Condenser::AmortizedForgetting { max_size, keep_first }
+            Condenser::AmortizedForgetting(amortized_forgetting::AmortizedForgetting { max_size, keep_first })
         }
         OpenhandsConfig::LlmAttention { max_size, keep_first } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            v0::Condenser::LlmAttention { max_size, keep_first }
+            Condenser::LlmAttention(llm_attention::LlmAttention { max_size, keep_first })
         }
         OpenhandsConfig::ObservationMasking { attention_window } => {
-            v0::Condenser::ObservationMasking { attention_window: at_least("attention_window", attention_window, 1)? }
+            let attention_window = at_least("attention_window", attention_window, 1)?;
+            Condenser::ObservationMasking(observation_masking::ObservationMasking { attention_window })
         }
         OpenhandsConfig::BrowserOutput { attention_window } => {
-            v0::Condenser::BrowserOutput { attention_window: at_least("attention_window", attention_window, 1)? }
+            let attention_window = at_least("attention_window", attention_window, 1)?;
+            Condenser::BrowserOutput(browser_output::BrowserOutput { attention_window })
         }
-        OpenhandsConfig::RecentEvents { keep_first, max_events } => v0::Condenser::RecentEvents {
+        OpenhandsConfig::RecentEvents { keep_first, max_events } => Condenser::RecentEvents(recent_events::RecentEvents {
             keep_first: at_least("keep_first", keep_first, 0)?,
             max_events: at_least("max_events", max_events, 1)?,
-        },
-        OpenhandsConfig::ConversationWindow => v0::Condenser::ConversationWindow,
+        }),
+        OpenhandsConfig::ConversationWindow => Condenser::ConversationWindow,
         OpenhandsConfig::LlmSummarizing { .. } | OpenhandsConfig::Pipeline(_) => {
             return Err(invalid(format!("{} cannot be part of a V0 pipeline", config.name())));
         }
     })
 }
 
-fn plan(config: &OpenhandsConfig) -> Result<Plan, Error> {
+fn condensers(config: &OpenhandsConfig) -> Result<Condensers, Error> {
     match *config {
         OpenhandsConfig::LlmSummarizing {
             max_size,
@@ -379,7 +398,7 @@ fn plan(config: &OpenhandsConfig) -> Result<Plan, Error> {
                     "hard_context_reset_context_scaling ({hard_context_reset_context_scaling}) must be in (0, 1)"
                 )));
             }
-            Ok(Plan::Sdk(sdk::Summarizing {
+            Ok(Condensers::Sdk(sdk::condenser::Summarizing {
                 max_size,
                 keep_first,
                 max_tokens,
@@ -388,25 +407,25 @@ fn plan(config: &OpenhandsConfig) -> Result<Plan, Error> {
                 hard_reset_scaling: hard_context_reset_context_scaling,
             }))
         }
-        OpenhandsConfig::NoOp => Ok(Plan::SdkNoOp),
+        OpenhandsConfig::NoOp => Ok(Condensers::SdkNoOp),
         OpenhandsConfig::Pipeline(ref members) => {
-            Ok(Plan::V0(members.iter().map(v0_condenser).collect::<Result<_, _>>()?))
+            Ok(Condensers::V0(members.iter().map(v0_condenser).collect::<Result<_, _>>()?))
         }
-        _ => Ok(Plan::V0(vec![v0_condenser(config)?])),
+        _ => Ok(Condensers::V0(vec![v0_condenser(config)?])),
     }
 }
 
 /// OpenHands' condensers as one strategy; the configuration picks the condenser.
 pub struct OpenhandsStrategy {
     info: StrategyInfo,
-    plan: Plan,
+    condensers: Condensers,
 }
 
 impl OpenhandsStrategy {
     /// A strategy running `config`, reported as `openhands/<condenser>`. Fails on the
     /// settings the original rejects (e.g. `keep_first >= max_size // 2`).
     pub fn new(config: OpenhandsConfig) -> Result<OpenhandsStrategy, Error> {
-        let plan = plan(&config)?;
+        let condensers = condensers(&config)?;
         let (source, summary) = describe(&config);
         Ok(OpenhandsStrategy {
             info: StrategyInfo {
@@ -416,7 +435,7 @@ impl OpenhandsStrategy {
                 summary,
                 fidelity: Fidelity::Source,
             },
-            plan,
+            condensers,
         })
     }
 
@@ -522,64 +541,89 @@ impl Strategy for OpenhandsStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(Incremental::new(self, UpdatedView::new(self, OpenhandsStrategy::update_view)))
+        Box::new(replay::OpenhandsReplay::new(&self.condensers))
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        let request = match at {
-            Moment::TurnEnd => return Decision::Skip,
-            Moment::BeforeRequest => false,
-            Moment::Overflow => true,
-        };
-        match &self.plan {
-            Plan::SdkNoOp => Decision::Skip,
-            Plan::Sdk(s) => {
-                let view = sdk::view(log);
-                let count = tokens::Counter::new(cx.tokenizer, &cx.model.name);
-                let reasons = s.reasons(log, &view, request, cx.model.window, &count);
-                if reasons.is_empty() {
-                    Decision::Skip
-                } else {
-                    let names: Vec<String> = reasons.iter().map(|r| format!("{r:?}").to_lowercase()).collect();
-                    Decision::compact(names.join("+"))
-                }
+        let Some(request) = request(at) else { return Decision::Skip };
+        let stream = Stream::of(log);
+        match &self.condensers {
+            Condensers::SdkNoOp => Decision::Skip,
+            Condensers::Sdk(s) => {
+                let view = sdk::view::from_events(log, &stream);
+                let tokens = Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
+                sdk_decision(s, &view, tokens, request, cx)
             }
-            Plan::V0(pipeline) => {
-                if v0::wants(log, pipeline, request) {
-                    Decision::compact(if request { "request" } else { "max_size" })
-                } else {
-                    Decision::Skip
-                }
-            }
+            Condensers::V0(pipeline) => v0_decision(log, &stream, &v0::view::from_events(log, &stream), pipeline, request),
         }
     }
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let stream = Stream::of(log);
         let request = at == Moment::Overflow;
-        match &self.plan {
-            Plan::SdkNoOp => Ok(Vec::new()),
-            Plan::Sdk(s) => Ok(s.condense(log, request, cx)?.into_iter().collect()),
-            Plan::V0(pipeline) => v0::compact(log, pipeline, request, cx),
-        }
+        let checkpoint = match &self.condensers {
+            Condensers::SdkNoOp => None,
+            Condensers::Sdk(s) => {
+                let view = sdk::view::from_events(log, &stream);
+                let tokens = Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
+                s.condense(log, &view, tokens, request, cx)?
+            }
+            Condensers::V0(pipeline) => {
+                v0::pipeline::condense(log, &stream, &v0::view::from_events(log, &stream), pipeline, request, cx)?
+            }
+        };
+        Ok(checkpoint.into_iter().collect())
     }
 
     fn project(&self, log: &Log) -> View {
-        match &self.plan {
-            Plan::SdkNoOp | Plan::Sdk(_) => event::materialize(log, &event::render(log, &sdk::view(log))),
-            Plan::V0(pipeline) => v0::messages(log, pipeline),
-        }
+        let stream = Stream::of(log);
+        let view = match &self.condensers {
+            Condensers::SdkNoOp | Condensers::Sdk(_) => sdk::view::from_events(log, &stream),
+            Condensers::V0(_) => v0::view::from_events(log, &stream),
+        };
+        render::materialize(log, &self.condensers.messages(log, &stream, &view))
     }
 }
 
-impl OpenhandsStrategy {
-    /// Brings `view`, this strategy's view of `log` at its first `len` entries, up to date,
-    /// or says it cannot ([`UpdatedView`]).
-    fn update_view(&self, log: &Log, view: &mut View, _: usize) -> bool {
-        match &self.plan {
-            Plan::SdkNoOp | Plan::Sdk(_) => event::bring_up_to_date(log, view, &event::render(log, &sdk::view(log))),
-            Plan::V0(pipeline) => v0::remessage(log, pipeline, view),
+/// Whether the condensers run at `at`, and on a condensation request: before every request,
+/// with a request at overflow (the agent appends one and condenses in the same step).
+fn request(at: Moment) -> Option<bool> {
+    match at {
+        Moment::TurnEnd => None,
+        Moment::BeforeRequest => Some(false),
+        Moment::Overflow => Some(true),
+    }
+}
+
+/// The SDK condenser's decision for SDK view `view`, whose token count is `tokens`.
+fn sdk_decision(s: &sdk::condenser::Summarizing, view: &[Event], tokens: u64, request: bool, cx: &Cx<'_>) -> Decision {
+    let reasons = s.reasons(view, tokens, request, cx.model.window);
+    if reasons.is_empty() {
+        return Decision::Skip;
+    }
+    let names: Vec<String> = reasons.iter().map(|r| format!("{r:?}").to_lowercase()).collect();
+    Decision::compact(names.join("+"))
+}
+
+/// The V0 pipeline's decision for base view `base`.
+fn v0_decision(log: &Log, stream: &Stream, base: &[Event], pipeline: &[Condenser], request: bool) -> Decision {
+    if v0::pipeline::wants(log, stream, base, pipeline, request) {
+        Decision::compact(if request { "request" } else { "max_size" })
+    } else {
+        Decision::Skip
+    }
+}
+
+impl Condensers {
+    /// The messages sent for `view` (the SDK view, or the V0 base view before the pipeline's
+    /// transforms).
+    fn messages(&self, log: &Log, stream: &Stream, view: &[Event]) -> Vec<Rendered> {
+        match self {
+            Condensers::SdkNoOp | Condensers::Sdk(_) => sdk::messages::events_to_messages(log, view),
+            Condensers::V0(pipeline) => {
+                v0::messages::process_events(log, stream, &v0::pipeline::view(log, stream, view, pipeline))
+            }
         }
-        true
     }
 }
 

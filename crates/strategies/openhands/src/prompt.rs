@@ -5,12 +5,10 @@
 use compactbench_core::{Log, Part, Role};
 
 use crate::event::{self, Event, Kind};
+use crate::truncate::{self, head};
 
 /// SDK `N_CHAR_PREVIEW`: `str(event)` shows at most this many characters of content.
 const N_CHAR_PREVIEW: usize = 500;
-
-/// V0 `truncate_content` marker (literal).
-const V0_TRUNCATION_MARKER: &str = "\n[... Observation truncated due to length ...]\n";
 
 /// SDK `maybe_truncate` notice (paraphrased; the `<response clipped>` tag is kept).
 const SDK_TRUNCATE_NOTICE: &str =
@@ -19,59 +17,15 @@ const SDK_TRUNCATE_NOTICE: &str =
 /// Marker the SDK puts before a failed tool's output.
 const SDK_ERROR_HEADER: &str = "[An error occurred during execution.]\n";
 
-/// The first `n` characters of `s`.
-fn head(s: &str, n: usize) -> &str {
-    &s[..s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)]
-}
-
-fn take(s: &str, n: usize) -> String {
-    head(s, n).to_owned()
-}
-
-fn len(s: &str) -> usize {
-    s.chars().count()
-}
-
-/// Whether `s` is longer than `max` characters. A string has at most as many characters as
-/// bytes, so most are answered without counting (views are rendered at every request).
-pub(crate) fn longer_than(s: &str, max: usize) -> bool {
-    s.len() > max && len(s) > max
-}
-
-/// V0 `truncate_content`: keeps the first and last `max // 2` characters around the marker.
-pub(crate) fn v0_truncate(content: &str, max: usize) -> String {
-    if !longer_than(content, max) {
-        return content.to_owned();
-    }
-    let n = len(content);
-    let half = max / 2;
-    // Python's `content[-0:]` is the whole string; `max` of 0 or 1 is never configured.
-    let tail = if half == 0 { content } else { &content[head(content, n - half).len()..] };
-    [head(content, half), V0_TRUNCATION_MARKER, tail].concat()
-}
-
-/// SDK `maybe_truncate` (without saving the full content to a file).
+/// SDK `maybe_truncate` of an event string (no cap when `after` is `None`).
 pub(crate) fn sdk_truncate(content: &str, after: Option<usize>) -> String {
-    let Some(after) = after.filter(|&a| a > 0) else { return content.to_owned() };
-    let n = len(content);
-    if n <= after {
-        return content.to_owned();
-    }
-    let notice_len = len(SDK_TRUNCATE_NOTICE);
-    if notice_len >= after {
-        return take(SDK_TRUNCATE_NOTICE, after);
-    }
-    let available = after - notice_len;
-    let head = available / 2 + available % 2;
-    let tail = available - head;
-    let tail_text: String = if tail > 0 { content.chars().skip(n - tail).collect() } else { String::new() };
-    format!("{}{SDK_TRUNCATE_NOTICE}{tail_text}", take(content, head))
+    after.map_or_else(|| content.to_owned(), |after| truncate::sdk(content, after, SDK_TRUNCATE_NOTICE))
 }
 
 /// Preview used for message content: 497 characters and `...` past 500.
 fn preview_message(text: &str) -> String {
-    if len(text) > N_CHAR_PREVIEW {
-        format!("{}...", take(text, N_CHAR_PREVIEW - 3))
+    if truncate::longer_than(text, N_CHAR_PREVIEW) {
+        format!("{}...", head(text, N_CHAR_PREVIEW - 3))
     } else {
         text.to_owned()
     }
@@ -79,8 +33,8 @@ fn preview_message(text: &str) -> String {
 
 /// Preview used for thoughts and tool output: 500 characters and `...`.
 fn preview_full(text: &str) -> String {
-    if len(text) > N_CHAR_PREVIEW {
-        format!("{}...", take(text, N_CHAR_PREVIEW))
+    if truncate::longer_than(text, N_CHAR_PREVIEW) {
+        format!("{}...", head(text, N_CHAR_PREVIEW))
     } else {
         text.to_owned()
     }
@@ -105,8 +59,8 @@ pub(crate) fn sdk_event_str(log: &Log, e: &Event) -> String {
             let mut thinking = 0;
             for part in event::owned_parts(log, e) {
                 match part {
-                    Part::Text { text } => texts.push(text.clone()),
-                    Part::Media { .. } => texts.push("[Image: 1 URLs]".to_owned()),
+                    Part::Text { text } => texts.push(text.as_str()),
+                    Part::Media { .. } => texts.push("[Image: 1 URLs]"),
                     Part::Reasoning { .. } => thinking += 1,
                     Part::ToolCall { .. } | Part::ToolResult { .. } => {}
                 }
@@ -123,7 +77,7 @@ pub(crate) fn sdk_event_str(log: &Log, e: &Event) -> String {
         }
         Kind::Observation { name, .. } => {
             let (text, is_error) = event::result_of(log, e);
-            let content = if is_error { format!("{SDK_ERROR_HEADER}{text}") } else { text };
+            let content = if is_error { format!("{SDK_ERROR_HEADER}{text}") } else { text.to_owned() };
             format!("ObservationEvent (environment)\n  Tool: {name}\n  Result: {}", preview_full(&content))
         }
         Kind::Summary { text, .. } | Kind::Masked { text } => {
@@ -164,7 +118,7 @@ pub(crate) fn v0_event_str(log: &Log, e: &Event) -> String {
             if is_error {
                 format!("**ErrorObservation**\n{text}")
             } else {
-                text
+                text.to_owned()
             }
         }
         Kind::Summary { text, .. } | Kind::Masked { text } => text.to_string(),
@@ -175,7 +129,7 @@ pub(crate) fn v0_event_str(log: &Log, e: &Event) -> String {
 pub(crate) fn v0_event_message(log: &Log, e: &Event) -> String {
     match &e.kind {
         Kind::Action { name, .. } => format!("{name} {}", event::args_of(log, e)),
-        Kind::Observation { .. } => event::result_of(log, e).0,
+        Kind::Observation { .. } => event::result_of(log, e).0.to_owned(),
         Kind::Summary { text, .. } | Kind::Masked { text } => text.to_string(),
         Kind::SystemPrompt | Kind::Message(_) => event::owned_texts(log, e).join("\n"),
     }

@@ -9,8 +9,10 @@ use compactbench_core::{
 };
 use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
 
-use crate::event::{Event, Kind};
-use crate::{sdk, strategy, v0, variants, OpenhandsConfig, OpenhandsStrategy, Plan};
+use crate::condensation::{Forgetting, Recorded, CONDENSATION, DETAILS_TAG};
+use crate::event::{Event, EventId, Kind};
+use crate::stream::Stream;
+use crate::{render, sdk, strategy, v0, variants, Condensers, OpenhandsConfig, OpenhandsStrategy};
 
 fn openhands(config: OpenhandsConfig) -> OpenhandsStrategy {
     OpenhandsStrategy::new(config).expect("valid configuration")
@@ -59,10 +61,22 @@ fn ids(view: &View) -> Vec<String> {
 
 /// The V0 event view (after the pipeline's transforms) that V0's own tests measure.
 fn v0_events(s: &OpenhandsStrategy, log: &Log) -> Vec<Event> {
-    match &s.plan {
-        Plan::V0(pipeline) => Vec::clone(&v0::view(log, pipeline)),
-        _ => panic!("not a V0 strategy"),
-    }
+    let Condensers::V0(pipeline) = &s.condensers else { panic!("not a V0 strategy") };
+    let stream = Stream::of(log);
+    v0::pipeline::view(log, &stream, &v0::view::from_events(log, &stream), pipeline).into_owned()
+}
+
+/// The SDK event view.
+fn sdk_events(log: &Log) -> Vec<Event> {
+    sdk::view::from_events(log, &Stream::of(log))
+}
+
+/// A condensation checkpoint as the SDK would record it.
+fn recorded_checkpoint(forgotten: &[i64], summary: Option<&str>, offset: Option<usize>) -> Checkpoint {
+    let mut cp = Checkpoint::new(compactbench_core::CheckpointKind::Summary, compactbench_core::Window::Kept(Vec::new()));
+    cp.summary = summary.map(Message::user);
+    cp.details = json!({ DETAILS_TAG: CONDENSATION, "forgotten": forgotten, "summary_offset": offset });
+    cp
 }
 
 /// Whether a step condensed.
@@ -159,7 +173,7 @@ fn case_02_observation_masking_respects_attention_window() {
     // V0's test: [E1, O1, E3, E4, O2] with a window of 3; only O1 (index 1 < 5 - 3) is masked.
     let s = openhands(OpenhandsConfig::ObservationMasking { attention_window: 3 });
     let log = Log::from_messages([user(1), result("c1"), user(3), user(4), result("c2")]);
-    let base = v0::base_view(&log);
+    let base = v0::view::from_events(&log, &Stream::of(&log));
     let masked = v0_events(&s, &log);
     assert_eq!(masked.len(), base.len());
     assert_eq!(masked[1].kind, Kind::Masked { text: "<MASKED>".into() });
@@ -421,7 +435,7 @@ fn case_09_view_inserts_summary_at_offset() {
     let s = openhands(sdk_config(80, 4));
     for k in 0..5 {
         let mut log = Log::from_messages((0..5).map(user));
-        log.push_checkpoint(sdk::recorded_checkpoint(&[], Some("My Summary"), Some(k)));
+        log.push_checkpoint(recorded_checkpoint(&[], Some("My Summary"), Some(k)));
         let view = s.project(&log);
         assert_eq!(view.len(), 6);
         assert_eq!(view.messages[k].message, Message::user("My Summary"));
@@ -432,7 +446,7 @@ fn case_09_view_inserts_summary_at_offset() {
     }
     // Without a summary (or an offset) nothing is inserted.
     let mut log = Log::from_messages((0..5).map(user));
-    log.push_checkpoint(sdk::recorded_checkpoint(&[1], None, Some(2)));
+    log.push_checkpoint(recorded_checkpoint(&[1], None, Some(2)));
     assert_eq!(ids(&s.project(&log)), ["e0", "e2", "e3", "e4"]);
 }
 
@@ -487,7 +501,7 @@ fn case_12_requirements_soft_hard_and_hard_reset() {
     assert!(h.compact(&s, Moment::BeforeRequest).unwrap().is_empty());
 
     // Events only: soft. A failing summarizer leaves the view as it is, without a reset.
-    assert_eq!(sdk::Summarizing::requirement(&[sdk::Reason::Events]), Some(sdk::Requirement::Soft));
+    assert_eq!(sdk::condenser::Summarizing::requirement(&[sdk::condenser::Reason::Events]), Some(sdk::condenser::Requirement::Soft));
     let mut h = Harness::new((0..11).map(user), roomy());
     h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Transport));
     let before = h.view(&s);
@@ -497,11 +511,11 @@ fn case_12_requirements_soft_hard_and_hard_reset() {
 
     // Tokens and requests: hard.
     assert_eq!(
-        sdk::Summarizing::requirement(&[sdk::Reason::Tokens, sdk::Reason::Events]),
-        Some(sdk::Requirement::Hard)
+        sdk::condenser::Summarizing::requirement(&[sdk::condenser::Reason::Tokens, sdk::condenser::Reason::Events]),
+        Some(sdk::condenser::Requirement::Hard)
     );
-    assert_eq!(sdk::Summarizing::requirement(&[sdk::Reason::Request]), Some(sdk::Requirement::Hard));
-    assert_eq!(sdk::Summarizing::requirement(&[]), None);
+    assert_eq!(sdk::condenser::Summarizing::requirement(&[sdk::condenser::Reason::Request]), Some(sdk::condenser::Requirement::Hard));
+    assert_eq!(sdk::condenser::Summarizing::requirement(&[]), None);
     let mut msgs = vec![Message::system("sys")];
     msgs.extend((0..6).map(|n| Message::user(format!("{n}{}", " word".repeat(100)))));
     let mut h = Harness::new(msgs.clone(), model(500, 100));
@@ -637,9 +651,9 @@ fn sdk_cuts_keep_batches_and_thinking_loops_whole() {
         ],
     );
     let log = Log::from_messages([user(0), batch.clone(), result("p1"), result("p2"), user(4)]);
-    let events = sdk::view(&log);
+    let events = sdk_events(&log);
     assert_eq!(events.len(), 6, "two action events, two observations");
-    let ok = sdk::manipulation_indices(&events);
+    let ok = sdk::view::manipulation_indices(&events);
     assert_eq!(ok, [true, true, false, false, false, true, true]);
 
     // A thinking tool loop: cuts only before its first action or after its last event.
@@ -651,7 +665,7 @@ fn sdk_cuts_keep_batches_and_thinking_loops_whole() {
         ],
     );
     let log = Log::from_messages([user(0), thinking, result("t1"), call("t2"), result("t2"), user(5)]);
-    let ok = sdk::manipulation_indices(&sdk::view(&log));
+    let ok = sdk::view::manipulation_indices(&sdk_events(&log));
     assert_eq!(ok, [true, true, false, false, false, true, true]);
 
     // The view renders the batch back as the one message it was.
@@ -666,7 +680,7 @@ fn sdk_property_enforcement_drops_orphans() {
     // be orphaned, so the view drops it too.
     let s = openhands(sdk_config(80, 4));
     let mut log = Log::from_messages([user(0), call("c1"), result("c1"), user(3)]);
-    log.push_checkpoint(sdk::recorded_checkpoint(&[1], None, None));
+    log.push_checkpoint(recorded_checkpoint(&[1], None, None));
     assert_eq!(ids(&s.project(&log)), ["e0", "e3"]);
 }
 
@@ -766,12 +780,13 @@ fn sdk_render_labels_a_message_shown_in_part_as_replaced() {
     let log = Log::from_messages([Message::system("sys"), user(1), both, result("a"), result("b"), Message::assistant("done")]);
     let e = compactbench_core::EntryId;
     // The view's rules dropped call `b` and its result.
-    let events: Vec<Event> = crate::event::message_events(&log)
-        .into_iter()
+    let events: Vec<Event> = Stream::of(&log)
+        .events()
         .filter(|ev| !matches!(&ev.kind, Kind::Observation { call_id, .. } if &**call_id == "b"))
         .filter(|ev| !(ev.entry == Some(e(2)) && *ev.parts == [1]))
+        .cloned()
         .collect();
-    let view = crate::event::materialize(&log, &crate::event::render(&log, &events));
+    let view = render::materialize(&log, &sdk::messages::events_to_messages(&log, &events));
     let shown: Vec<(Origin, usize)> = view.messages.iter().map(|m| (m.origin, m.message.parts.len())).collect();
     // Shown through the message itself, as no checkpoint exists yet.
     assert_eq!(shown, [(Origin::Entry(e(0)), 1), (Origin::Entry(e(1)), 1), (Origin::Replaced(e(2), e(2)), 1), (Origin::Entry(e(3)), 1), (Origin::Entry(e(5)), 1)]);
@@ -784,7 +799,6 @@ fn sdk_render_labels_a_message_shown_in_part_as_replaced() {
 
 #[test]
 fn merged_forgetting_forgets_what_any_condensation_forgets() {
-    use crate::event::{EventId, Forgetting, Recorded};
     let e = compactbench_core::EntryId;
     let recorded = [
         Recorded { forgotten: [3, 40].into_iter().collect(), range: Some((5, 9)), ..Recorded::default() },
@@ -806,5 +820,80 @@ fn merged_forgetting_forgets_what_any_condensation_forgets() {
     assert_eq!(forgotten, [0, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 25, 40]);
     for (id, expected) in [(EventId::Summary(e(7)), true), (EventId::Summary(e(8)), false), (EventId::Invalid, false)] {
         assert_eq!(merged.forgets(id), expected, "{id:?}");
+    }
+}
+
+/// The SDK's token count (`tokens.rs`).
+mod tokens {
+    use compactbench_core::{Log, Message, Part, Role};
+    use serde_json::json;
+
+    use compactbench_core::Encoding;
+
+    use crate::event::Event;
+    use crate::tokens::{encoding, Counter, TOOL_TEXT_LIMIT, TRUNCATE_NOTICE};
+    use crate::truncate;
+
+    fn total(model: &str, messages: Vec<Message>) -> u64 {
+        let log = Log::from_messages(messages);
+        let events: Vec<Event> = crate::stream::Stream::of(&log).events().cloned().collect();
+        Counter::new(compactbench_testkit::tokenizer(), model).total(&log, &events)
+    }
+
+    fn turn() -> Vec<Message> {
+        vec![
+            Message::system("be brief"),
+            Message::user("Καλημέρα κόσμε"),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    Part::Reasoning { text: "hm, long thinking here".into() },
+                    Part::text("looking"),
+                    Part::ToolCall { id: "a1".into(), name: "read".into(), args: json!({"path": "a.rs"}) },
+                    Part::ToolCall { id: "b1".into(), name: "grep".into(), args: json!({"q": "x"}) },
+                ],
+            ),
+            Message::tool_result("a1", "read", "fn main() {}", false),
+            Message::tool_result("b1", "grep", "denied", true),
+        ]
+    }
+
+    #[test]
+    fn counts_match_the_sdk_on_the_scenario_models() {
+        // Measured with openhands-sdk 1.58.2 (LiteLLM 1.105.7, tiktoken 0.14.0):
+        // get_total_token_count(events, LLM(model=…)) over the same events as the exporter
+        // writes them (fidelity/openhands/driver.py reads them back).
+        assert_eq!(total("claude-sonnet-4", turn()), 73);
+        assert_eq!(total("gpt-4.1", turn()), 64);
+        // Two plain user messages are one turn.
+        let users = || vec![Message::user("Καλημέρα κόσμε"), Message::user("Καλημέρα κόσμε")];
+        assert_eq!(total("claude-sonnet-4", users()), 35);
+        assert_eq!(total("gpt-4.1", users()), 19);
+        // A tool output of 76 890 code points: truncated to 50 000 with the SDK's notice, then
+        // counted in 1024-code-point chunks.
+        let big: String = (0..3000).map(|i| format!("line {i}: ünïcode 😀 text\n")).collect();
+        let out = || vec![Message::tool_result("a1", "read", big.clone(), false)];
+        assert_eq!(total("claude-sonnet-4", out()), 22597);
+        assert_eq!(total("gpt-4.1", out()), 20638);
+    }
+
+    #[test]
+    fn encodings_follow_litellm() {
+        assert_eq!(encoding("gpt-5"), Encoding::O200kBase);
+        assert_eq!(encoding("gpt-4o-mini"), Encoding::O200kBase);
+        assert_eq!(encoding("o3"), Encoding::O200kBase);
+        assert_eq!(encoding("claude-sonnet-4"), Encoding::Cl100kBase);
+        assert_eq!(encoding("gemini-2.5-pro"), Encoding::Cl100kBase);
+        assert_eq!(encoding("openai/gpt-4o"), Encoding::Cl100kBase);
+    }
+
+    #[test]
+    fn tool_text_truncation_keeps_head_notice_and_tail() {
+        let text = "a".repeat(60_000) + "z";
+        let t = truncate::sdk(&text, TOOL_TEXT_LIMIT, TRUNCATE_NOTICE);
+        assert_eq!(t.chars().count(), TOOL_TEXT_LIMIT);
+        assert!(t.ends_with('z') && t.contains(TRUNCATE_NOTICE));
+        assert_eq!(t.find(TRUNCATE_NOTICE), Some(24_944));
+        assert_eq!(truncate::sdk("short", TOOL_TEXT_LIMIT, TRUNCATE_NOTICE), "short");
     }
 }

@@ -31,13 +31,10 @@
 //! joined by newlines as one string; here they are counted as separate blocks like every
 //! other model's.
 
-use std::cell::RefCell;
+use compactbench_core::{Encoding, Log, Part, Role, Tokenizer};
 
-use compactbench_core::{estimate, Encoding, Log, LogVersion, Part, Role, Tokenizer};
-
-use rustc_hash::FxHashMap;
-
-use crate::event::{self, Event, EventId, Kind};
+use crate::event::{self, Event, Kind};
+use crate::truncate;
 
 /// `TIKTOKEN_ENCODE_CHUNK_SIZE_CHARS`.
 const CHUNK: usize = 1024;
@@ -46,9 +43,9 @@ const MAX_EXACT: usize = 4_000_000;
 /// `EXTRAPOLATION_SAMPLES`.
 const SAMPLES: usize = 16;
 /// `DEFAULT_TEXT_CONTENT_LIMIT`: tool text longer than this is truncated before counting.
-const TOOL_TEXT_LIMIT: usize = 50_000;
+pub(crate) const TOOL_TEXT_LIMIT: usize = 50_000;
 /// `DEFAULT_TRUNCATE_NOTICE`, verbatim: its text and length are part of what is counted.
-const TRUNCATE_NOTICE: &str =
+pub(crate) const TRUNCATE_NOTICE: &str =
     "<response clipped><NOTE>Due to the max output limit, only part of the full response has been shown to you.</NOTE>";
 /// `Observation.ERROR_MESSAGE_HEADER`.
 const ERROR_HEADER: &str = "[An error occurred during execution.]\n";
@@ -168,9 +165,9 @@ impl<'a> Counter<'a> {
         media
             + match &event.kind {
                 Kind::Summary { text, .. } | Kind::Masked { text } => self.user(previous, &[text]),
-                Kind::SystemPrompt => self.role("system") + self.content(&texts(log, event)),
-                Kind::Message(Role::User) => self.user(previous, &texts(log, event)),
-                Kind::Message(role) => self.role(role.as_str()) + self.content(&texts(log, event)),
+                Kind::SystemPrompt => self.role("system") + self.content(&event::owned_texts(log, event)),
+                Kind::Message(Role::User) => self.user(previous, &event::owned_texts(log, event)),
+                Kind::Message(role) => self.role(role.as_str()) + self.content(&event::owned_texts(log, event)),
                 Kind::Action { .. } => {
                     let args = event::args_of(log, event).to_string();
                     // The first action of a batch opens the message and carries the thought.
@@ -178,7 +175,7 @@ impl<'a> Counter<'a> {
                     if head {
                         // `_remove_content_if_empty`: whitespace-only blocks are dropped.
                         let thought: Vec<&str> =
-                            texts(log, event).into_iter().filter(|t| !t.trim().is_empty()).collect();
+                            event::owned_texts(log, event).into_iter().filter(|t| !t.trim().is_empty()).collect();
                         self.role("assistant") + self.content(&thought) + self.text(&args)
                     } else {
                         self.text(&args)
@@ -187,7 +184,7 @@ impl<'a> Counter<'a> {
                 Kind::Observation { call_id, name } => {
                     let (text, is_error) = event::result_of(log, event);
                     let header = if is_error { self.text(ERROR_HEADER) } else { 0 };
-                    let content = header + self.text(&truncate_tool_text(&text));
+                    let content = header + self.text(&truncate::sdk(text, TOOL_TEXT_LIMIT, TRUNCATE_NOTICE));
                     self.role("tool") + content + self.text(call_id) + self.text(name) + 1
                 }
             }
@@ -203,176 +200,7 @@ impl<'a> Counter<'a> {
     }
 
     /// `get_total_token_count(events)`: 3 plus what each event adds after the one before it.
-    ///
-    /// The SDK counts its whole view at every request. What an event adds depends only on it
-    /// and the event before it, and an event with a stream or summary id has the same content
-    /// at every state of its log, so those counts are kept per thread for the log being
-    /// counted (and dropped when another log is), and so is the running total of the events
-    /// counted last: a view that only grew is counted from its first new event.
     pub(crate) fn total(&self, log: &Log, events: &[Event]) -> u64 {
-        thread_local!(static COUNTED: RefCell<Counted> = RefCell::default());
-        let stable = |e: &Event| (e.id != EventId::Invalid).then_some(e.id);
-        // The tokenizer is part of the key: two counters may count one log differently.
-        let tokenizer = self.tokenizer as *const dyn Tokenizer as *const () as usize;
-        let key_of = |prev: Option<&Event>, e: &Event| match (prev.map(stable), stable(e)) {
-            (None, Some(id)) => Some((tokenizer, self.encoding, None, id)),
-            (Some(Some(p)), Some(id)) => Some((tokenizer, self.encoding, Some(p), id)),
-            _ => None,
-        };
-        COUNTED.with_borrow_mut(|counted| {
-            let now = log.version();
-            if !counted.log.is_some_and(|v| now.same_log(v)) {
-                *counted = Counted::default();
-            }
-            counted.log = Some(now);
-            // Equal keys mean equal counts, so the running total of a shared prefix stands.
-            let previous = |i: usize| i.checked_sub(1).map(|j| &events[j]);
-            let shared = (0..events.len().min(counted.last.len()))
-                .take_while(|&i| key_of(previous(i), &events[i]) == Some(counted.last[i].0))
-                .count();
-            counted.last.truncate(shared);
-            let mut total = counted.last.last().map_or(0, |&(_, running)| running);
-            for (i, e) in events.iter().enumerate().skip(shared) {
-                let prev = previous(i);
-                let key = key_of(prev, e);
-                total += match key {
-                    Some(key) => *counted.by_key.entry(key).or_insert_with(|| self.event(log, prev, e)),
-                    None => self.event(log, prev, e),
-                };
-                // Running totals are kept for the prefix of events with stable keys only.
-                if let (Some(key), true) = (key, counted.last.len() == i) {
-                    counted.last.push((key, total));
-                }
-            }
-            3 + total
-        })
-    }
-}
-
-/// A count's key: (tokenizer, encoding, previous event's id, event's id).
-type Key = (usize, Encoding, Option<EventId>, EventId);
-
-/// What [`Counter::total`] keeps per thread for one log.
-#[derive(Default)]
-struct Counted {
-    log: Option<LogVersion>,
-    by_key: FxHashMap<Key, u64>,
-    /// The keys of the events counted last, each with the running total up to it.
-    last: Vec<(Key, u64)>,
-}
-
-fn texts<'l>(log: &'l Log, event: &Event) -> Vec<&'l str> {
-    event::owned_parts(log, event)
-        .into_iter()
-        .filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None })
-        .collect()
-}
-
-/// `Message._maybe_truncate_tool_text`: `maybe_truncate(text, 50_000)` with the SDK's notice.
-fn truncate_tool_text(text: &str) -> String {
-    let n = estimate::code_points(text) as usize;
-    if n <= TOOL_TEXT_LIMIT {
-        return text.to_owned();
-    }
-    let notice = TRUNCATE_NOTICE.chars().count();
-    let available = TOOL_TEXT_LIMIT - notice;
-    let head = available / 2 + available % 2;
-    let tail = TOOL_TEXT_LIMIT - notice - head;
-    let head_text: String = text.chars().take(head).collect();
-    let tail_text: String = text.chars().skip(n - tail).collect();
-    format!("{head_text}{TRUNCATE_NOTICE}{tail_text}")
-}
-
-
-#[cfg(test)]
-mod tests {
-    use compactbench_core::{Log, Message, Part, Role};
-    use serde_json::json;
-
-    use super::*;
-
-    fn total(model: &str, messages: Vec<Message>) -> u64 {
-        let log = Log::from_messages(messages);
-        Counter::new(compactbench_testkit::tokenizer(), model).total(&log, &event::message_events(&log))
-    }
-
-    fn turn() -> Vec<Message> {
-        vec![
-            Message::system("be brief"),
-            Message::user("Καλημέρα κόσμε"),
-            Message::new(
-                Role::Assistant,
-                vec![
-                    Part::Reasoning { text: "hm, long thinking here".into() },
-                    Part::text("looking"),
-                    Part::ToolCall { id: "a1".into(), name: "read".into(), args: json!({"path": "a.rs"}) },
-                    Part::ToolCall { id: "b1".into(), name: "grep".into(), args: json!({"q": "x"}) },
-                ],
-            ),
-            Message::tool_result("a1", "read", "fn main() {}", false),
-            Message::tool_result("b1", "grep", "denied", true),
-        ]
-    }
-
-    #[test]
-    fn counts_match_the_sdk_on_the_scenario_models() {
-        // Measured with openhands-sdk 1.58.2 (LiteLLM 1.105.7, tiktoken 0.14.0):
-        // get_total_token_count(events, LLM(model=…)) over the same events as the exporter
-        // writes them (fidelity/openhands/driver.py reads them back).
-        assert_eq!(total("claude-sonnet-4", turn()), 73);
-        assert_eq!(total("gpt-4.1", turn()), 64);
-        // Two plain user messages are one turn.
-        let users = || vec![Message::user("Καλημέρα κόσμε"), Message::user("Καλημέρα κόσμε")];
-        assert_eq!(total("claude-sonnet-4", users()), 35);
-        assert_eq!(total("gpt-4.1", users()), 19);
-        // A tool output of 76 890 code points: truncated to 50 000 with the SDK's notice, then
-        // counted in 1024-code-point chunks.
-        let big: String = (0..3000).map(|i| format!("line {i}: ünïcode 😀 text\n")).collect();
-        let out = || vec![Message::tool_result("a1", "read", big.clone(), false)];
-        assert_eq!(total("claude-sonnet-4", out()), 22597);
-        assert_eq!(total("gpt-4.1", out()), 20638);
-    }
-
-    #[test]
-    fn a_grown_or_changed_view_counts_as_if_counted_afresh() {
-        let count = Counter::new(compactbench_testkit::tokenizer(), "gpt-4.1");
-        // What `total` adds up, without anything kept.
-        let fresh = |log: &Log, events: &[Event]| {
-            3 + events.iter().enumerate().map(|(i, e)| count.event(log, i.checked_sub(1).map(|j| &events[j]), e)).sum::<u64>()
-        };
-        let mut log = Log::from_messages(turn());
-        let events = event::message_events(&log);
-        assert_eq!(count.total(&log, &events), fresh(&log, &events));
-        // Grown: the kept prefix and the new events.
-        log.push_message(Message::user("and then?"));
-        log.push_message(Message::assistant("done"));
-        let grown = event::message_events(&log);
-        assert_eq!(count.total(&log, &grown), fresh(&log, &grown));
-        // Changed in the middle (an event dropped): counted from the change on.
-        let mut dropped = grown.clone();
-        dropped.remove(2);
-        assert_eq!(count.total(&log, &dropped), fresh(&log, &dropped));
-        // Back to a prefix of what was counted.
-        assert_eq!(count.total(&log, &grown[..3]), fresh(&log, &grown[..3]));
-    }
-
-    #[test]
-    fn encodings_follow_litellm() {
-        assert_eq!(encoding("gpt-5"), Encoding::O200kBase);
-        assert_eq!(encoding("gpt-4o-mini"), Encoding::O200kBase);
-        assert_eq!(encoding("o3"), Encoding::O200kBase);
-        assert_eq!(encoding("claude-sonnet-4"), Encoding::Cl100kBase);
-        assert_eq!(encoding("gemini-2.5-pro"), Encoding::Cl100kBase);
-        assert_eq!(encoding("openai/gpt-4o"), Encoding::Cl100kBase);
-    }
-
-    #[test]
-    fn truncation_keeps_head_notice_and_tail() {
-        let text = "a".repeat(60_000) + "z";
-        let t = truncate_tool_text(&text);
-        assert_eq!(t.chars().count(), TOOL_TEXT_LIMIT);
-        assert!(t.ends_with('z') && t.contains(TRUNCATE_NOTICE));
-        assert_eq!(t.find(TRUNCATE_NOTICE), Some(24_944));
-        assert_eq!(truncate_tool_text("short"), "short");
+        3 + events.iter().enumerate().map(|(i, e)| self.event(log, i.checked_sub(1).map(|j| &events[j]), e)).sum::<u64>()
     }
 }

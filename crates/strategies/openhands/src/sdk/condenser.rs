@@ -1,10 +1,8 @@
-//! The software-agent-sdk side: `View.from_events` (replay in order, then enforce the view
-//! properties), manipulation indices, and `LLMSummarizingCondenser` with its hard context
-//! reset.
+//! SDK `LLMSummarizingCondenser` (`openhands/sdk/context/condenser/llm_summarizing_condenser.py`,
+//! `base.py`, `utils.py`): the reasons and requirement, the forgotten events cut at
+//! manipulation indices, the summarizer call and the hard context reset.
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use std::collections::HashSet;
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, SummarizerUsage, SummaryPosition,
@@ -12,182 +10,11 @@ use compactbench_core::{
 };
 use serde_json::json;
 
-use crate::event::{self, Event, EventId, Kind, Recorded, Slot, CONDENSATION, DETAILS_TAG};
-use crate::{memo, prompt};
+use crate::condensation::{CONDENSATION, DETAILS_TAG};
+use crate::event::{Event, EventId, Kind};
+use crate::prompt;
+use crate::sdk::view::{find_next, manipulation_indices};
 use crate::tokens::Counter;
-
-/// SDK `View.from_events`: replays the log in order (a condensation drops its forgotten
-/// events from the list built so far, then inserts its summary event at its offset of the
-/// reduced list), then enforces the view properties until stable.
-pub(crate) fn view(log: &Log) -> Rc<Vec<Event>> {
-    thread_local!(static VIEW: memo::Slot<(), Vec<Event>> = const { RefCell::new(None) });
-    memo::get(&VIEW, log, (), || build_view(log))
-}
-
-fn build_view(log: &Log) -> Vec<Event> {
-    let stream = event::stream(log);
-    let mut events = stream.replayed.clone();
-    enforce_properties(&mut events, &stream.slots);
-    events
-}
-
-/// `Condensation.apply` (the replay itself is folded with the stream: [`event::Stream`]).
-pub(crate) fn apply(events: &mut Vec<Event>, checkpoint: EntryId, rec: &Recorded, summary: Option<&Message>) {
-    events.retain(|e| !rec.forgets(e.id));
-    if let (Some(summary), Some(offset)) = (summary, rec.summary_offset) {
-        let at = offset.min(events.len());
-        events.insert(
-            at,
-            Event::summary(EventId::Summary(checkpoint), checkpoint, summary.text()),
-        );
-    }
-}
-
-/// `View.enforce_properties`: observation uniqueness, batch atomicity, tool-call matching,
-/// tool-loop atomicity, in that order; after any property drops events, all are checked again.
-fn enforce_properties(events: &mut Vec<Event>, all: &[Slot]) {
-    loop {
-        let drop = [
-            observation_uniqueness(events),
-            batch_atomicity(events, all),
-            tool_call_matching(events),
-            tool_loop_atomicity(events, all),
-        ]
-        .into_iter()
-        .find(|d| !d.is_empty());
-        match drop {
-            Some(d) => events.retain(|e| !d.contains(&e.id)),
-            None => return,
-        }
-    }
-}
-
-fn observation_uniqueness(events: &[Event]) -> HashSet<EventId> {
-    let mut seen = HashSet::new();
-    events
-        .iter()
-        .filter(|e| e.is_observation())
-        .filter(|e| !seen.insert(e.call_id().unwrap_or_default().to_owned()))
-        .map(|e| e.id)
-        .collect()
-}
-
-fn batch_atomicity(events: &[Event], all: &[Slot]) -> HashSet<EventId> {
-    let mut full: HashMap<EntryId, usize> = HashMap::new();
-    for slot in all {
-        if let Slot::Event(e) = slot {
-            if e.is_action() {
-                *full.entry(e.entry.unwrap_or(EntryId(0))).or_default() += 1;
-            }
-        }
-    }
-    let mut present: HashMap<EntryId, Vec<EventId>> = HashMap::new();
-    for e in events.iter().filter(|e| e.is_action()) {
-        present.entry(e.entry.unwrap_or(EntryId(0))).or_default().push(e.id);
-    }
-    present.into_iter().filter(|(batch, ids)| full.get(batch) != Some(&ids.len())).flat_map(|(_, ids)| ids).collect()
-}
-
-fn tool_call_matching(events: &[Event]) -> HashSet<EventId> {
-    let calls: HashSet<&str> = events.iter().filter(|e| e.is_action()).filter_map(Event::call_id).collect();
-    let results: HashSet<&str> = events.iter().filter(|e| e.is_observation()).filter_map(Event::call_id).collect();
-    events
-        .iter()
-        .filter(|e| match e.kind {
-            Kind::Action { ref call_id, .. } => !results.contains(&**call_id),
-            Kind::Observation { ref call_id, .. } => !calls.contains(&**call_id),
-            _ => false,
-        })
-        .map(|e| e.id)
-        .collect()
-}
-
-/// Tool loops over the whole log: a run of actions and observations that starts at an
-/// action with thinking blocks; any other event (checkpoints included) ends it.
-fn tool_loops(all: &[Slot]) -> HashMap<EventId, usize> {
-    let mut loop_of = HashMap::new();
-    let mut current: Option<usize> = None;
-    let mut next = 0;
-    for slot in all {
-        match slot {
-            Slot::Event(e) if matches!(e.kind, Kind::Action { thinking: true, .. }) => {
-                current = Some(next);
-                next += 1;
-                loop_of.insert(e.id, current.unwrap_or_default());
-            }
-            Slot::Event(e) if e.is_action() || e.is_observation() => {
-                if let Some(l) = current {
-                    loop_of.insert(e.id, l);
-                }
-            }
-            _ => current = None,
-        }
-    }
-    loop_of
-}
-
-fn tool_loop_atomicity(events: &[Event], all: &[Slot]) -> HashSet<EventId> {
-    let loop_of = tool_loops(all);
-    let mut size: HashMap<usize, usize> = HashMap::new();
-    for l in loop_of.values() {
-        *size.entry(*l).or_default() += 1;
-    }
-    let mut present: HashMap<usize, Vec<EventId>> = HashMap::new();
-    for e in events {
-        if let Some(l) = loop_of.get(&e.id) {
-            present.entry(*l).or_default().push(e.id);
-        }
-    }
-    present.into_iter().filter(|(l, ids)| size.get(l) != Some(&ids.len())).flat_map(|(_, ids)| ids).collect()
-}
-
-/// `View.manipulation_indices`: the positions where the view may be cut or a summary
-/// inserted, intersected over the four properties (observation uniqueness restricts none).
-pub(crate) fn manipulation_indices(events: &[Event]) -> Vec<bool> {
-    let mut ok = vec![true; events.len() + 1];
-    // Batch atomicity: never between two actions of one model response.
-    for (i, pair) in events.windows(2).enumerate() {
-        if pair[0].is_action() && pair[1].is_action() && pair[0].entry == pair[1].entry {
-            ok[i + 1] = false;
-        }
-    }
-    // Tool-call matching: never while a call is waiting for its result.
-    let mut pending: HashSet<&str> = HashSet::new();
-    for (i, e) in events.iter().enumerate() {
-        match &e.kind {
-            Kind::Action { call_id, .. } => {
-                pending.insert(call_id);
-            }
-            Kind::Observation { call_id, .. } => {
-                pending.remove(&**call_id);
-            }
-            _ => {}
-        }
-        if !pending.is_empty() {
-            ok[i + 1] = false;
-        }
-    }
-    // Tool-loop atomicity: never inside a loop (before its thinking action is fine).
-    let mut in_loop = false;
-    for (i, e) in events.iter().enumerate() {
-        match &e.kind {
-            Kind::Action { thinking: true, .. } => in_loop = true,
-            Kind::Action { .. } | Kind::Observation { .. } => {
-                if in_loop {
-                    ok[i] = false;
-                }
-            }
-            _ => in_loop = false,
-        }
-    }
-    ok
-}
-
-/// `ManipulationIndices.find_next`: the smallest allowed index at or above `threshold`.
-fn find_next(ok: &[bool], threshold: i64) -> Option<usize> {
-    let start = usize::try_from(threshold.max(0)).ok()?;
-    (start..ok.len()).find(|&i| ok[i])
-}
 
 /// Why the SDK condenser wants to condense.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -242,12 +69,13 @@ impl Summarizing {
         self.max_tokens.map_or(window, |m| m.min(window))
     }
 
-    pub(crate) fn reasons(&self, log: &Log, view: &[Event], request: bool, window: u64, count: &Counter<'_>) -> Vec<Reason> {
+    /// Why to condense `view`, whose `get_total_token_count` is `tokens`.
+    pub(crate) fn reasons(&self, view: &[Event], tokens: u64, request: bool, window: u64) -> Vec<Reason> {
         let mut reasons = Vec::new();
         if request {
             reasons.push(Reason::Request);
         }
-        if count.total(log, view) > self.effective_max(window) {
+        if tokens > self.effective_max(window) {
             reasons.push(Reason::Tokens);
         }
         if view.len() > self.max_size {
@@ -268,28 +96,26 @@ impl Summarizing {
 
     /// `RollingCondenser.condense` for this condenser: a checkpoint, nothing (soft
     /// requirement that cannot be met now), or the error a failed hard reset raises.
-    pub(crate) fn condense(&self, log: &Log, request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
-        let view = view(log);
-        let tokenizer = cx.tokenizer;
-        let count = Counter::new(tokenizer, &cx.model.name);
-        let reasons = self.reasons(log, &view, request, cx.model.window, &count);
+    /// `view`'s `get_total_token_count` is `tokens`.
+    pub(crate) fn condense(&self, log: &Log, view: &[Event], tokens: u64, request: bool, cx: &mut Cx<'_>) -> Result<Option<Checkpoint>, Error> {
+        let reasons = self.reasons(view, tokens, request, cx.model.window);
         let Some(requirement) = Self::requirement(&reasons) else { return Ok(None) };
         let mut usage = SummarizerUsage::default();
         let mut hard_reset = false;
-        let condensation = match self.get_condensation(log, &view, &reasons, &count, cx, &mut usage) {
+        let condensation = match self.get_condensation(log, view, tokens, &reasons, cx, &mut usage) {
             Ok(c) => c,
             Err(NoCondensation(e)) => match requirement {
                 Requirement::Soft => return Ok(None),
                 Requirement::Hard => {
                     hard_reset = true;
-                    match self.hard_context_reset(log, &view, cx, &mut usage) {
+                    match self.hard_context_reset(log, view, cx, &mut usage) {
                         Some(c) => c,
                         None => return Err(e),
                     }
                 }
             },
         };
-        Ok(Some(checkpoint(log, &view, condensation, &reasons, hard_reset, usage, &count)))
+        Ok(Some(checkpoint(view, tokens, condensation, &reasons, hard_reset, usage)))
     }
 
     /// `_get_forgotten_events`: the strictest tail length over all reasons, then both ends
@@ -298,6 +124,7 @@ impl Summarizing {
         &self,
         log: &Log,
         view: &[Event],
+        tokens: u64,
         reasons: &[Reason],
         window: u64,
         count: &Counter<'_>,
@@ -312,7 +139,7 @@ impl Summarizing {
             suffixes.push(self.max_size as i64 / 2 - k - 1);
         }
         if reasons.contains(&Reason::Tokens) {
-            let reduce = count.total(log, view) as i64 - (self.effective_max(window) / 2) as i64;
+            let reduce = tokens as i64 - (self.effective_max(window) / 2) as i64;
             let split = self.keep_first.min(view.len());
             suffixes.push(suffix_for_reduction(log, &view[..split], &view[split..], reduce, count) as i64);
         }
@@ -334,12 +161,13 @@ impl Summarizing {
         &self,
         log: &Log,
         view: &[Event],
+        tokens: u64,
         reasons: &[Reason],
-        count: &Counter<'_>,
         cx: &mut Cx<'_>,
         usage: &mut SummarizerUsage,
     ) -> Result<Condensation, NoCondensation> {
-        let Some((forgotten, offset)) = self.forgotten(log, view, reasons, cx.model.window, count) else {
+        let count = Counter::new(cx.tokenizer, &cx.model.name);
+        let Some((forgotten, offset)) = self.forgotten(log, view, tokens, reasons, cx.model.window, &count) else {
             return Err(NoCondensation(Error::new(ErrorKind::NothingToCompact, "Unable to compute forgotten events")));
         };
         if forgotten.is_empty() {
@@ -454,13 +282,12 @@ fn generate(
 }
 
 fn checkpoint(
-    log: &Log,
     view: &[Event],
+    tokens: u64,
     c: Condensation,
     reasons: &[Reason],
     hard_reset: bool,
     usage: SummarizerUsage,
-    count: &Counter<'_>,
 ) -> Checkpoint {
     let forgotten: HashSet<EventId> = c.forgotten.iter().copied().collect();
     let mut kept: Vec<EntryId> = view.iter().filter(|e| !forgotten.contains(&e.id)).filter_map(|e| e.entry).collect();
@@ -471,7 +298,7 @@ fn checkpoint(
     );
     cp.summary = c.summary.map(Message::user);
     cp.summary_position = SummaryPosition::AfterSystem;
-    cp.tokens_before = count.total(log, view);
+    cp.tokens_before = tokens;
     cp.summarizer = usage;
     let stream: Vec<i64> = c.forgotten.iter().filter(|id| matches!(id, EventId::Stream(_))).map(|id| id.v0()).collect();
     let summaries: Vec<u32> =
@@ -484,19 +311,6 @@ fn checkpoint(
         "summary_offset": c.offset,
         "reasons": reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
         "hard_reset": hard_reset,
-    });
-    cp
-}
-
-/// A condensation checkpoint as the SDK would record it, for tests that build logs by hand.
-#[cfg(test)]
-pub(crate) fn recorded_checkpoint(forgotten: &[i64], summary: Option<&str>, offset: Option<usize>) -> Checkpoint {
-    let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(Vec::new()));
-    cp.summary = summary.map(Message::user);
-    cp.details = json!({
-        DETAILS_TAG: CONDENSATION,
-        "forgotten": forgotten,
-        "summary_offset": offset,
     });
     cp
 }
