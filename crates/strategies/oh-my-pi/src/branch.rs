@@ -210,7 +210,8 @@ pub(crate) type ToolCalls<'w> = FxHashMap<&'w str, (&'w str, &'w Value)>;
 /// what [`Work::from_branch`] turns into the branch a pass works on.
 #[derive(Debug, Default)]
 pub(crate) struct Branch {
-    /// The log's leading system messages: oh-my-pi's system prompt, outside the session.
+    /// The log's leading system messages (its first entries): oh-my-pi's system prompt,
+    /// outside the session.
     system: Vec<EntryId>,
     /// `countMessage` summed over `system` (`computeNonMessageTokens`).
     system_tokens: u64,
@@ -220,8 +221,6 @@ pub(crate) struct Branch {
     index: Vec<Option<usize>>,
     /// `contextSnapshot.historyRewriteTokensRemoved` per usage-anchor assistant.
     removed: FxHashMap<EntryId, u64>,
-    /// Whether an entry other than a leading system message was pushed.
-    conversed: bool,
 }
 
 /// A branch entry of a [`Branch`]. `from`: the checkpoint and replacement holding a message's
@@ -241,17 +240,15 @@ impl Branch {
     pub(crate) fn push(&mut self, log: &Log, id: EntryId) {
         self.index.push(None);
         match log.get(id).expect("pushed entries are in the log") {
-            Entry::Message(m) if !self.conversed && m.role == Role::System => {
+            Entry::Message(m) if m.role == Role::System && self.system.len() == id.index() => {
                 self.system.push(id);
                 self.system_tokens += count_message(m);
             }
             Entry::Message(m) => {
-                self.conversed = true;
                 self.index[id.index()] = Some(self.slots.len());
                 self.slots.push(Slot::Msg { id, from: None, tokens: count_message(m), pruned: BTreeSet::new() });
             }
             Entry::Checkpoint(cp) => {
-                self.conversed = true;
                 for (n, r) in cp.replacements.iter().enumerate() {
                     if let Some(Slot::Msg { from, tokens, .. }) = self.slot_mut(r.entry.index()) {
                         *from = Some((id, n));
@@ -289,11 +286,13 @@ impl Branch {
 pub(crate) struct Work<'a> {
     /// The log's leading system messages: oh-my-pi's system prompt, outside the session.
     pub(crate) system: Vec<&'a Message>,
+    /// `computeNonMessageTokens`: the system prompt's count (our log carries no tool schemas).
     system_tokens: u64,
     /// Branch entries in order.
     pub(crate) items: Vec<Item<'a>>,
     /// `contextSnapshot.historyRewriteTokensRemoved` per usage-anchor assistant.
     removed: FxHashMap<EntryId, u64>,
+    /// The id the next appended checkpoint gets.
     next: u32,
     /// Checkpoints this pass produced, in order.
     pub(crate) out: Vec<Checkpoint>,
@@ -395,11 +394,6 @@ impl<'a> Work<'a> {
         })
     }
 
-    /// Id of the latest compaction entry (to tell stale usage from fresh).
-    pub(crate) fn latest_compaction_id(&self) -> Option<EntryId> {
-        self.latest_compaction().map(|i| self.items[i].id())
-    }
-
     /// `keepBoundaryId`: the latest compaction's `firstKeptEntryId`, as an item index (0 when
     /// absent or not found, as `resolveBoundaryIndex` does).
     pub(crate) fn boundary_index(&self) -> usize {
@@ -444,33 +438,18 @@ impl<'a> Work<'a> {
         }
     }
 
-    /// `computeNonMessageTokens`: the system prompt (our log carries no tool schemas).
-    pub(crate) fn system_tokens(&self) -> u64 {
-        self.system_tokens
-    }
-
-    /// `#estimateStoredContextTokens`: the local floor, system prompt plus every context
-    /// message.
-    pub(crate) fn stored_estimate(&self) -> u64 {
-        self.stored_estimate_of(&self.context())
-    }
-
-    /// [`Work::stored_estimate`] given the [`Work::context`] (which takes a pass over the
-    /// branch to build, so a caller needing several figures builds it once).
-    pub(crate) fn stored_estimate_of(&self, ctx: &[Ctx]) -> u64 {
-        self.system_tokens() + ctx.iter().map(|&c| self.count(c)).sum::<u64>()
+    /// `#estimateStoredContextTokens` of the context `ctx` ([`Work::context`], which takes a
+    /// pass over the branch to build, so a caller needing several figures builds it once):
+    /// the local floor, system prompt plus every context message.
+    pub(crate) fn stored_estimate(&self, ctx: &[Ctx]) -> u64 {
+        self.system_tokens + ctx.iter().map(|&c| self.count(c)).sum::<u64>()
     }
 
     /// `getContextUsage().tokens` (`getContextBreakdown`): anchored on the newest good reply
     /// after the latest compaction — its prompt tokens minus what rewrites removed before it,
     /// plus the local count of every later context message — or, without an anchor, the
     /// system prompt plus every context message.
-    pub(crate) fn context_usage(&self) -> u64 {
-        self.context_usage_of(&self.context())
-    }
-
-    /// [`Work::context_usage`] given the [`Work::context`].
-    fn context_usage_of(&self, ctx: &[Ctx]) -> u64 {
+    pub(crate) fn context_usage(&self, ctx: &[Ctx]) -> u64 {
         if let Some(anchor) = self.usage_anchor() {
             if let Some(pos) = ctx.iter().position(|&c| c == Ctx::Msg(anchor)) {
                 let usage = valid_usage(self.msg(anchor)).expect("anchor has usage");
@@ -479,18 +458,13 @@ impl<'a> Work<'a> {
                     + ctx[pos + 1..].iter().map(|&c| self.count(c)).sum::<u64>();
             }
         }
-        self.stored_estimate_of(ctx)
+        self.stored_estimate(ctx)
     }
 
     /// `compactionContextTokens(getContextUsage(), storedEstimate)`: the residual the
     /// post-maintenance checks compare.
-    pub(crate) fn residual(&self) -> u64 {
-        self.residual_of(&self.context())
-    }
-
-    /// [`Work::residual`] given the [`Work::context`].
-    pub(crate) fn residual_of(&self, ctx: &[Ctx]) -> u64 {
-        self.context_usage_of(ctx).max(self.stored_estimate_of(ctx))
+    pub(crate) fn residual(&self, ctx: &[Ctx]) -> u64 {
+        self.context_usage(ctx).max(self.stored_estimate(ctx))
     }
 
     /// `collectToolCallsById` over the branch.
@@ -532,11 +506,6 @@ impl<'a> Work<'a> {
         out
     }
 
-    /// The id the next appended checkpoint gets.
-    pub(crate) fn next_id(&self) -> EntryId {
-        EntryId(self.next)
-    }
-
     /// A rewrite checkpoint for `rw`: replacements for every changed message (whole-message
     /// stand-ins keeping their call ids) and the `prunedAt` stamps in `details.pruned`.
     pub(crate) fn rewrite_checkpoint(&self, kind: CheckpointKind, rw: &Rewrite, mut details: Value) -> Checkpoint {
@@ -556,7 +525,7 @@ impl<'a> Work<'a> {
     /// Appends `cp` to this pass's output; a window-setting one becomes the latest
     /// compaction entry of the branch.
     pub(crate) fn emit(&mut self, cp: Checkpoint) -> EntryId {
-        let id = self.next_id();
+        let id = EntryId(self.next);
         self.next += 1;
         if cp.window != Window::Inherit {
             self.items.push(Item::Compaction { id, cp: Content::Made(Box::new(cp.clone())) });

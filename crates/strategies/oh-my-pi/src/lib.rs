@@ -25,11 +25,10 @@
 //! which changed most of them; only the UTF-16 truncation follows the `pi` crate's helper.
 //!
 //! # Layers
-//! The session maintenance is plain functions of the branch (`maintain::decide`: the
-//! post-turn, pre-prompt and mid-run checks; `maintain::maintain`: the pass, calling prune,
-//! shake, soft and handoff). The trait methods fold the branch from the whole log; the replay
-//! (`replay.rs`) keeps that fold (each message's estimate, newest rewrite and `prunedAt`
-//! stamps, the tokens shakes removed before each usage anchor) in a field fed entry by entry.
+//! Session maintenance is plain functions of the branch (`maintain::decide`, the checks;
+//! `maintain::maintain`, the pass), which the trait methods fold from the whole log; the replay
+//! (`replay.rs`) keeps that fold (message estimates, newest rewrites, `prunedAt` stamps, what
+//! shakes removed before each usage anchor) in a field fed one entry at a time.
 //!
 //! # Trigger
 //! Threshold (`resolveThresholdTokens`): `window − R`, where the reserve is at least 15% of the

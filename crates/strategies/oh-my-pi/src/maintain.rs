@@ -12,44 +12,37 @@ use crate::prepare::{prepare, Preparation};
 use crate::prune::{prune_tool_outputs, supersede, DEFAULT_PRUNE};
 use crate::shake::{drop_images, shake, DEFAULT_SHAKE, RESCUE_SHAKE};
 use crate::summarize::{handoff_message, summary_message, Calls};
-use crate::tokens::{context_tokens, is_failed_reply, valid_usage};
+use crate::tokens::{context_tokens, valid_usage};
 use crate::trigger::{
     budget_reserve, method_order, recovery_band, select, should_compact, Method, Reason, OFFLINE_CAPS,
 };
 use crate::OhMyPiConfig;
 
 /// What the check oh-my-pi runs at a moment found (see [`check`]).
-struct Check {
+#[derive(Default)]
+pub(crate) struct Check {
     /// A prune pass rewrote history.
-    pruned: bool,
+    pub(crate) pruned: bool,
     /// The pass to run: `runAutoCompaction`'s reason and trigger figure.
-    run: Option<(Reason, Option<u64>)>,
+    pub(crate) run: Option<(Reason, Option<u64>)>,
     /// The check before a new prompt, which oh-my-pi has not appended yet.
-    pending_prompt: bool,
+    pub(crate) pending_prompt: bool,
 }
 
 /// The check at `at` (see the crate docs' trigger section): after a turn
 /// [`turn_end_checks`], before a request the pre-prompt or mid-run check
 /// ([`before_request_tokens`]) against the threshold, on overflow recovery if enabled.
 fn check(config: &OhMyPiConfig, work: &mut Work<'_>, at: Moment, window: u64) -> Check {
-    let mut out = Check { pruned: false, run: None, pending_prompt: false };
     match at {
-        Moment::TurnEnd => {
-            let checks = turn_end_checks(work, config, window);
-            out.pruned = checks.pruned;
-            out.run = checks.trigger.map(|t| (Reason::Threshold, Some(t)));
-        }
-        Moment::BeforeRequest => {
-            if let Some((t, pre_prompt)) = before_request_tokens(work, config) {
-                if should_compact(t, window, config) {
-                    out.run = Some((Reason::Threshold, Some(t)));
-                    out.pending_prompt = pre_prompt;
-                }
+        Moment::TurnEnd => turn_end_checks(work, config, window),
+        Moment::BeforeRequest => match before_request_tokens(work, config) {
+            Some((t, pending_prompt)) if should_compact(t, window, config) => {
+                Check { run: Some((Reason::Threshold, Some(t))), pending_prompt, ..Check::default() }
             }
-        }
-        Moment::Overflow => out.run = config.enabled.then_some((Reason::Overflow, None)),
+            _ => Check::default(),
+        },
+        Moment::Overflow => Check { run: config.enabled.then_some((Reason::Overflow, None)), ..Check::default() },
     }
-    out
 }
 
 /// Whether oh-my-pi maintains context at `at`: the check found a pass to run and a usable
@@ -100,13 +93,6 @@ enum Progress {
     Headroom,
     /// The residual fits `window − reserve` (`#compactionCreatedRetryFit`).
     RetryFit,
-}
-
-/// The outcome of `#runAutoShake`.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum ShakeOutcome {
-    Done,
-    Fallback,
 }
 
 /// `#runAutoShake`'s fall-through rule: never on `idle`; on `overflow` when nothing was
@@ -180,10 +166,12 @@ impl Pass<'_, '_, '_, '_> {
             let has_next = index + 1 < methods.len();
             start = index + 1;
             match method {
-                Method::Shake => match self.auto_shake(reason, trigger) {
-                    ShakeOutcome::Done => return,
-                    ShakeOutcome::Fallback => from_shake = true,
-                },
+                Method::Shake => {
+                    if !self.auto_shake(reason, trigger) {
+                        return;
+                    }
+                    from_shake = true;
+                }
                 // Not usable offline (no native route, no endpoint, no image input), so
                 // never selected; if they were, they could only fail here.
                 Method::Remote | Method::Snapcompact => {
@@ -232,10 +220,11 @@ impl Pass<'_, '_, '_, '_> {
         false
     }
 
-    /// `#runAutoShake` with the automatic preset.
-    fn auto_shake(&mut self, reason: Reason, trigger: Option<u64>) -> ShakeOutcome {
+    /// `#runAutoShake` with the automatic preset; returns whether the pass falls through to
+    /// the next method.
+    fn auto_shake(&mut self, reason: Reason, trigger: Option<u64>) -> bool {
         let result = shake(self.work, &DEFAULT_SHAKE, self.cx.store, reason.as_str());
-        let usage = self.work.context_usage();
+        let usage = self.work.context_usage(&self.work.context());
         let fallback = shake_falls_through(
             reason,
             result.reclaimed(),
@@ -254,9 +243,8 @@ impl Pass<'_, '_, '_, '_> {
             } else {
                 "Auto-shake found nothing eligible to drop; trying the next preferred compaction method.".into()
             });
-            return ShakeOutcome::Fallback;
         }
-        ShakeOutcome::Done
+        fallback
     }
 
     /// `prepareCompaction`, and when it finds nothing to summarize (one oversized recent
@@ -341,11 +329,12 @@ impl Pass<'_, '_, '_, '_> {
 
     fn progressed(&self, progress: Progress) -> bool {
         let window = self.window();
+        let residual = || self.work.residual(&self.work.context());
         match progress {
             Progress::Prepare => prepare(self.work, self.config.keep_recent_tokens, self.pending_prompt).is_some(),
-            Progress::Headroom => window == 0 || self.work.residual() <= recovery_band(window, self.config),
+            Progress::Headroom => window == 0 || residual() <= recovery_band(window, self.config),
             Progress::RetryFit => {
-                window == 0 || self.work.residual() <= window.saturating_sub(budget_reserve(window, self.config))
+                window == 0 || residual() <= window.saturating_sub(budget_reserve(window, self.config))
             }
         }
     }
@@ -380,7 +369,7 @@ fn before_request_tokens(work: &Work<'_>, config: &OhMyPiConfig) -> Option<(u64,
     let ctx = work.context();
     let Ctx::Msg(i) = *ctx.last()? else { return None };
     match work.msg(i).role {
-        Role::User => Some((work.residual_of(&ctx), true)),
+        Role::User => Some((work.residual(&ctx), true)),
         Role::Tool => {
             if !config.mid_turn_enabled || method_order(&config.method_order).is_empty() {
                 return None;
@@ -390,18 +379,10 @@ fn before_request_tokens(work: &Work<'_>, config: &OhMyPiConfig) -> Option<(u64,
                 _ => None,
             })?;
             let usage = valid_usage(work.msg(reply))?;
-            Some((context_tokens(&usage).max(work.stored_estimate_of(&ctx)), false))
+            Some((context_tokens(&usage).max(work.stored_estimate(&ctx)), false))
         }
         _ => None,
     }
-}
-
-/// What the post-turn check did and found.
-pub(crate) struct TurnEnd {
-    /// A prune pass rewrote history.
-    pub(crate) pruned: bool,
-    /// Over the threshold: the trigger figure handed to the method loop.
-    pub(crate) trigger: Option<u64>,
 }
 
 /// `checkCompaction` on the reply that ended the run: the stale-read pass (even with
@@ -409,8 +390,8 @@ pub(crate) struct TurnEnd {
 /// reply — the age pass, then the threshold test on the reply's usage floored by the local
 /// estimate. The method loop gets the usage minus what the passes freed, floored the same
 /// way.
-pub(crate) fn turn_end_checks(work: &mut Work<'_>, config: &OhMyPiConfig, window: u64) -> TurnEnd {
-    let mut out = TurnEnd { pruned: false, trigger: None };
+pub(crate) fn turn_end_checks(work: &mut Work<'_>, config: &OhMyPiConfig, window: u64) -> Check {
+    let mut out = Check::default();
     let Some(last) = work.items.iter().rposition(|it| it.message().is_some_and(|m| m.role == Role::Assistant)) else {
         return out;
     };
@@ -423,20 +404,18 @@ pub(crate) fn turn_end_checks(work: &mut Work<'_>, config: &OhMyPiConfig, window
     if !config.enabled || method_order(&config.method_order).is_empty() {
         return out;
     }
-    let reply = work.msg(last);
-    if is_failed_reply(reply) {
-        return out;
-    }
+    // A failed or aborted reply ends the check.
+    let Some(usage) = valid_usage(work.msg(last)) else { return out };
     // Usage from a reply older than the latest compaction describes a prompt no longer
-    // sent: it counts 0 and the local estimate decides.
-    let stale = work.latest_compaction_id().is_some_and(|c| work.items[last].id() < c);
-    let usage = if stale { 0 } else { valid_usage(reply).map_or(0, |u| context_tokens(&u)) };
+    // sent: it counts 0 and the local estimate decides. (Items are in log order.)
+    let stale = work.latest_compaction().is_some_and(|c| last < c);
+    let usage = if stale { 0 } else { context_tokens(&usage) };
     let before = work.out.len();
     freed += prune_tool_outputs(work, &DEFAULT_PRUNE);
     out.pruned |= work.out.len() > before;
-    let stored = work.stored_estimate();
+    let stored = work.stored_estimate(&work.context());
     if should_compact(usage.max(stored), window, config) {
-        out.trigger = Some(usage.saturating_sub(freed).max(stored));
+        out.run = Some((Reason::Threshold, Some(usage.saturating_sub(freed).max(stored))));
     }
     out
 }

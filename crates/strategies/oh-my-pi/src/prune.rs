@@ -79,7 +79,7 @@ struct Candidate {
 /// Writes the placeholders (the whole result content becomes the notice) and appends one
 /// prune checkpoint.
 fn apply(work: &mut Work<'_>, candidates: &[Candidate], step: &str, saved: u64) {
-    let tokens_before = work.residual();
+    let tokens_before = work.residual(&work.context());
     let mut rw = Rewrite::default();
     for c in candidates {
         let m = work.msg(c.item);

@@ -321,7 +321,7 @@ pub(crate) fn shake(work: &mut Work<'_>, config: &ShakeConfig, store: &mut Virtu
     if regions.is_empty() {
         return ShakeResult::default();
     }
-    let tokens_before = work.residual();
+    let tokens_before = work.residual(&work.context());
     let id = next_artifact_id(store);
     let path = format!("artifact://{id}");
     store.write(path.clone(), artifact_text(&regions));
@@ -390,7 +390,7 @@ pub(crate) fn shake(work: &mut Work<'_>, config: &ShakeConfig, store: &mut Virtu
 /// content gets the literal `[image removed]`). Returns how many were removed; appends one
 /// prune checkpoint if any.
 pub(crate) fn drop_images(work: &mut Work<'_>) -> usize {
-    let tokens_before = work.residual();
+    let tokens_before = work.residual(&work.context());
     let mut rw = Rewrite::default();
     let mut removed = 0;
     for i in 0..work.items.len() {

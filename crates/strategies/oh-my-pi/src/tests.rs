@@ -175,29 +175,29 @@ fn case_02_trigger_numerator() {
     s.push("u1", user("u1 paste", 150_000));
     s.push("a1", reply("a1", 10, Some(90_000)));
     let mut work = Work::new(&s.h.log);
-    let stored = work.stored_estimate();
+    let stored = work.stored_estimate(&work.context());
     assert!((150_000..150_020).contains(&stored), "{stored}");
-    assert_eq!(turn_end_checks(&mut work, &cfg(), 200_000).trigger, None, "150,000 < 170,000");
+    assert_eq!(turn_end_checks(&mut work, &cfg(), 200_000).run, None, "150,000 < 170,000");
 
     // The same floor triggers once it crosses the threshold, and is the trigger figure.
     let mut s = Session::new(200_000);
     s.push("u1", user("u1 paste", 175_000));
     s.push("a1", reply("a1", 10, Some(90_000)));
     let mut work = Work::new(&s.h.log);
-    let stored = work.stored_estimate();
-    assert_eq!(turn_end_checks(&mut work, &cfg(), 200_000).trigger, Some(stored));
+    let stored = work.stored_estimate(&work.context());
+    assert_eq!(turn_end_checks(&mut work, &cfg(), 200_000).run, Some((Reason::Threshold, Some(stored))));
 
     // A reply older than the latest compaction contributes 0: only the local estimate counts.
     let mut s = Session::new(200_000);
     let u1 = s.push("u1", user("u1", 100));
     s.push("a1", reply("a1", 100, Some(180_000)));
     let mut work = Work::new(&s.h.log);
-    assert_eq!(turn_end_checks(&mut work, &cfg(), 200_000).trigger, Some(180_000));
+    assert_eq!(turn_end_checks(&mut work, &cfg(), 200_000).run, Some((Reason::Threshold, Some(180_000))));
     let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::From(u1)).with_summary(summary_message("S"));
     cp.details = json!({"summary": "S", "method": "soft"});
     s.h.log.push_checkpoint(cp);
     let mut work = Work::new(&s.h.log);
-    assert_eq!(turn_end_checks(&mut work, &cfg(), 200_000).trigger, None);
+    assert_eq!(turn_end_checks(&mut work, &cfg(), 200_000).run, None);
 }
 
 #[test]
@@ -822,7 +822,10 @@ fn oversized_summary_is_accepted_then_rescued_or_flagged() {
 fn long_session_stays_under_the_window() {
     let strategy = OhMyPiStrategy::new(cfg());
     let mut h = Harness::new([Message::system("You are a coding agent.")], model(100_000, 8192));
-    let prompt_size = |h: &Harness| Work::new(&h.log).stored_estimate();
+    let prompt_size = |h: &Harness| {
+        let work = Work::new(&h.log);
+        work.stored_estimate(&work.context())
+    };
     let mut kinds = Vec::new();
     let run = |h: &mut Harness, at: Moment, kinds: &mut Vec<CheckpointKind>| {
         for cp in h.step(&strategy, at).unwrap() {

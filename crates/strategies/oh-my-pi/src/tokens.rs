@@ -101,11 +101,6 @@ pub(crate) fn valid_usage(m: &Message) -> Option<Usage> {
     m.usage.filter(|u| u.total() > 0)
 }
 
-/// Whether an assistant message is a failed or aborted reply (see [`valid_usage`]).
-pub(crate) fn is_failed_reply(m: &Message) -> bool {
-    m.role == Role::Assistant && valid_usage(m).is_none()
-}
-
 /// `isTranscriptUsageAnchor`: a good reply whose usage carries context numbers.
 pub(crate) fn is_usage_anchor(m: &Message) -> bool {
     valid_usage(m).is_some_and(|u| has_context_usage(&u))
