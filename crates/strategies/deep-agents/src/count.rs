@@ -18,16 +18,25 @@ const EXTRA_TOKENS_PER_MESSAGE: f64 = 3.0;
 /// Counts `messages` with `chars_per_token`; `scaling` selects the main counter
 /// (`use_usage_metadata_scaling=True`) over the partial one.
 pub(crate) fn count<'a>(messages: impl IntoIterator<Item = &'a Message>, chars_per_token: f64, scaling: bool) -> u64 {
+    total(messages.into_iter().map(|m| (m, tokens(m, chars_per_token))), scaling)
+}
+
+/// One message's share of the count: flat tokens, `ceil(chars / chars_per_token)`, and the
+/// extra tokens per message. Always a whole number, so shares add up exactly in any order.
+pub(crate) fn tokens(m: &Message, chars_per_token: f64) -> f64 {
+    let (chars, flat) = message_chars(m);
+    flat + (chars as f64 / chars_per_token).ceil() + EXTRA_TOKENS_PER_MESSAGE
+}
+
+/// The count of messages given with their [`tokens`]: their sum, scaled by the main counter.
+pub(crate) fn total<'a>(messages: impl IntoIterator<Item = (&'a Message, f64)>, scaling: bool) -> u64 {
     let mut total = 0.0_f64;
     let mut n = 0usize;
     let mut last_reported: Option<u64> = None;
     let mut approx_at_last: f64 = 0.0;
-    for m in messages {
+    for (m, tokens) in messages {
         n += 1;
-        let (chars, flat) = message_chars(m);
-        total += flat;
-        total += (chars as f64 / chars_per_token).ceil();
-        total += EXTRA_TOKENS_PER_MESSAGE;
+        total += tokens;
         // Every assistant message comes from the session's one model, so the provider check
         // (all assistant messages share one `model_provider`) always passes.
         if scaling && m.role == Role::Assistant {

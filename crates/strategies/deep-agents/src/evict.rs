@@ -60,8 +60,9 @@ pub(crate) fn pending_tool_evictions(effective: &[ViewMessage], settings: &Setti
 }
 
 fn tool_result_too_large(part: &Part, limit: u64) -> bool {
-    matches!(part, Part::ToolResult { name, text, .. }
-        if !EXCLUDED_FROM_EVICTION.contains(&name.as_str()) && count::len(text) > NUM_CHARS_PER_TOKEN * limit)
+    // A text has at most as many characters as bytes: only a long one needs counting.
+    let too_long = |text: &str| text.len() as u64 > NUM_CHARS_PER_TOKEN * limit && count::len(text) > NUM_CHARS_PER_TOKEN * limit;
+    matches!(part, Part::ToolResult { name, text, .. } if !EXCLUDED_FROM_EVICTION.contains(&name.as_str()) && too_long(text))
 }
 
 /// `FilesystemMiddleware.wrap_tool_call` eviction: each oversized result is written to

@@ -89,6 +89,14 @@
 //!   `compact_conversation` tool's result text (the logged one is used as is; the tool is only
 //!   replayed when the log shows it was called).
 //!
+//! # Layers
+//! The algorithm works on the log and its default projection: `middleware` holds the trigger
+//! (`reason_before_request`), the steps of a compaction (`Work`) and the argument truncation
+//! of the request ([`Strategy::project`]), each given the main count of the projection. The
+//! [`Strategy`] methods project and count from scratch; the run's [`Replay`] (`replay.rs`)
+//! keeps the projection (appending each logged message, projecting afresh at a checkpoint),
+//! each view message's share of the count, and the model facts recorded so far.
+//!
 //! # Measured against the original (compactbench-fidelity)
 //! `fidelity/deep-agents/driver.py` runs the released middleware on our sessions:
 //! `create_summarization_middleware` (profile `max_input_tokens` = the window, `max_tokens` =
@@ -109,7 +117,7 @@
 //!   the tool returns; here at the next request, reported as a compaction (the driver counts the
 //!   original's eviction as acting too).
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, FromScratch, Log, Moment, Replay, Strategy, StrategyInfo, View, default_projection};
+use compactbench_core::{default_projection, Checkpoint, Cx, Decision, Entry, Error, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
 mod config;
 mod count;
@@ -118,6 +126,7 @@ mod evict;
 mod middleware;
 mod paths;
 mod prompt;
+mod replay;
 mod xml;
 
 use config::{Config, ModelFacts, Settings};
@@ -150,6 +159,36 @@ impl DeepAgentsStrategy {
     fn settings(&self, cx: &Cx<'_>) -> Settings {
         Settings::resolve(&self.config, ModelFacts::of(cx.model, &self.config))
     }
+
+    /// Whether to act at `at`, given `view`, the default projection of `log`, and its main
+    /// count under the settings.
+    pub(crate) fn decide_on(&self, log: &Log, view: &View, total: impl FnOnce(&Settings) -> u64, at: Moment, cx: &Cx<'_>) -> Decision {
+        match at {
+            Moment::TurnEnd => Decision::Skip,
+            Moment::BeforeRequest => {
+                let settings = self.settings(cx);
+                match middleware::reason_before_request(log, view, total(&settings), &settings) {
+                    Some(reason) => Decision::compact(reason),
+                    None => Decision::Skip,
+                }
+            }
+            Moment::Overflow => Decision::compact("overflow"),
+        }
+    }
+
+    /// `view`, the default projection of `log` counted `total` by the main counter, as the
+    /// request shows it: old arguments clipped once a checkpoint has recorded the model `facts`.
+    pub(crate) fn truncated(&self, log: &Log, view: &View, facts: Option<ModelFacts>, total: impl FnOnce(&Settings) -> u64) -> Option<View> {
+        let settings = Settings::resolve(&self.config, facts?);
+        let ids = middleware::request_truncation(log, view, || total(&settings), &settings);
+        if ids.is_empty() {
+            return None;
+        }
+        let mut view = view.clone();
+        let n_sys = middleware::leading_system(&view);
+        middleware::apply_truncation(&mut view.messages[n_sys..], &ids, &settings);
+        Some(view)
+    }
 }
 
 impl Strategy for DeepAgentsStrategy {
@@ -157,57 +196,38 @@ impl Strategy for DeepAgentsStrategy {
         &self.info
     }
 
-    /// This crate's own `project` is rebuilt at each log state.
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(FromScratch::new(self))
+        Box::new(replay::DeepAgentsReplay::new(self))
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        match at {
-            Moment::TurnEnd => Decision::Skip,
-            Moment::BeforeRequest => match middleware::reason_before_request(log, &self.settings(cx)) {
-                Some(reason) => Decision::compact(reason),
-                None => Decision::Skip,
-            },
-            Moment::Overflow => Decision::compact("overflow"),
-        }
+        let view = default_projection(log);
+        self.decide_on(log, &view, |settings| count::count(view.iter(), settings.chars_per_token(), true), at, cx)
     }
 
-    fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let settings = self.settings(cx);
         let mut work = middleware::Work::new(log, &settings);
         match at {
             Moment::TurnEnd => {}
             Moment::BeforeRequest => {
                 // The compact tool's call is handled once: by the first compaction after it.
-                let handled = log
-                    .entries()
-                    .next_back()
-                    .is_some_and(|(_, e)| matches!(e, compactbench_core::Entry::Checkpoint(_)));
+                let handled = log.entries().next_back().is_some_and(|(_, e)| matches!(e, Entry::Checkpoint(_)));
                 work.evictions(cx.store);
                 work.compact_tool(cx, handled);
                 work.wrap(cx, false)?;
             }
-            Moment::Overflow => {
-                let projected = self.project(log);
-                work.retry_after_overflow(&projected, cx)?;
-            }
+            // `view` is what was sent: the projection.
+            Moment::Overflow => work.retry_after_overflow(view, cx)?,
         }
         Ok(work.finish())
     }
 
     fn project(&self, log: &Log) -> View {
-        let mut view = default_projection(log);
-        let Some(facts) = middleware::recorded_facts(log) else { return view };
-        let settings = Settings::resolve(&self.config, facts);
-        let n_sys = middleware::leading_system(&view);
-        let ids = middleware::recorded_truncation(log).unwrap_or_else(|| {
-            let (system, effective) = view.messages.split_at(n_sys);
-            let total = middleware::total_tokens(system, effective, &settings);
-            middleware::truncate_args(effective, total, &settings)
-        });
-        middleware::apply_truncation(&mut view.messages[n_sys..], &ids, &settings);
-        view
+        let view = default_projection(log);
+        let facts = middleware::recorded_facts(log);
+        let truncated = self.truncated(log, &view, facts, |settings| count::count(view.iter(), settings.chars_per_token(), true));
+        truncated.unwrap_or(view)
     }
 }
 

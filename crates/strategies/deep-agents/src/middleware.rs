@@ -11,6 +11,7 @@
 //! are listed as offloads. Argument truncation only ever changes a request, so it lives in the
 //! projection.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use compactbench_core::{
@@ -185,6 +186,13 @@ pub(crate) fn truncated_message(m: &Message, settings: &Settings) -> Option<Mess
     changed.then_some(out)
 }
 
+/// The argument truncation of the request built from `view`, the default projection of `log`
+/// (`total`: its main count): what the `wrap_model_call` step that built the pending request
+/// recorded, else what `_truncate_args` clips now.
+pub(crate) fn request_truncation(log: &Log, view: &View, total: impl FnOnce() -> u64, settings: &Settings) -> HashSet<EntryId> {
+    recorded_truncation(log).unwrap_or_else(|| truncate_args(&view.messages[leading_system(view)..], total(), settings))
+}
+
 /// Applies a truncation set to view messages.
 pub(crate) fn apply_truncation(messages: &mut [ViewMessage], ids: &HashSet<EntryId>, settings: &Settings) {
     for vm in messages {
@@ -236,21 +244,24 @@ pub(crate) fn compact_tool_eligible(messages: &[ViewMessage], settings: &Setting
 }
 
 /// What `wrap_model_call` computes before acting.
-struct Plan {
+struct Plan<'a> {
     total_untruncated: u64,
     /// The request list: effective messages with old arguments clipped.
-    request: Vec<ViewMessage>,
+    request: Cow<'a, [ViewMessage]>,
     truncated: HashSet<EntryId>,
     total: u64,
 }
 
-fn plan(system: &[ViewMessage], effective: &[ViewMessage], settings: &Settings) -> Plan {
-    let total_untruncated = total_tokens(system, effective, settings);
+/// The plan for `effective` after `system`, whose main count is `total_untruncated`.
+fn plan<'a>(system: &[ViewMessage], effective: &'a [ViewMessage], total_untruncated: u64, settings: &Settings) -> Plan<'a> {
     let truncated = truncate_args(effective, total_untruncated, settings);
+    if truncated.is_empty() {
+        return Plan { total_untruncated, request: Cow::Borrowed(effective), truncated, total: total_untruncated };
+    }
     let mut request = effective.to_vec();
     apply_truncation(&mut request, &truncated, settings);
-    let total = if truncated.is_empty() { total_untruncated } else { total_tokens(system, &request, settings) };
-    Plan { total_untruncated, request, truncated, total }
+    let total = total_tokens(system, &request, settings);
+    Plan { total_untruncated, request: Cow::Owned(request), truncated, total }
 }
 
 /// The trailing tool results of the newest message batch, if one answers `compact_conversation`:
@@ -263,11 +274,10 @@ fn compact_tool_batch(effective: &[ViewMessage]) -> Option<usize> {
     (n > 0 && answered).then_some(n)
 }
 
-/// Why the strategy would act before the next request, if it would.
-pub(crate) fn reason_before_request(log: &Log, settings: &Settings) -> Option<&'static str> {
-    let view = default_projection(log);
-    let n_sys = leading_system(&view);
-    let (system, effective) = view.messages.split_at(n_sys);
+/// Why the strategy would act before the next request, if it would, given `view`, the default
+/// projection of `log`, and its main count `total`.
+pub(crate) fn reason_before_request(log: &Log, view: &View, total: u64, settings: &Settings) -> Option<&'static str> {
+    let (system, effective) = view.messages.split_at(leading_system(view));
     if evict::pending_tool_evictions(effective, settings) {
         return Some("large-tool-result");
     }
@@ -280,7 +290,7 @@ pub(crate) fn reason_before_request(log: &Log, settings: &Settings) -> Option<&'
             return Some(COMPACT_TOOL);
         }
     }
-    let plan = plan(system, effective, settings);
+    let plan = plan(system, effective, total, settings);
     let budget = over_budget(plan.total, settings);
     if should_summarize(&plan.request, plan.total, settings) || budget {
         let reason = if budget { "input-budget" } else { "threshold" };
@@ -404,7 +414,7 @@ impl<'s> Work<'s> {
     pub(crate) fn wrap(&mut self, cx: &mut Cx<'_>, overflow: bool) -> Result<(), Error> {
         let (view, n_sys) = self.view();
         let (system, effective) = view.messages.split_at(n_sys);
-        let plan = plan(system, effective, self.settings);
+        let plan = plan(system, effective, total_tokens(system, effective, self.settings), self.settings);
         let truncated_ids = || json!(sorted(&plan.truncated));
         let act = overflow
             || should_summarize(&plan.request, plan.total, self.settings)
@@ -416,7 +426,7 @@ impl<'s> Work<'s> {
         let cut = cutoff::cutoff(&msgs(&plan.request), self.settings);
         if cut == 0 {
             let (_, evicted) =
-                call_with_budget(system, plan.request.clone(), plan.total, overflow, self.settings, cx.store)?;
+                call_with_budget(system, plan.request.to_vec(), plan.total, overflow, self.settings, cx.store)?;
             if evicted.is_empty() {
                 self.profile_marker(&plan);
             } else {
