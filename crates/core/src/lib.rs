@@ -30,6 +30,7 @@ mod replay;
 mod store;
 mod strategy;
 mod summarizer;
+mod text_chat;
 mod tokenizer;
 pub mod tools;
 mod view;
@@ -43,6 +44,7 @@ pub use replay::{DefaultView, FromScratch, Incremental, Plan, Replay, UpdatedVie
 pub use store::VirtualStore;
 pub use strategy::{Cx, Decision, Fidelity, Moment, Strategy, StrategyInfo};
 pub use summarizer::{StopReason, Summarizer, Summary, SummaryRequest};
+pub use text_chat::{TextChat, TextEdit};
 pub use tokenizer::{Encoding, Tokenizer};
 pub use view::{default_projection, default_reprojection, Origin, View, ViewMessage};
 

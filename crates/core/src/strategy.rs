@@ -1,6 +1,6 @@
 //! The Strategy seam.
 
-use crate::{default_projection, Checkpoint, Replay, Error, Log, ModelProfile, Summarizer, Tokenizer, View, VirtualStore};
+use crate::{default_projection, Checkpoint, Replay, Error, Log, ModelProfile, Summarizer, TextChat, Tokenizer, View, VirtualStore};
 
 /// How faithfully a strategy reproduces its original.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,6 +129,13 @@ pub trait Strategy: Send + Sync {
     /// its tests treat as a bug.
     fn explain_violation(&self, rule: &str) -> Option<&str> {
         let _ = rule;
+        None
+    }
+
+    /// The harness's own chat shape when its model sends no native tool calls (see
+    /// [`TextChat`]): the formats a session is replayed in for the original's text view of it.
+    /// `None` (the default): the harness sends tool calls, and has no text shape to replay in.
+    fn text_chat(&self) -> Option<&dyn TextChat> {
         None
     }
 }

@@ -389,7 +389,7 @@ pub struct RunOptions<'a> {
     /// one `task` call and a bounded report instead of the span's steps; the child's own
     /// requests are counted as child cost. The run's strategy id gets a `+delegate` suffix.
     pub delegate: bool,
-    /// Replay the session in Aider's chat shape ([`crate::shape::aider_chat`]): edits as
+    /// Replay the session in the strategy's own chat shape ([`crate::shape::text_chat`]): edits as
     /// SEARCH/REPLACE text, tool output as user messages. The run's strategy id gets a `+text`
     /// suffix.
     pub aider_chat: bool,
@@ -623,7 +623,7 @@ pub fn run_with(
     options: RunOptions<'_>,
     mut observe: impl FnMut(&Snapshot<'_>),
 ) -> RunResult {
-    let shaped = options.aider_chat.then(|| crate::shape::aider_chat(session));
+    let shaped = options.aider_chat.then(|| crate::shape::text_chat(session, strategy));
     let session = shaped.as_ref().unwrap_or(session);
     let mut run = Run {
         scenario,

@@ -1,23 +1,25 @@
 //! A session in the shape a harness really sends, for strategies whose original never sees
 //! native tool calls.
 //!
-//! [`aider_chat`] is the session as Aider (aider-chat 0.86.2) would hold it: its model writes
-//! edits as SEARCH/REPLACE blocks and suggests shell commands in plain text, and Aider adds what
-//! happened to the chat as user messages. The formats are Aider's own, written by
-//! `compactbench_strategy_aider::chat` (which cites the source). Step for step:
+//! [`text_chat`] is the session as such a harness would hold it: its model writes edits and
+//! suggests shell commands in plain text, and the harness adds what happened to the chat as
+//! user messages. The formats are the harness's own, declared by its strategy crate
+//! ([`Strategy::text_chat`]; Aider's, aider-chat 0.86.2, are the only ones so far); which call
+//! is an edit and which command a call stands for is decided here. Step for step, with Aider's
+//! formats:
 //!
-//! | session | Aider's shape |
+//! | session | the harness's shape (Aider's) |
 //! |---|---|
 //! | user step | unchanged |
-//! | edit or write call ([`tool_kind`]) | its SEARCH/REPLACE blocks (a write: one block with an empty `SEARCH`) |
-//! | read | ```` ```bash ```` fence with `cat PATH` (`sed -n 'A,Bp' PATH`, `head -n N PATH` or `tail -n +A PATH` for a range) |
+//! | edit or write call ([`tool_kind`]) | its edits, [`TextChat::edits`] (SEARCH/REPLACE blocks; a write: one block with an empty `SEARCH`) |
+//! | read | [`TextChat::command`] (a ```` ```bash ```` fence) with `cat PATH` (`sed -n 'A,Bp' PATH`, `head -n N PATH` or `tail -n +A PATH` for a range) |
 //! | search | `grep -rn PATTERN PATH` (`--include GLOB` when given); `find PATH -name PATTERN` for `glob`, `find`, `file_search` |
 //! | list | `ls PATH` |
 //! | shell | the command (a `[shell, -lc, script]` array as its script) |
 //! | any other call | the call as one command line, `NAME {JSON arguments}` (Aider has no such tools) |
-//! | result of an applied edit | user: `I updated the files.`, then the result text |
-//! | result of a failed edit or write (`is_error`) | user: the `# N SEARCH/REPLACE block(s) failed to match!` reflection with its blocks, the error text in place of Aider's "Did you mean" lines |
-//! | any other result | user: `Output from COMMAND` (the tool's name for other calls), then the result text |
+//! | result of an applied edit | user: [`TextChat::edits_applied`] (`I updated the files.`, then the result text) |
+//! | result of a failed edit or write (`is_error`) | user: [`TextChat::edits_failed`] (the `# N SEARCH/REPLACE block(s) failed to match!` reflection with its blocks, the error text in place of Aider's "Did you mean" lines) |
+//! | any other result | user: [`TextChat::command_output`] (`Output from COMMAND`, the tool's name for other calls, then the result text) |
 //!
 //! Text, reasoning and media parts stay as they are, in place; each call becomes a text part
 //! where it stood, each result a text part. An edit whose arguments give no path or no text
@@ -34,31 +36,36 @@
 //!
 //! What the runner sees differently ([`crate::drive`]): no tool call or result is left, so no
 //! request can break a pairing rule, and a strategy that keys on tool calls (recent files,
-//! duplicate reads, observation masking) finds none; the shape is for strategies that model
-//! Aider. Probes search the same needles in the same steps; the virtual store is written only by
-//! strategies, so recoverable probes are unchanged. Delegation (`RunOptions::delegate`) still
-//! gives the parent a native `task` call and report, as Aider has no subagents to shape them
-//! after.
+//! duplicate reads, observation masking) would find none; the shape is for strategies that
+//! model such a harness, and only they declare one. Probes search the same needles in the same
+//! steps; the virtual store is written only by strategies, so recoverable probes are unchanged.
+//! Delegation (`RunOptions::delegate`) still gives the parent a native `task` call and report,
+//! as Aider has no subagents to shape them after.
 
 use std::collections::HashMap;
 
 use compactbench_core::tools::{tool_kind, tool_path, ToolKind};
-use compactbench_core::{Message, Part, Role};
-use compactbench_strategy_aider::chat::{self, EditBlock};
+use compactbench_core::{Message, Part, Role, Strategy, TextChat, TextEdit};
 use serde_json::Value;
 
 use crate::generate::{Session, Step};
 
-/// `session` in Aider's chat shape (see the module docs).
-pub fn aider_chat(session: &Session) -> Session {
+/// `session` in the chat shape `strategy` declares (see the module docs).
+///
+/// # Panics
+/// When `strategy` declares none ([`Strategy::text_chat`] is `None`): its harness sends tool
+/// calls, so it has no text shape to run in (no `+text` rows).
+pub fn text_chat(session: &Session, strategy: &dyn Strategy) -> Session {
+    let id = &strategy.info().id;
+    let chat = strategy.text_chat().unwrap_or_else(|| panic!("{id} declares no text chat shape (Strategy::text_chat): no +text rows"));
     let mut calls: HashMap<String, Shown> = HashMap::new();
     let steps = session
         .steps
         .iter()
         .map(|step| match step {
             Step::User(m) => Step::User(m.clone()),
-            Step::Assistant(m) => Step::Assistant(reply(m, &mut calls)),
-            Step::Tool(m) => Step::Tool(feedback(m, &calls)),
+            Step::Assistant(m) => Step::Assistant(reply(chat, m, &mut calls)),
+            Step::Tool(m) => Step::Tool(feedback(chat, m, &calls)),
         })
         .collect();
     Session { system: session.system.clone(), steps, facts: session.facts.clone(), spans: session.spans.clone() }
@@ -66,30 +73,30 @@ pub fn aider_chat(session: &Session) -> Session {
 
 /// What a call became in the reply, which decides how its result comes back.
 enum Shown {
-    /// SEARCH/REPLACE blocks.
-    Edits(Vec<EditBlock>),
+    /// Edits.
+    Edits(Vec<TextEdit>),
     /// A suggested command: the line in the fence, and the one its output is headed with.
     Command { line: String, header: String },
 }
 
 impl Shown {
-    fn text(&self) -> String {
+    fn text(&self, chat: &dyn TextChat) -> String {
         match self {
-            Shown::Edits(blocks) => blocks.iter().map(chat::edit_block).collect::<Vec<_>>().join("\n\n"),
-            Shown::Command { line, .. } => chat::shell_block(line),
+            Shown::Edits(edits) => chat.edits(edits),
+            Shown::Command { line, .. } => chat.command(line),
         }
     }
 }
 
-/// The assistant message with each call written as Aider's model would write it.
-fn reply(message: &Message, calls: &mut HashMap<String, Shown>) -> Message {
+/// The assistant message with each call written as the harness's model would write it.
+fn reply(chat: &dyn TextChat, message: &Message, calls: &mut HashMap<String, Shown>) -> Message {
     let parts = message
         .parts
         .iter()
         .map(|part| match part {
             Part::ToolCall { id, name, args } => {
                 let shown = show(name, args);
-                let text = shown.text();
+                let text = shown.text(chat);
                 calls.insert(id.clone(), shown);
                 Part::text(text)
             }
@@ -99,18 +106,18 @@ fn reply(message: &Message, calls: &mut HashMap<String, Shown>) -> Message {
     Message { role: Role::Assistant, parts, usage: message.usage }
 }
 
-/// The tool message as the user message Aider adds for it.
-fn feedback(message: &Message, calls: &HashMap<String, Shown>) -> Message {
+/// The tool message as the user message the harness adds for it.
+fn feedback(chat: &dyn TextChat, message: &Message, calls: &HashMap<String, Shown>) -> Message {
     let parts = message
         .parts
         .iter()
         .map(|part| match part {
             Part::ToolResult { call_id, name, text, is_error } => Part::text(match calls.get(call_id) {
-                Some(Shown::Edits(blocks)) if *is_error => chat::failed_match(blocks, text),
-                Some(Shown::Edits(_)) => chat::edits_applied(text),
-                Some(Shown::Command { header, .. }) => chat::command_output(header, text),
+                Some(Shown::Edits(edits)) if *is_error => chat.edits_failed(edits, text),
+                Some(Shown::Edits(_)) => chat.edits_applied(text),
+                Some(Shown::Command { header, .. }) => chat.command_output(header, text),
                 // A result whose call the session does not hold (a replay cut mid-pair).
-                None => chat::command_output(name, text),
+                None => chat.command_output(name, text),
             }),
             other => other.clone(),
         })
@@ -118,11 +125,11 @@ fn feedback(message: &Message, calls: &HashMap<String, Shown>) -> Message {
     Message { role: Role::User, parts, usage: message.usage }
 }
 
-/// How Aider's model would write the call `name(args)`: as edits, as the shell command it
-/// stands for, or else as the call itself on a command line.
+/// How a model without tools would write the call `name(args)`: as edits, as the shell command
+/// it stands for, or else as the call itself on a command line.
 fn show(name: &str, args: &Value) -> Shown {
-    if let Some(blocks) = edit_blocks(name, args) {
-        return Shown::Edits(blocks);
+    if let Some(edits) = call_edits(name, args) {
+        return Shown::Edits(edits);
     }
     match command_line(name, args) {
         Some(line) => Shown::Command { header: line.clone(), line },
@@ -163,19 +170,19 @@ fn new_file(args: &Value) -> Option<(String, String)> {
     Some((String::new(), str_arg(args, &["content", "file_text"])?.to_owned()))
 }
 
-/// The SEARCH/REPLACE blocks an edit or write call amounts to, `None` for other calls and for
+/// The edits an edit or write call amounts to, `None` for other calls and for
 /// edits whose arguments give no path or no text.
-fn edit_blocks(name: &str, args: &Value) -> Option<Vec<EditBlock>> {
+fn call_edits(name: &str, args: &Value) -> Option<Vec<TextEdit>> {
     if !matches!(kind(name, args), ToolKind::Edit | ToolKind::Write) {
         return None;
     }
     if let Some(patch) = args.as_str().or_else(|| str_arg(args, &["input", "patch"])) {
-        return patch_blocks(patch);
+        return patch_edits(patch);
     }
     let path = tool_path(args)?;
-    let block = |(original, updated): (String, String)| EditBlock { path: path.to_owned(), original, updated };
-    // A multi-edit's replacements, one replacement, an insert (appended: Aider's empty SEARCH
-    // on an existing file), or the new file's content.
+    let block = |(original, updated): (String, String)| TextEdit { path: path.to_owned(), original, updated };
+    // A multi-edit's replacements, one replacement, an insert (appended: an empty original on
+    // an existing file), or the new file's content.
     let pairs: Vec<(String, String)> = match (args.get("edits").and_then(Value::as_array), str_arg(args, &["command"]))
     {
         (Some(edits), _) => edits.iter().filter_map(replacement).collect(),
@@ -185,12 +192,12 @@ fn edit_blocks(name: &str, args: &Value) -> Option<Vec<EditBlock>> {
     (!pairs.is_empty()).then(|| pairs.into_iter().map(block).collect())
 }
 
-/// The blocks of a Codex `apply_patch` patch: one per hunk of an updated file (context lines in
-/// both sections), one with an empty SEARCH per added file; deleted files have none.
-fn patch_blocks(patch: &str) -> Option<Vec<EditBlock>> {
+/// The edits of a Codex `apply_patch` patch: one per hunk of an updated file (context lines in
+/// both sections), one with an empty original per added file; deleted files have none.
+fn patch_edits(patch: &str) -> Option<Vec<TextEdit>> {
     let mut blocks = Vec::new();
-    let mut hunk: Option<EditBlock> = None;
-    let flush = |hunk: &mut Option<EditBlock>, blocks: &mut Vec<EditBlock>| {
+    let mut hunk: Option<TextEdit> = None;
+    let flush = |hunk: &mut Option<TextEdit>, blocks: &mut Vec<TextEdit>| {
         if let Some(h) = hunk.take().filter(|h| !(h.original.is_empty() && h.updated.is_empty())) {
             blocks.push(h);
         }
@@ -199,13 +206,13 @@ fn patch_blocks(patch: &str) -> Option<Vec<EditBlock>> {
         let file = line.strip_prefix("*** Update File: ").or_else(|| line.strip_prefix("*** Add File: "));
         if let Some(path) = file {
             flush(&mut hunk, &mut blocks);
-            hunk = Some(EditBlock { path: path.trim().to_owned(), original: String::new(), updated: String::new() });
+            hunk = Some(TextEdit { path: path.trim().to_owned(), original: String::new(), updated: String::new() });
         } else if line.starts_with("*** Delete File: ") || line.starts_with("*** End Patch") {
             flush(&mut hunk, &mut blocks);
         } else if line.starts_with("@@") {
             let path = hunk.as_ref().map(|h| h.path.clone());
             flush(&mut hunk, &mut blocks);
-            hunk = path.map(|path| EditBlock { path, original: String::new(), updated: String::new() });
+            hunk = path.map(|path| TextEdit { path, original: String::new(), updated: String::new() });
         } else if let Some(h) = hunk.as_mut().filter(|_| !line.starts_with("*** ")) {
             let (original, updated) = match line.chars().next() {
                 Some('-') => (Some(&line[1..]), None),
@@ -226,7 +233,8 @@ fn patch_blocks(patch: &str) -> Option<Vec<EditBlock>> {
     (!blocks.is_empty()).then_some(blocks)
 }
 
-/// The shell command Aider would suggest for a read, search, listing or shell call.
+/// The shell command a model without tools would suggest for a read, search, listing or shell
+/// call.
 fn command_line(name: &str, args: &Value) -> Option<String> {
     match kind(name, args) {
         ToolKind::Read => read_command(args),

@@ -1,11 +1,11 @@
-//! Tests of [`crate::shape`]: Aider's chat shape keeps every step and needle, writes each call
-//! in Aider's formats, and Aider runs on it without pairing violations.
+//! Tests of [`crate::shape`] with Aider's chat shape, the one a strategy declares: it keeps every
+//! step and needle, writes each call in Aider's formats, and Aider runs on it without pairing
+//! violations.
 
 use std::path::Path;
 
 use compactbench_core::tools::ToolKind;
-use compactbench_core::{Message, Part, Role};
-use compactbench_strategy_aider::chat;
+use compactbench_core::{Message, Part, Role, Strategy};
 use compactbench_summarize::Extractive;
 use compactbench_tokens::TokenCounter;
 use expect_test::expect;
@@ -16,7 +16,15 @@ use crate::generate::{generate, Session, Step};
 use crate::matrix::run_matrix;
 use crate::results::RunResult;
 use crate::scenario::Scenario;
-use crate::shape::aider_chat;
+
+/// The session in Aider's chat shape, as Aider's strategy declares it.
+fn aider_chat(session: &Session) -> Session {
+    crate::shape::text_chat(session, aider().as_ref())
+}
+
+fn aider() -> Box<dyn Strategy> {
+    compactbench_registry::find("aider").unwrap()
+}
 
 /// Every shipped scenario: the generated ones and the replays of recorded transcripts.
 fn every_shipped_scenario() -> Vec<Scenario> {
@@ -40,6 +48,8 @@ fn edits(step: &Step) -> bool {
 #[test]
 fn aider_chat_keeps_every_step_and_needle_of_the_shipped_scenarios() {
     let mut unparsed = Vec::new();
+    let aider = aider();
+    let chat = aider.text_chat().unwrap();
     for sc in every_shipped_scenario() {
         let session = generate(&sc, 0);
         let text = aider_chat(&session);
@@ -76,7 +86,7 @@ fn aider_chat_keeps_every_step_and_needle_of_the_shipped_scenarios() {
             };
             assert_eq!(m.role, role, "{name}: step {i}");
             // Every edit reads back as an edit, as Aider's parser reads the reply.
-            if edits(before) && chat::edited_files(&m.text()).is_none_or(|files| files.is_empty()) {
+            if edits(before) && chat.edited_files(&m.text()).is_none_or(|files| files.is_empty()) {
                 unparsed.push(format!("{name} step {i}"));
             }
         }
@@ -309,7 +319,7 @@ fn each_call_is_written_in_aiders_format() {
 #[test]
 fn aider_on_its_chat_shape_compacts_without_violations() {
     let scenarios = every_shipped_scenario();
-    let aider = vec![compactbench_registry::find("aider").unwrap()];
+    let aider = vec![aider()];
     let counter = TokenCounter::default();
     let summarizer = |_: &Session| -> Box<dyn compactbench_core::Summarizer> { Box::new(Extractive::default()) };
     let run = |options| run_matrix(&aider, &scenarios, 1, &counter, &summarizer, options, &|_| {});
@@ -333,4 +343,13 @@ fn aider_on_its_chat_shape_compacts_without_violations() {
         assert!(compactions(n) == 0 || compactions(t) > 0, "aider+text never compacts on {}:\n{table}", t.scenario);
         assert!(t.violations.is_empty(), "aider+text breaks a rule on {}:\n{table}", t.scenario);
     }
+}
+
+/// A strategy whose harness sends tool calls declares no text shape, and cannot run in one.
+#[test]
+#[should_panic(expected = "none declares no text chat shape")]
+fn a_strategy_without_a_chat_shape_has_no_text_rows() {
+    let none = compactbench_registry::find("none").unwrap();
+    let session = Session { system: Message::system("sys"), steps: vec![Step::User(Message::user("Hi."))], facts: Vec::new(), spans: Vec::new() };
+    crate::shape::text_chat(&session, none.as_ref());
 }

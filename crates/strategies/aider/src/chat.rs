@@ -1,8 +1,9 @@
 //! Aider's chat as plain text: the SEARCH/REPLACE blocks its model writes, the shell blocks it
 //! suggests, and the user-role messages aider itself adds to the chat (command output, edit
-//! confirmations, the failed-match reflection). Aider sends no native tool calls; this module
-//! writes these formats (for sessions replayed in aider's shape, `compactbench_eval::shape`) and
-//! reads them back the way aider does (for [`crate::session`]'s turn split).
+//! confirmations, the failed-match reflection). Aider sends no native tool calls; [`AiderChat`]
+//! writes these formats (the chat shape the strategy declares, `Strategy::text_chat`, in which a
+//! runner replays sessions) and this module reads them back the way aider does (for
+//! [`crate::session`]'s turn split).
 //!
 //! Sources, aider-chat 0.86.2:
 //! - `aider/coders/editblock_prompts.py` (`EditBlockPrompts.system_reminder`, rules 1–8 and the
@@ -15,6 +16,8 @@
 //!   `move_back_cur_messages` with `aider/coders/base_prompts.py`
 //!   (`files_content_gpt_edits_no_repo`, the confirmation after applied edits).
 
+use compactbench_core::{TextChat, TextEdit};
+
 /// The fence aider uses unless a file in the chat holds triple backticks itself
 /// (`DEFAULT_FENCE` in `editblock_coder.py`).
 const FENCE: &str = "```";
@@ -23,39 +26,15 @@ const DIVIDER: &str = "=======";
 const UPDATED: &str = ">>>>>>> REPLACE";
 
 /// The opening of a command's output in the chat (`handle_shell_commands`).
-pub const OUTPUT_FROM: &str = "Output from ";
+const OUTPUT_FROM: &str = "Output from ";
 
 /// The note aider adds as a user message once a reply's edits were applied, without git
 /// (`files_content_gpt_edits_no_repo`, appended by `move_back_cur_messages`).
-pub const EDITS_APPLIED: &str = "I updated the files.";
+const EDITS_APPLIED: &str = "I updated the files.";
 
 /// Fence openings `find_original_update_blocks` reads as a shell block.
-const SHELL_STARTS: [&str; 12] = [
-    "```bash",
-    "```sh",
-    "```shell",
-    "```cmd",
-    "```batch",
-    "```powershell",
-    "```ps1",
-    "```zsh",
-    "```fish",
-    "```ksh",
-    "```csh",
-    "```tcsh",
-];
-
-/// One SEARCH/REPLACE edit: replace `original` by `updated` in `path` (an empty `original`
-/// creates the file, or appends to it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EditBlock {
-    /// The file, as the block names it.
-    pub path: String,
-    /// The lines to find (the `SEARCH` section).
-    pub original: String,
-    /// The lines to put in their place (the `REPLACE` section).
-    pub updated: String,
-}
+const SHELL_STARTS: [&str; 12] =
+    ["```bash", "```sh", "```shell", "```cmd", "```batch", "```powershell", "```ps1", "```zsh", "```fish", "```ksh", "```csh", "```tcsh"];
 
 /// `text` as a block section holds it: whole lines, the last one newline-terminated
 /// (`prep` in `editblock_coder.py`).
@@ -87,49 +66,61 @@ fn fence_language(path: &str) -> &str {
 /// One block as the prompt's rules ask for it: the path alone on a line, the opening fence
 /// with the language, `<<<<<<< SEARCH`, the original lines, `=======`, the updated lines,
 /// `>>>>>>> REPLACE`, the closing fence.
-pub fn edit_block(edit: &EditBlock) -> String {
+fn edit_block(edit: &TextEdit) -> String {
     let (path, original, updated) = (&edit.path, section(&edit.original), section(&edit.updated));
     format!("{path}\n{FENCE}{}\n{HEAD}\n{original}{DIVIDER}\n{updated}{UPDATED}\n{FENCE}", fence_language(path))
 }
 
-/// A suggested shell command, in the fence `find_original_update_blocks` collects as one.
-pub fn shell_block(command: &str) -> String {
-    format!("{FENCE}bash\n{command}\n{FENCE}")
-}
+/// Aider's chat shape: the formats above, as aider-chat 0.86.2 writes them.
+pub(crate) struct AiderChat;
 
-/// A command's output as aider adds it to the chat.
-pub fn command_output(command: &str, output: &str) -> String {
-    format!("{OUTPUT_FROM}{command}\n{output}\n")
-}
-
-/// The user message after a reply whose edits were applied: aider's confirmation, then what
-/// the edit reported.
-pub fn edits_applied(output: &str) -> String {
-    format!("{EDITS_APPLIED}\n{output}")
-}
-
-/// The reflection aider sends when `edits` failed to match. `error` stands where aider puts
-/// what it found in the file instead (`find_similar_lines`' "Did you mean" section), which a
-/// replayed session does not have.
-pub fn failed_match(edits: &[EditBlock], error: &str) -> String {
-    let blocks = if edits.len() == 1 { "block" } else { "blocks" };
-    let mut out = format!("# {} SEARCH/REPLACE {blocks} failed to match!\n", edits.len());
-    for edit in edits {
-        out.push_str(&format!(
-            "\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in {}\n{HEAD}\n{}{DIVIDER}\n{}{UPDATED}\n\n",
-            edit.path,
-            section(&edit.original),
-            section(&edit.updated),
-        ));
+impl TextChat for AiderChat {
+    /// One SEARCH/REPLACE block per edit, a blank line apart.
+    fn edits(&self, edits: &[TextEdit]) -> String {
+        edits.iter().map(edit_block).collect::<Vec<_>>().join("\n\n")
     }
-    if !error.trim().is_empty() {
-        out.push_str(&section(error));
-        out.push('\n');
+
+    /// In the fence `find_original_update_blocks` collects as a shell block.
+    fn command(&self, line: &str) -> String {
+        format!("{FENCE}bash\n{line}\n{FENCE}")
     }
-    out.push_str(
-        "The SEARCH section must exactly match an existing block of lines including all white space, comments, indentation, docstrings, etc\n",
-    );
-    out
+
+    fn command_output(&self, command: &str, output: &str) -> String {
+        format!("{OUTPUT_FROM}{command}\n{output}\n")
+    }
+
+    /// Aider's confirmation, then what the edit reported.
+    fn edits_applied(&self, output: &str) -> String {
+        format!("{EDITS_APPLIED}\n{output}")
+    }
+
+    /// The reflection aider sends when blocks failed to match. `error` stands where aider puts
+    /// what it found in the file instead (`find_similar_lines`' "Did you mean" section), which
+    /// a replayed session does not have.
+    fn edits_failed(&self, edits: &[TextEdit], error: &str) -> String {
+        let blocks = if edits.len() == 1 { "block" } else { "blocks" };
+        let mut out = format!("# {} SEARCH/REPLACE {blocks} failed to match!\n", edits.len());
+        for edit in edits {
+            out.push_str(&format!(
+                "\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in {}\n{HEAD}\n{}{DIVIDER}\n{}{UPDATED}\n\n",
+                edit.path,
+                section(&edit.original),
+                section(&edit.updated),
+            ));
+        }
+        if !error.trim().is_empty() {
+            out.push_str(&section(error));
+            out.push('\n');
+        }
+        out.push_str(
+            "The SEARCH section must exactly match an existing block of lines including all white space, comments, indentation, docstrings, etc\n",
+        );
+        out
+    }
+
+    fn edited_files(&self, reply: &str) -> Option<Vec<String>> {
+        edited_files(reply)
+    }
 }
 
 /// Whether a user message is one aider adds itself in the course of one exchange (command
@@ -196,7 +187,7 @@ fn find_filename(before: &[&str]) -> Option<String> {
 /// SEARCH/REPLACE block; shell blocks are skipped. `None` when the reply is malformed (a block
 /// without a file, `=======` or `>>>>>>> REPLACE`): aider then raises `ValueError` in
 /// `get_edits` and applies nothing.
-pub fn edited_files(reply: &str) -> Option<Vec<String>> {
+pub(crate) fn edited_files(reply: &str) -> Option<Vec<String>> {
     let lines: Vec<&str> = reply.split_inclusive('\n').collect();
     let mut files = Vec::new();
     let mut current: Option<String> = None;

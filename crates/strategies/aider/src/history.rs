@@ -1,9 +1,10 @@
 //! `ChatSummary` from `aider/history.py`: the split-half recursion and `summarize_all`.
 
-use compactbench_core::{EntryId, Error, Message, Summarizer, SummarizerUsage, SummaryRequest};
+use compactbench_core::{Cx, EntryId, Error, Message, Summarizer, SummarizerUsage, SummaryRequest};
 
 use crate::prompt;
 use crate::tokens::Counter;
+use crate::AiderConfig;
 
 /// Aider's `min_split`: at most this many messages are summarized whole.
 const MIN_SPLIT: usize = 4;
@@ -85,22 +86,17 @@ pub(crate) struct ChatSummary<'a> {
 }
 
 impl<'a> ChatSummary<'a> {
-    pub(crate) fn new(
-        max_tokens: f64,
-        weak_max_input: u64,
-        models: u32,
-        max_output: u64,
-        summarizer: &'a dyn Summarizer,
-        counter: Counter<'a>,
-    ) -> ChatSummary<'a> {
-        let base = if weak_max_input == 0 { UNKNOWN_MAX_INPUT } else { weak_max_input };
+    /// The `ChatSummary` of `config` (`aider/main.py`): its first model (the weak model) bounds
+    /// the head, and counts.
+    pub(crate) fn new(config: &AiderConfig, cx: &Cx<'a>) -> ChatSummary<'a> {
+        let weak = config.weak_model_max_input_tokens.unwrap_or(cx.model.window);
         ChatSummary {
-            max_tokens,
-            head_budget: base as i64 - HEAD_RESERVE,
-            models,
-            max_output,
-            summarizer,
-            counter,
+            max_tokens: max_tokens(config.max_chat_history_tokens, cx.model.window),
+            head_budget: (if weak == 0 { UNKNOWN_MAX_INPUT } else { weak }) as i64 - HEAD_RESERVE,
+            models: config.summarizer_models,
+            max_output: cx.model.max_output,
+            summarizer: cx.summarizer,
+            counter: Counter::of(cx),
             usage: SummarizerUsage::default(),
             depth: 0,
             dropped: Vec::new(),

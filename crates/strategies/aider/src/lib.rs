@@ -28,8 +28,8 @@
 //! # Text shape
 //! Aider itself never sends tool calls: its model writes SEARCH/REPLACE blocks and suggests
 //! shell commands in plain text, and Aider adds what happened to the chat as user messages.
-//! Module [`chat`] writes and reads those formats (`compactbench_eval::shape::aider_chat`
-//! replays a session in them, the runner's `+text` rows):
+//! Module `chat` writes and reads those formats; the strategy declares them as its chat shape
+//! ([`Strategy::text_chat`]), in which the runner replays sessions (its `+text` rows):
 //! - An assistant message applied an edit when its text parses as Aider's `get_edits` parses a
 //!   reply (`find_original_update_blocks` in `aider/coders/editblock_coder.py`: file name within
 //!   three lines before `<<<<<<< SEARCH`, then `=======`, then `>>>>>>> REPLACE`; shell fences
@@ -106,18 +106,14 @@
 //!
 //! # Token estimator
 //! Aider counts with its model's real tokenizer, so this crate counts exactly through the
-//! injected tokenizer ([`Cx::tokenizer`]) in the encodings litellm picks (module `tokens`;
-//! litellm 1.81.10 and tiktoken 0.12.0, as aider-chat 0.86.2 pins them):
-//! - one message (`Model.token_count(msg)` → `litellm.encode`): `cl100k_base` tokens of
-//!   `json.dumps({"role": role, "content": content})` (default separators, ASCII-escaped as
-//!   Python does). litellm's default encoding, for every name it gives no Hugging Face
-//!   tokenizer, `gpt-4o` and the profile's other names included. `too_big`, the tail walk, the
-//!   head budget and `tokens_before` use this.
-//! - a list (`litellm.token_counter`, the recursion test's summary): 3 per message plus the
-//!   tokens of `role` and of `content`, plus 3 for the reply, in `o200k_base` when the model
-//!   name is one of litellm's OpenAI chat names that tiktoken maps to it (`gpt-4o*`, `gpt-4.1*`,
-//!   `gpt-5` and its dated/mini/nano/pro/chat/codex forms, `o1`/`o3`/`o4-mini*`; the list is in
-//!   `tokens`), else `cl100k_base` (litellm counts any other name as `gpt-3.5-turbo`).
+//! injected tokenizer ([`Cx::tokenizer`]) in the encodings litellm picks (module `tokens` cites
+//! litellm 1.81.10 and tiktoken 0.12.0, as aider-chat 0.86.2 pins them): one message
+//! (`Model.token_count(msg)`, for `too_big`, the tail walk, the head budget and
+//! `tokens_before`) is `cl100k_base` tokens of `json.dumps({"role": role, "content": content})`
+//! whatever the model name; a list (`litellm.token_counter`, the recursion test's summary) is 3
+//! per message plus the tokens of `role` and `content`, plus 3, in `o200k_base` for litellm's
+//! OpenAI chat names that tiktoken maps to it (`gpt-4o*`, `gpt-4.1*`, `gpt-5*`, `o1`/`o3`/`o4`),
+//! else `cl100k_base`.
 //!
 //! The model name is the profile's (our weak model is the main model, as `--weak-model` set to
 //! it). A message's Aider dict has role `user` / `assistant` / `system` (tool results become
@@ -186,14 +182,14 @@
 //!   `prompts.summary_prefix`), so the recursion test `tokens(summary) + tail < max_tokens` can
 //!   differ when it is within a few tokens.
 
-pub mod chat;
+mod chat;
 mod history;
 mod prompt;
 mod replay;
 mod session;
 mod tokens;
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, TextChat, View};
 
 #[cfg(test)]
 mod tests;
@@ -285,6 +281,10 @@ impl Strategy for AiderStrategy {
 
     fn project(&self, log: &Log) -> View {
         session::project(log)
+    }
+
+    fn text_chat(&self) -> Option<&dyn TextChat> {
+        Some(&chat::AiderChat)
     }
 
     fn explain_violation(&self, rule: &str) -> Option<&str> {

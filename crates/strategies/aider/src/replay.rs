@@ -25,14 +25,6 @@ impl<'s> AiderReplay<'s> {
     pub(crate) fn new(config: &'s AiderConfig) -> AiderReplay<'s> {
         AiderReplay { config, view: View::default(), exchanges: Exchanges::new(0), sizes: Vec::new(), stale: false }
     }
-
-    fn refresh(&mut self, log: &Log) {
-        if std::mem::take(&mut self.stale) {
-            self.view = session::project(log);
-            self.exchanges = session::exchanges(log, &self.view);
-            self.sizes.clear();
-        }
-    }
 }
 
 impl Replay for AiderReplay<'_> {
@@ -52,12 +44,16 @@ impl Replay for AiderReplay<'_> {
     }
 
     fn view(&mut self, log: &Log) -> &View {
-        self.refresh(log);
+        if std::mem::take(&mut self.stale) {
+            self.view = session::project(log);
+            self.exchanges = session::exchanges(log, &self.view);
+            self.sizes.clear();
+        }
         &self.view
     }
 
     fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
-        self.refresh(log);
+        self.view(log);
         let (history, sizes) = (&self.view.messages[session::leading(&self.view)..], &mut self.sizes);
         let decision = session::summarize_start(self.config, log, at, self.exchanges.edited, cx, |counter| {
             sizes.extend(history[sizes.len()..].iter().map(|vm| session::size(counter, vm)));
@@ -68,7 +64,6 @@ impl Replay for AiderReplay<'_> {
 
     fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         plan.check(log);
-        self.refresh(log);
-        session::compact(self.config, log, &self.view, cx)
+        session::compact(self.config, log, self.view(log), cx)
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{
     default_projection, Checkpoint, CheckpointKind, Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, Message,
-    Moment, Origin, Part, Role, View, ViewMessage, Window,
+    Moment, Origin, Part, Role, SummarizerUsage, View, ViewMessage, Window,
 };
 use serde_json::{json, Value};
 
@@ -166,23 +166,6 @@ fn max_tokens(config: &AiderConfig, cx: &Cx<'_>) -> f64 {
     history::max_tokens(config.max_chat_history_tokens, cx.model.window)
 }
 
-/// `ChatSummary.token_count`: the first summarizer model's (the weak model, named as the main
-/// model here: one summarizer), through the injected tokenizer.
-fn counter<'a>(cx: &Cx<'a>) -> Counter<'a> {
-    Counter::new(cx.tokenizer, &cx.model.name)
-}
-
-fn chat_summary<'a>(config: &AiderConfig, cx: &Cx<'a>) -> ChatSummary<'a> {
-    ChatSummary::new(
-        max_tokens(config, cx),
-        config.weak_model_max_input_tokens.unwrap_or(cx.model.window),
-        config.summarizer_models,
-        cx.model.max_output,
-        cx.summarizer,
-        counter(cx),
-    )
-}
-
 /// From scratch: [`summarize_start`] on the view's history.
 pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
     let history = &view.messages[leading(view)..];
@@ -199,7 +182,7 @@ pub(crate) fn summarize_start(config: &AiderConfig, log: &Log, at: Moment, moved
     if at != Moment::TurnEnd || matches!(log.entries().next_back(), Some((_, Entry::Checkpoint(_)))) || !moved {
         return Decision::Skip;
     }
-    if history::too_big(done_tokens(&counter(cx)), max_tokens(config, cx)) {
+    if history::too_big(done_tokens(&Counter::of(cx)), max_tokens(config, cx)) {
         Decision::compact("max_chat_history_tokens")
     } else {
         Decision::Skip
@@ -208,12 +191,12 @@ pub(crate) fn summarize_start(config: &AiderConfig, log: &Log, at: Moment, moved
 
 /// `summarize_start` → `summarize_worker` → `summarize_end`.
 pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-    let (done, cur) = lists(log, view, &counter(cx));
+    let (done, cur) = lists(log, view, &Counter::of(cx));
     let (limit, tokens_before) = (max_tokens(config, cx), history::total(&done));
     if !history::too_big(tokens_before, limit) {
         return Ok(Vec::new());
     }
-    let mut summary = chat_summary(config, cx);
+    let mut summary = ChatSummary::new(config, cx);
     let result = summary.summarize(done);
     if config.confirmation_race {
         // The worker's snapshot lacks the confirmation pair appended after it started, so
@@ -229,18 +212,11 @@ pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<
         "dropped": summary.dropped.iter().map(|id| id.0).collect::<Vec<_>>(),
     });
     match result {
-        Ok(done) => {
-            let mut cp = checkpoint(CheckpointKind::Summary, done, cur, extra);
-            cp.tokens_before = tokens_before;
-            cp.summarizer = summary.usage;
-            Ok(vec![cp])
-        }
+        Ok(done) => Ok(vec![checkpoint(CheckpointKind::Summary, done, cur, extra, (tokens_before, summary.usage))]),
         Err(_) if config.wipe_history_on_failure => {
             // The worker swallowed the ValueError and left its result at `[]`, which
             // `summarize_end` assigns to `done_messages`.
-            let mut cp = checkpoint(CheckpointKind::Truncate, Vec::new(), cur, extra);
-            cp.tokens_before = tokens_before;
-            cp.summarizer = summary.usage;
+            let mut cp = checkpoint(CheckpointKind::Truncate, Vec::new(), cur, extra, (tokens_before, summary.usage));
             cp.details["outcome"] = json!("wiped");
             Ok(vec![cp])
         }
@@ -253,31 +229,30 @@ pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<
 /// on failure the full history is kept (Aider warns and continues).
 #[cfg_attr(not(test), expect(dead_code, reason = "the runner's sessions never switch chat modes"))]
 pub(crate) fn switch_chat_mode(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Vec<Checkpoint> {
-    let (done, cur) = lists(log, view, &counter(cx));
+    let (done, cur) = lists(log, view, &Counter::of(cx));
     if done.is_empty() {
         return Vec::new();
     }
     let tokens_before = history::total(&done);
-    let mut summary = chat_summary(config, cx);
+    let mut summary = ChatSummary::new(config, cx);
     match summary.summarize_all(&done) {
         Ok(done) => {
-            let mut cp = checkpoint(CheckpointKind::Summary, done, cur, json!({"trigger": "chat-mode switch"}));
-            cp.tokens_before = tokens_before;
-            cp.summarizer = summary.usage;
-            vec![cp]
+            vec![checkpoint(CheckpointKind::Summary, done, cur, json!({"trigger": "chat-mode switch"}), (tokens_before, summary.usage))]
         }
         Err(_) => Vec::new(),
     }
 }
 
-/// A checkpoint whose view, after the leading system messages, is `done` then `cur`. The exact
-/// order goes in `details.layout` (log ids as numbers, `"summary"`, `"injected:<i>"`), the rest
-/// of the fields say the same thing for reports.
-fn checkpoint(kind: CheckpointKind, done: Vec<Item>, cur: Vec<Item>, mut details: Value) -> Checkpoint {
+/// A checkpoint whose view, after the leading system messages, is `done` then `cur`, with the
+/// tokens of done before and the summarizer's usage. The exact order goes in `details.layout`
+/// (log ids as numbers, `"summary"`, `"injected:<i>"`), the rest of the fields say the same
+/// thing for reports.
+fn checkpoint(kind: CheckpointKind, done: Vec<Item>, cur: Vec<Item>, mut details: Value, (tokens_before, usage): (u64, SummarizerUsage)) -> Checkpoint {
     let done_len = done.len();
     let mut kept = Vec::new();
     let mut layout = Vec::new();
     let mut cp = Checkpoint::new(kind, Window::Kept(Vec::new()));
+    (cp.tokens_before, cp.summarizer) = (tokens_before, usage);
     for item in done.into_iter().chain(cur) {
         match item.source {
             Source::Entry(id) => {
@@ -312,17 +287,15 @@ pub(crate) fn project(log: &Log) -> View {
     let Some((anchor_id, cp, layout)) = anchor(log) else {
         return default_projection(log);
     };
+    let entry = |(id, m): (EntryId, &Message)| ViewMessage { origin: Origin::Entry(id), message: m.clone() };
     let mut view = View::default();
     let mut messages = log.messages().peekable();
-    while let Some((id, m)) = messages.next_if(|(_, m)| m.role == Role::System) {
-        view.messages.push(ViewMessage { origin: Origin::Entry(id), message: m.clone() });
+    while let Some(leading) = messages.next_if(|(_, m)| m.role == Role::System) {
+        view.messages.push(entry(leading));
     }
     for slot in layout {
         let shown = match slot {
-            Value::Number(n) => n.as_u64().and_then(|n| {
-                let id = EntryId(n as u32);
-                log.message(id).map(|m| ViewMessage { origin: Origin::Entry(id), message: m.clone() })
-            }),
+            Value::Number(n) => n.as_u64().map(|n| EntryId(n as u32)).and_then(|id| log.message(id).map(|m| entry((id, m)))),
             Value::String(s) if s == "summary" => {
                 cp.summary.clone().map(|m| ViewMessage { origin: Origin::Summary(anchor_id), message: m })
             }
@@ -335,8 +308,6 @@ pub(crate) fn project(log: &Log) -> View {
         };
         view.messages.extend(shown);
     }
-    view.messages.extend(
-        log.messages().filter(|(id, _)| *id > anchor_id).map(|(id, m)| ViewMessage { origin: Origin::Entry(id), message: m.clone() }),
-    );
+    view.messages.extend(log.messages().filter(|(id, _)| *id > anchor_id).map(entry));
     view
 }

@@ -13,7 +13,12 @@ use compactbench_core::{
 };
 use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
 
+use compactbench_core::{TextChat, TextEdit};
+
 use crate::{chat, history, prompt, session, tokens, AiderConfig, AiderStrategy};
+
+/// Aider's chat formats, as the strategy declares them.
+const CHAT: chat::AiderChat = chat::AiderChat;
 
 /// The crate's counter for the test model (`list` path in `cl100k_base`, as for every name
 /// outside litellm's OpenAI catalog).
@@ -545,41 +550,41 @@ fn strategy_is_registered_as_aider() {
 }
 
 /// One SEARCH/REPLACE edit of `path`.
-fn block(path: &str) -> chat::EditBlock {
-    chat::EditBlock { path: path.into(), original: "let a = 1;".into(), updated: "let a = 2;".into() }
+fn block(path: &str) -> TextEdit {
+    TextEdit { path: path.into(), original: "let a = 1;".into(), updated: "let a = 2;".into() }
 }
 
 /// A reply in Aider's own format: one SEARCH/REPLACE block on `path`.
 fn block_reply(path: &str) -> Message {
-    Message::assistant(format!("Changing `a`:\n\n{}", chat::edit_block(&block(path))))
+    Message::assistant(format!("Changing `a`:\n\n{}", CHAT.edits(&[block(path)])))
 }
 
 #[test]
 fn aiders_chat_formats_read_back_as_aider_reads_them() {
-    let block = chat::EditBlock { path: "src/a.rs".into(), original: "x\n".into(), updated: "y".into() };
-    let text = chat::edit_block(&block);
+    let block = TextEdit { path: "src/a.rs".into(), original: "x\n".into(), updated: "y".into() };
+    let text = CHAT.edits(std::slice::from_ref(&block));
     assert_eq!(text, "src/a.rs\n```rust\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n```");
     assert_eq!(chat::edited_files(&text), Some(vec!["src/a.rs".to_owned()]));
     // A new file: an empty SEARCH section.
-    let create = chat::EditBlock { path: "b.py".into(), original: String::new(), updated: "print(1)".into() };
-    assert!(chat::edit_block(&create).contains("<<<<<<< SEARCH\n=======\nprint(1)\n"));
+    let create = TextEdit { path: "b.py".into(), original: String::new(), updated: "print(1)".into() };
+    assert!(CHAT.edits(std::slice::from_ref(&create)).contains("<<<<<<< SEARCH\n=======\nprint(1)\n"));
     // A second block without its own path edits the file named before it.
     let two = format!("{text}\n\n```\n<<<<<<< SEARCH\ny\n=======\nz\n>>>>>>> REPLACE\n```");
     assert_eq!(chat::edited_files(&two), Some(vec!["src/a.rs".to_owned(), "src/a.rs".to_owned()]));
     // Shell blocks are no edits; broken blocks make the whole reply malformed.
-    assert_eq!(chat::edited_files(&chat::shell_block("cargo test")), Some(vec![]));
+    assert_eq!(chat::edited_files(&CHAT.command("cargo test")), Some(vec![]));
     assert_eq!(chat::edited_files("src/a.rs\n```rust\n<<<<<<< SEARCH\nx\n```"), None, "no divider");
     assert_eq!(chat::edited_files("src/a.rs\n<<<<<<< SEARCH\nx\n=======\ny\n"), None, "no end marker");
     assert_eq!(chat::edited_files("\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n"), None, "no file");
 
     // The messages Aider adds itself, and the text of its failed-match reflection.
-    assert!(chat::is_aider_feedback(&chat::command_output("ls", "a.rs")));
-    assert!(chat::is_aider_feedback(&chat::edits_applied("Applied edit to src/a.rs")));
-    let failed = chat::failed_match(&[block.clone(), create], "old text not found");
+    assert!(chat::is_aider_feedback(&CHAT.command_output("ls", "a.rs")));
+    assert!(chat::is_aider_feedback(&CHAT.edits_applied("Applied edit to src/a.rs")));
+    let failed = CHAT.edits_failed(&[block.clone(), create], "old text not found");
     assert!(failed.starts_with("# 2 SEARCH/REPLACE blocks failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in src/a.rs\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n\n"), "{failed}");
     assert!(failed.ends_with("old text not found\n\nThe SEARCH section must exactly match an existing block of lines including all white space, comments, indentation, docstrings, etc\n"));
     assert!(chat::is_aider_feedback(&failed));
-    assert!(chat::failed_match(&[block], "").starts_with("# 1 SEARCH/REPLACE block failed to match!\n"));
+    assert!(CHAT.edits_failed(&[block], "").starts_with("# 1 SEARCH/REPLACE block failed to match!\n"));
     assert!(!chat::is_aider_feedback("Next: fix the parser.") && !chat::is_aider_feedback("# 2 things"));
 }
 
@@ -592,9 +597,9 @@ fn a_text_edit_turn_over_the_limit_compacts() {
         Message::system("sys"),
         u("q", 1_000),
         block_reply("src/a.rs"),
-        Message::user(chat::edits_applied("Applied edit to src/a.rs")),
-        Message::assistant(chat::shell_block("cargo test")),
-        Message::user(chat::command_output("cargo test", "test result: ok")),
+        Message::user(CHAT.edits_applied("Applied edit to src/a.rs")),
+        Message::assistant(CHAT.command("cargo test")),
+        Message::user(CHAT.command_output("cargo test", "test result: ok")),
         a("done", 50),
     ];
     let mut h = Harness::new(m, model(128_000, 4_096));
@@ -610,7 +615,7 @@ fn a_failed_match_still_moves_the_exchange_as_aider_does() {
         Message::system("sys"),
         u("q", 1_000),
         block_reply("src/a.rs"),
-        Message::user(chat::failed_match(&[block("src/a.rs")], "oldText not found in src/a.rs")),
+        Message::user(CHAT.edits_failed(&[block("src/a.rs")], "oldText not found in src/a.rs")),
         a("sorry", 50),
     ];
     let mut h = Harness::new(m, model(128_000, 4_096));
@@ -626,7 +631,7 @@ fn text_without_a_parsed_edit_moves_nothing() {
             Message::system("sys"),
             u("q", 1_000),
             Message::assistant(reply),
-            Message::user(chat::command_output("cargo test", "ok")),
+            Message::user(CHAT.command_output("cargo test", "ok")),
             a("done", 50),
         ];
         let mut h = Harness::new(m, model(128_000, 4_096));
@@ -659,11 +664,11 @@ fn the_replay_matches_the_from_scratch_functions() {
             0 => m.extend(edit(&format!("e{turn}"))),
             1 => {
                 m.push(block_reply("src/a.rs"));
-                m.push(Message::user(chat::edits_applied("Applied edit to src/a.rs")));
+                m.push(Message::user(CHAT.edits_applied("Applied edit to src/a.rs")));
             }
             2 => {
                 m.push(block_reply("src/b.rs"));
-                m.push(Message::user(chat::failed_match(&[block("src/b.rs")], "not found")));
+                m.push(Message::user(CHAT.edits_failed(&[block("src/b.rs")], "not found")));
             }
             _ => {
                 let [call, result] = edit(&format!("e{turn}"));

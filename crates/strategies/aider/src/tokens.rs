@@ -18,7 +18,7 @@
 //!
 //! Encodings follow litellm 1.81.10 and tiktoken 0.12.0 (pinned by aider-chat 0.86.2).
 
-use compactbench_core::{Encoding, Tokenizer};
+use compactbench_core::{Cx, Encoding, Tokenizer};
 
 /// The names of litellm 1.81.10's OpenAI chat catalog (`litellm.open_ai_chat_completion_models`)
 /// that its list path counts with `o200k_base`; every other name is counted with `cl100k_base`
@@ -67,6 +67,12 @@ impl<'a> Counter<'a> {
     /// `ChatSummary` uses).
     pub(crate) fn new(tokenizer: &'a dyn Tokenizer, model: &str) -> Counter<'a> {
         Counter { tokenizer, list: list_encoding(model) }
+    }
+
+    /// `ChatSummary.token_count`: the first summarizer model's (the weak model, named as the
+    /// main model here: one summarizer), through the injected tokenizer.
+    pub(crate) fn of(cx: &Cx<'a>) -> Counter<'a> {
+        Counter::new(cx.tokenizer, &cx.model.name)
     }
 
     /// `token_count(msg)` for one message dict: `cl100k_base` tokens of `json.dumps(msg)`.
