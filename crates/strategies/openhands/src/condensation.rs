@@ -15,12 +15,7 @@ pub(crate) const CONDENSATION: &str = "condensation";
 /// What a condensation checkpoint records.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Recorded {
-    /// Explicit forgotten stream ids (V0 ids, `-1` possible).
-    pub(crate) forgotten: HashSet<i64>,
-    /// V0 inclusive id range.
-    pub(crate) range: Option<(i64, i64)>,
-    /// SDK: forgotten summary events, by the checkpoint that carried them.
-    pub(crate) forgotten_summaries: Vec<EntryId>,
+    pub(crate) forgotten: Forgetting,
     /// Where the summary goes in the reduced list.
     pub(crate) summary_offset: Option<usize>,
 }
@@ -32,45 +27,25 @@ impl Recorded {
         if d.get(DETAILS_TAG)? != CONDENSATION {
             return None;
         }
-        let ints = |key: &str| -> Vec<i64> {
-            d.get(key)
-                .and_then(|v| v.as_array())
-                .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
-                .unwrap_or_default()
-        };
+        let ints = |key: &str| d.get(key).and_then(|v| v.as_array()).into_iter().flatten().filter_map(|x| x.as_i64());
         let range = d
             .get("forgotten_range")
             .and_then(|v| v.as_array())
             .and_then(|a| Some((a.first()?.as_i64()?, a.get(1)?.as_i64()?)));
-        Some(Recorded {
-            forgotten: ints("forgotten").into_iter().collect(),
-            range,
-            forgotten_summaries: ints("forgotten_summaries")
-                .into_iter()
-                .filter_map(|n| u32::try_from(n).ok())
-                .map(EntryId)
-                .collect(),
-            summary_offset: d.get("summary_offset").and_then(|v| v.as_u64()).map(|n| n as usize),
-        })
-    }
-
-    /// Whether this condensation forgets the event.
-    pub(crate) fn forgets(&self, id: EventId) -> bool {
-        match id {
-            EventId::Stream(_) => {
-                let n = id.v0();
-                self.forgotten.contains(&n) || self.range.is_some_and(|(a, b)| a <= n && n <= b)
-            }
-            EventId::Summary(cp) => self.forgotten_summaries.contains(&cp),
-            EventId::Invalid => false,
-        }
+        let forgotten = Forgetting {
+            ids: ints("forgotten").collect(),
+            ranges: range.filter(|(a, b)| a <= b).into_iter().collect(),
+            summaries: ints("forgotten_summaries").filter_map(|n| u32::try_from(n).ok()).map(EntryId).collect(),
+        };
+        Some(Recorded { forgotten, summary_offset: d.get("summary_offset").and_then(|v| v.as_u64()).map(|n| n as usize) })
     }
 }
 
-/// What a set of condensations forgets together: an event is forgotten when any of them
-/// forgets it. Merged, so that each event is looked up once rather than once per
-/// condensation (a long session holds hundreds).
-#[derive(Clone, Debug, Default)]
+/// The events one or more condensations forget: an explicit id set (V1's only shape), V0's
+/// inclusive id ranges, and SDK summary events. Several are merged into one, so that each
+/// event is looked up once rather than once per condensation (a long session holds
+/// hundreds).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Forgetting {
     ids: HashSet<i64>,
     /// Inclusive id ranges, sorted and disjoint.
@@ -79,21 +54,21 @@ pub(crate) struct Forgetting {
 }
 
 impl Forgetting {
+    /// What all of `recorded` forget together.
     pub(crate) fn of<'r>(recorded: impl IntoIterator<Item = &'r Recorded>) -> Forgetting {
         let mut all = Forgetting::default();
         for r in recorded {
-            all.add(r);
+            all.add(&r.forgotten);
         }
         all
     }
 
-    /// Adds what one more condensation forgets.
-    pub(crate) fn add(&mut self, r: &Recorded) {
-        self.ids.extend(r.forgotten.iter().copied());
-        self.summaries.extend(r.forgotten_summaries.iter().copied());
-        let Some((a, b)) = r.range.filter(|(a, b)| a <= b) else { return };
-        let at = self.ranges.partition_point(|&(x, _)| x < a);
-        self.ranges.insert(at, (a, b));
+    /// Adds what `other` forgets.
+    pub(crate) fn add(&mut self, other: &Forgetting) {
+        self.ids.extend(&other.ids);
+        self.summaries.extend(&other.summaries);
+        self.ranges.extend(&other.ranges);
+        self.ranges.sort_unstable();
         // Merge overlapping and adjacent ranges.
         let mut merged: Vec<(i64, i64)> = Vec::with_capacity(self.ranges.len());
         for &(a, b) in &self.ranges {
@@ -105,7 +80,7 @@ impl Forgetting {
         self.ranges = merged;
     }
 
-    /// [`Recorded::forgets`] of any of the condensations.
+    /// Whether the event is forgotten.
     pub(crate) fn forgets(&self, id: EventId) -> bool {
         match id {
             EventId::Stream(_) => {

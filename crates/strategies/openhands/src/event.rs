@@ -188,14 +188,9 @@ pub(crate) fn expand(entry: EntryId, m: &Message, seen_system: bool, next: &mut 
         .collect()
 }
 
-/// The log message an event comes from.
-pub(crate) fn message<'a>(log: &'a Log, event: &Event) -> Option<&'a Message> {
-    event.entry.and_then(|e| log.message(e))
-}
-
-/// The parts an event owns.
+/// The parts an event owns (of the log message it comes from).
 pub(crate) fn owned_parts<'a>(log: &'a Log, event: &Event) -> Vec<&'a Part> {
-    match message(log, event) {
+    match event.entry.and_then(|e| log.message(e)) {
         Some(m) => event.parts.iter().filter_map(|&i| m.parts.get(i)).collect(),
         None => Vec::new(),
     }

@@ -125,8 +125,10 @@
 //!   `Replaced(message, message)` when the message builder cut it (truncated, or only some of
 //!   its results sent), and `Replaced(observation, its call's message)` for a condenser's
 //!   stand-in (`<MASKED>`, "Visited URL …"), so that the two never share an origin (the
-//!   runner keys what it measures of a view message by its origin). Summaries are never
-//!   masked (there is no log message to stand in for).
+//!   runner keys what it measures of a view message by its origin). Not covered: a tool
+//!   message with several results masked at different steps shows stand-ins of one origin
+//!   with one, then more texts (the scenarios' tool messages hold one result each).
+//!   Summaries are never masked (there is no log message to stand in for).
 //! - The SDK view shows a log message only in part when its rules drop some of a batch's
 //!   calls or results (an unmatched call, a forgotten observation); such a message has the
 //!   origin `Replaced(message, newest checkpoint)`, or `Replaced(message, message)` before any
@@ -601,8 +603,7 @@ fn sdk_decision(s: &sdk::condenser::Summarizing, view: &[Event], tokens: u64, re
     if reasons.is_empty() {
         return Decision::Skip;
     }
-    let names: Vec<String> = reasons.iter().map(|r| format!("{r:?}").to_lowercase()).collect();
-    Decision::compact(names.join("+"))
+    Decision::compact(reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join("+"))
 }
 
 /// The V0 pipeline's decision for base view `base`.

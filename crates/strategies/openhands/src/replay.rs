@@ -55,6 +55,13 @@ impl Views {
             Views::V0(kept) => kept.events(),
         }
     }
+
+    /// The SDK view at this log state and its token count.
+    fn counted(&mut self, log: &Log, cx: &Cx<'_>) -> (&[Event], u64) {
+        let Views::Sdk { from_events, view, tally } = self else { unreachable!("the views follow the condensers") };
+        let view = view.get_or_insert_with(|| from_events.view());
+        (view, tally.total(&Counter::new(cx.tokenizer, &cx.model.name), log, view))
+    }
 }
 
 impl Replay for OpenhandsReplay<'_> {
@@ -83,15 +90,13 @@ impl Replay for OpenhandsReplay<'_> {
 
     fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
         let request = request(at)?;
-        let decision = match (self.condensers, &mut self.views) {
-            (Condensers::SdkNoOp, _) => return None,
-            (Condensers::Sdk(s), Views::Sdk { from_events, view, tally }) => {
-                let view = view.get_or_insert_with(|| from_events.view());
-                let tokens = tally.total(&Counter::new(cx.tokenizer, &cx.model.name), log, view);
+        let decision = match self.condensers {
+            Condensers::SdkNoOp => return None,
+            Condensers::Sdk(s) => {
+                let (view, tokens) = self.views.counted(log, cx);
                 sdk_decision(s, view, tokens, request, cx)
             }
-            (Condensers::V0(pipeline), Views::V0(kept)) => v0_decision(log, &self.stream, kept.events(), pipeline, request),
-            _ => unreachable!("the views follow the condensers"),
+            Condensers::V0(pipeline) => v0_decision(log, &self.stream, self.views.events(), pipeline, request),
         };
         Plan::from_decision(log, at, decision)
     }
@@ -99,17 +104,13 @@ impl Replay for OpenhandsReplay<'_> {
     fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         plan.check(log);
         let request = plan.at() == Moment::Overflow;
-        let checkpoint = match (self.condensers, &mut self.views) {
-            (Condensers::SdkNoOp, _) => None,
-            (Condensers::Sdk(s), Views::Sdk { from_events, view, tally }) => {
-                let view = view.get_or_insert_with(|| from_events.view());
-                let tokens = tally.total(&Counter::new(cx.tokenizer, &cx.model.name), log, view);
+        let checkpoint = match self.condensers {
+            Condensers::SdkNoOp => None,
+            Condensers::Sdk(s) => {
+                let (view, tokens) = self.views.counted(log, cx);
                 s.condense(log, view, tokens, request, cx)?
             }
-            (Condensers::V0(pipeline), Views::V0(kept)) => {
-                v0::pipeline::condense(log, &self.stream, kept.events(), pipeline, request, cx)?
-            }
-            _ => unreachable!("the views follow the condensers"),
+            Condensers::V0(pipeline) => v0::pipeline::condense(log, &self.stream, self.views.events(), pipeline, request, cx)?,
         };
         Ok(checkpoint.into_iter().collect())
     }

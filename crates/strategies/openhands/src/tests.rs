@@ -800,19 +800,25 @@ fn sdk_render_labels_a_message_shown_in_part_as_replaced() {
 #[test]
 fn merged_forgetting_forgets_what_any_condensation_forgets() {
     let e = compactbench_core::EntryId;
+    let recorded = |details: serde_json::Value| {
+        let mut cp = Checkpoint::new(compactbench_core::CheckpointKind::Truncate, compactbench_core::Window::Inherit);
+        cp.details = details;
+        cp.details[DETAILS_TAG] = json!(CONDENSATION);
+        Recorded::read(&cp).expect("a condensation")
+    };
     let recorded = [
-        Recorded { forgotten: [3, 40].into_iter().collect(), range: Some((5, 9)), ..Recorded::default() },
+        recorded(json!({ "forgotten": [3, 40], "forgotten_range": [5, 9] })),
         // Overlapping, adjacent and empty ranges, a summary forgotten.
-        Recorded { range: Some((8, 12)), forgotten_summaries: vec![e(7)], ..Recorded::default() },
-        Recorded { range: Some((13, 13)), ..Recorded::default() },
-        Recorded { range: Some((30, 20)), ..Recorded::default() },
-        Recorded { range: Some((-1, 0)), forgotten: [25].into_iter().collect(), ..Recorded::default() },
+        recorded(json!({ "forgotten_range": [8, 12], "forgotten_summaries": [7] })),
+        recorded(json!({ "forgotten_range": [13, 13] })),
+        recorded(json!({ "forgotten_range": [30, 20] })),
+        recorded(json!({ "forgotten_range": [-1, 0], "forgotten": [25] })),
     ];
     let merged = Forgetting::of(&recorded);
     let mut forgotten = Vec::new();
     for n in 0..50 {
         let id = EventId::Stream(n);
-        assert_eq!(merged.forgets(id), recorded.iter().any(|r| r.forgets(id)), "stream {n}");
+        assert_eq!(merged.forgets(id), recorded.iter().any(|r| r.forgotten.forgets(id)), "stream {n}");
         if merged.forgets(id) {
             forgotten.push(n);
         }
@@ -895,5 +901,66 @@ mod tokens {
         assert!(t.ends_with('z') && t.contains(TRUNCATE_NOTICE));
         assert_eq!(t.find(TRUNCATE_NOTICE), Some(24_944));
         assert_eq!(truncate::sdk("short", TOOL_TEXT_LIMIT, TRUNCATE_NOTICE), "short");
+    }
+}
+
+/// The replay law on a session that reaches what the shipped scenarios do not: browser
+/// outputs, parallel calls, thinking tool loops, several results in one tool message, long
+/// results, and condensers outside the report rows.
+#[test]
+fn replay_equals_the_from_scratch_functions_on_every_condenser() {
+    let mut session = vec![Message::system("sys"), user(0)];
+    for n in 0..40 {
+        let (a, b) = (format!("a{n}"), format!("b{n}"));
+        let text = if n % 7 == 0 { "y".repeat(31_000) } else { format!("out {n}") };
+        match n % 4 {
+            0 => {
+                session.push(Message::tool_call(&*a, "browser", json!({ "url": format!("https://site/{n}") })));
+                session.push(Message::tool_result(&*a, "browser", text, false));
+            }
+            1 => {
+                let parts = vec![
+                    Part::Reasoning { text: "hm".into() },
+                    Part::ToolCall { id: a.clone(), name: "bash".into(), args: json!({}) },
+                    Part::ToolCall { id: b.clone(), name: "bash".into(), args: json!({}) },
+                ];
+                session.push(Message::new(Role::Assistant, parts));
+                let results = vec![
+                    Part::ToolResult { call_id: a, name: "bash".into(), text, is_error: false },
+                    Part::ToolResult { call_id: b, name: "bash".into(), text: "done".into(), is_error: true },
+                ];
+                session.push(Message::new(Role::Tool, results));
+            }
+            2 => {
+                session.push(call(&a));
+                session.push(Message::tool_result(&*a, "bash", text, false));
+            }
+            _ => {
+                session.push(Message::assistant(format!("step {n}")));
+                session.push(user(n));
+            }
+        }
+    }
+    let configs = [
+        sdk_config(20, 2),
+        OpenhandsConfig::NoOp,
+        OpenhandsConfig::V0LlmSummarizing { max_size: 20, keep_first: 2, max_event_length: 10_000 },
+        OpenhandsConfig::StructuredSummary { max_size: 20, keep_first: 1, max_event_length: 10_000 },
+        OpenhandsConfig::AmortizedForgetting { max_size: 20, keep_first: 1 },
+        OpenhandsConfig::LlmAttention { max_size: 20, keep_first: 1 },
+        OpenhandsConfig::ObservationMasking { attention_window: 5 },
+        OpenhandsConfig::BrowserOutput { attention_window: 1 },
+        OpenhandsConfig::RecentEvents { keep_first: 1, max_events: 12 },
+        OpenhandsConfig::ConversationWindow,
+        OpenhandsConfig::Pipeline(vec![
+            OpenhandsConfig::BrowserOutput { attention_window: 2 },
+            OpenhandsConfig::ObservationMasking { attention_window: 8 },
+            OpenhandsConfig::V0LlmSummarizing { max_size: 24, keep_first: 4, max_event_length: 10_000 },
+        ]),
+    ];
+    for config in configs {
+        let s = openhands(config);
+        // A window small enough that overflow requests happen too.
+        compactbench_testkit::assert_replay_law(&s, &model(30_000, 4_096), &session, 2);
     }
 }

@@ -25,7 +25,7 @@ pub(crate) enum Reason {
 }
 
 impl Reason {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Reason::Request => "request",
             Reason::Tokens => "tokens",

@@ -121,7 +121,7 @@ impl FromEvents {
 /// `Condensation.apply`: drops the forgotten events, then inserts the summary (if it has one
 /// and an offset) at its offset of the reduced list.
 fn apply(events: &mut Vec<Event>, checkpoint: EntryId, recorded: &Recorded, summary: Option<String>) {
-    events.retain(|e| !recorded.forgets(e.id));
+    events.retain(|e| !recorded.forgotten.forgets(e.id));
     if let (Some(summary), Some(offset)) = (summary, recorded.summary_offset) {
         let at = offset.min(events.len());
         events.insert(at, Event::summary(EventId::Summary(checkpoint), checkpoint, summary));

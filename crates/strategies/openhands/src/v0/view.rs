@@ -59,7 +59,7 @@ impl Kept {
                 },
                 Slot::Checkpoint(id, Some(recorded)) => {
                     let previous = self.summary.take().map(|(at, offset)| (self.events.remove(at), offset));
-                    self.forgetting.add(recorded);
+                    self.forgetting.add(&recorded.forgotten);
                     let forgetting = &self.forgetting;
                     self.events.retain(|e| !forgetting.forgets(e.id));
                     if let Some((summary, offset)) = summary(log, *id, recorded).or(previous) {
