@@ -38,10 +38,10 @@ pub(crate) struct Conversation<'a> {
     pub(crate) items: Vec<Item<'a>>,
 }
 
-/// Replays `log`: messages in order, each checkpoint's effect where it sits. Replacements
-/// (offloaded outputs) stand in for their message everywhere, later ones winning, because
-/// Goose rewrites a large output before it ever enters the conversation.
-pub(crate) fn replay(log: &Log) -> Conversation<'_> {
+/// The conversation of `log`: messages in order, each checkpoint's effect where it sits.
+/// Replacements (offloaded outputs) stand in for their message everywhere, later ones winning,
+/// because Goose rewrites a large output before it ever enters the conversation.
+pub(crate) fn conversation(log: &Log) -> Conversation<'_> {
     let mut replaced: HashMap<EntryId, (&Message, EntryId)> = HashMap::new();
     for (id, cp) in log.checkpoints() {
         for r in &cp.replacements {
@@ -77,9 +77,8 @@ pub(crate) fn replay(log: &Log) -> Conversation<'_> {
                     push_injected(&mut items, id, cp);
                 }
                 Some(OP_TOOL_PAIRS) => {
-                    let hidden = cp.details.get("hidden").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64);
-                    for entry in hidden {
-                        if let Some(i) = usize::try_from(entry).ok().and_then(|e| item_of.get(e).copied().flatten()) {
+                    for entry in hidden(cp) {
+                        if let Some(i) = item_of.get(entry.index()).copied().flatten() {
                             items[i].visible = false;
                         }
                     }
@@ -95,6 +94,12 @@ pub(crate) fn replay(log: &Log) -> Conversation<'_> {
     Conversation { items }
 }
 
+/// The log messages a tool-pair summary hides.
+pub(crate) fn hidden(cp: &Checkpoint) -> impl Iterator<Item = EntryId> + '_ {
+    let entries = cp.details.get("hidden").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64);
+    entries.filter_map(|e| u32::try_from(e).ok().map(EntryId))
+}
+
 fn push_injected<'a>(items: &mut Vec<Item<'a>>, id: EntryId, cp: &'a Checkpoint) {
     items.extend(cp.injected.iter().map(|m| Item {
         origin: Origin::Injected(id),
@@ -104,7 +109,7 @@ fn push_injected<'a>(items: &mut Vec<Item<'a>>, id: EntryId, cp: &'a Checkpoint)
     }));
 }
 
-impl Conversation<'_> {
+impl<'a> Conversation<'a> {
     /// What the model sees: the system prompt and every agent-visible message.
     pub(crate) fn view(&self) -> View {
         View {
@@ -115,6 +120,11 @@ impl Conversation<'_> {
                 .map(|i| ViewMessage { origin: i.origin, message: i.message.clone() })
                 .collect(),
         }
+    }
+
+    /// The agent-visible messages, system prompt apart: what Goose's checks read.
+    pub(crate) fn agent_messages(&self) -> Vec<&'a Message> {
+        self.items.iter().filter(|i| i.visible && !i.system).map(|i| i.message).collect()
     }
 
     /// The conversation as Goose stores it (system prompt excluded): the tool messages that
@@ -241,15 +251,9 @@ impl GooseMessage<'_> {
     }
 }
 
-/// Index of the newest log message that opens a turn: a user message with text and no tool
-/// content (Goose's kickoff). `None` when there is none.
-pub(crate) fn kickoff(log: &Log) -> Option<EntryId> {
-    log.messages()
-        .rev()
-        .find(|(_, m)| {
-            m.role == Role::User
-                && m.parts.iter().any(|p| matches!(p, Part::Text { .. }))
-                && !m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. } | Part::ToolResult { .. }))
-        })
-        .map(|(id, _)| id)
+/// Whether `m` opens a turn: a user message with text and no tool content (Goose's kickoff).
+pub(crate) fn is_kickoff(m: &Message) -> bool {
+    m.role == Role::User
+        && m.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+        && !m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. } | Part::ToolResult { .. }))
 }

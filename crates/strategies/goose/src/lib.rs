@@ -55,6 +55,13 @@
 //! the agent sees: [`Strategy::project`] replays the log, hiding and appending as each
 //! checkpoint did, and the view is the agent-visible part.
 //!
+//! # Layers
+//! The algorithm is plain functions of the log: the conversation (`conversation.rs`), the
+//! checks (`decide_in`) and the compactions (`compact_in`, `compact.rs`, `tool_pairs.rs`,
+//! `offload.rs`). The `Strategy` methods read everything off the whole log; a run's `Replay`
+//! (`replay.rs`) keeps the agent-visible view, the outputs waiting for offload and the current
+//! turn as entries arrive, and rebuilds the conversation only to compact.
+//!
 //! # Token estimator
 //! Goose's `count_chat_tokens` with the o200k BPE count replaced by `ceil(bytes / 4)`
 //! (Goose is Rust; no real tokenizer is used for decisions): 4 per message plus its texts,
@@ -112,12 +119,13 @@
 
 use std::borrow::Cow;
 
-use compactbench_core::{Checkpoint, Cx, Decision, Entry, Error, Fidelity, FromScratch, Log, Moment, Replay, Role, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Entry, Error, Fidelity, Log, Message, Moment, Replay, Role, Strategy, StrategyInfo, View};
 
 mod compact;
 mod conversation;
 mod offload;
 mod prompt;
+mod replay;
 mod tokens;
 mod tool_pairs;
 
@@ -125,7 +133,10 @@ mod tool_pairs;
 mod tests;
 
 use compact::{compact_messages, Trigger};
-use conversation::{kickoff, op, replay, GooseMessage, GooseRole, OP_COMPACT};
+use conversation::{conversation, is_kickoff, op, OP_COMPACT};
+use offload::Waiting;
+use replay::GooseReplay;
+use tokens::current_tokens;
 
 /// `DEFAULT_COMPACTION_THRESHOLD`.
 pub(crate) const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
@@ -178,26 +189,77 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
         }
     }
 
-    /// `session.total_tokens`, or the local estimate of `messages` when no total is known.
-    fn current_tokens(&self, log: &Log, messages: &[GooseMessage<'_>]) -> u64 {
-        tokens::session_total(log).unwrap_or_else(|| tokens::estimate(messages))
-    }
-
-    /// The proactive check: the conversation ends with a user (or tool) message and the
+    /// The proactive check: the agent's newest message is a user (or tool) message and the
     /// tokens are strictly over the threshold.
-    fn over_threshold(&self, log: &Log, messages: &[GooseMessage<'_>], window: u64) -> bool {
+    fn over_threshold(&self, log: &Log, agent: &[&Message], window: u64) -> bool {
         let threshold = self.config.threshold;
-        if threshold <= 0.0 || threshold >= 1.0 {
+        if threshold <= 0.0 || threshold >= 1.0 || agent.last().is_none_or(|m| m.role == Role::Assistant) {
             return false;
         }
-        if messages.iter().rev().find(|m| m.visible).is_none_or(|m| m.role != GooseRole::User) {
-            return false;
-        }
-        (self.current_tokens(log, messages) as f64 / window as f64) > threshold
+        (current_tokens(log) as f64 / window as f64) > threshold
     }
 
     fn cutoff(&self, window: u64) -> usize {
         tool_pairs::compute_tool_call_cutoff(window, self.config.threshold)
+    }
+
+    /// Goose's checks at `at`, given the agent-visible messages, the outputs waiting for
+    /// offload and the current turn.
+    fn decide_in(&self, log: &Log, agent: &[&Message], waiting: &Waiting, turn: &Turn, at: Moment, window: u64) -> Decision {
+        if waiting.pending() {
+            return Decision::compact("large-output");
+        }
+        match at {
+            Moment::TurnEnd => Decision::Skip,
+            Moment::Overflow if turn.reactive_allowed() => Decision::compact("overflow"),
+            Moment::Overflow => Decision::Skip,
+            Moment::BeforeRequest => {
+                if manual_pending(log) {
+                    return Decision::compact("manual");
+                }
+                if self.over_threshold(log, agent, window) {
+                    return Decision::compact("threshold");
+                }
+                let requests = agent.iter().map(|m| m.tool_call_ids().count()).sum();
+                if self.config.tool_pair_summarization && tool_pairs::due(requests, self.cutoff(window), turn.requests) {
+                    return Decision::compact("tool-pairs");
+                }
+                Decision::Skip
+            }
+        }
+    }
+
+    /// What Goose does at `at`: the offload of waiting outputs first, then a full compaction
+    /// or a batch of tool-pair summaries.
+    fn compact_in(&self, log: &Log, waiting: &Waiting, turn: &Turn, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let mut out = Vec::new();
+        // Outputs are offloaded first: Goose rewrites them before they enter the conversation.
+        let log: Cow<'_, Log> = match offload::offload(log, waiting, cx.store, current_tokens(log)) {
+            Some(cp) => {
+                let mut work = log.clone();
+                work.push_checkpoint(cp.clone());
+                out.push(cp);
+                Cow::Owned(work)
+            }
+            None => Cow::Borrowed(log),
+        };
+        let conversation = conversation(&log);
+        let trigger = match at {
+            Moment::Overflow if turn.reactive_allowed() => Some(Trigger::Overflow),
+            Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
+            Moment::BeforeRequest if self.over_threshold(&log, &conversation.agent_messages(), cx.model.window) => {
+                Some(Trigger::Threshold)
+            }
+            _ => None,
+        };
+        let tokens_before = current_tokens(&log);
+        if let Some(trigger) = trigger {
+            out.push(compact_messages(&conversation, trigger, self.config.threshold, tokens_before, cx)?);
+        } else if at == Moment::BeforeRequest && self.config.tool_pair_summarization {
+            let cutoff = self.cutoff(cx.model.window);
+            out.extend(tool_pairs::summarize_pairs(&conversation, cutoff, turn.requests, tokens_before, cx));
+        }
+        Ok(out)
     }
 }
 
@@ -207,19 +269,47 @@ fn manual_pending(log: &Log) -> bool {
         if m.role == Role::User && m.text().trim() == COMPACT_COMMAND)
 }
 
-/// The reactive path still applies: this turn has had at most
-/// [`MAX_CONTEXT_ERROR_COMPACTIONS`] reactive compactions (each hid one context-length error).
-fn reactive_allowed(log: &Log) -> bool {
-    let from = kickoff(log);
-    let hidden_errors = log
-        .checkpoints()
-        .filter(|(id, _)| from.is_none_or(|k| *id > k))
-        .filter(|(_, cp)| {
-            op(cp) == Some(OP_COMPACT)
-                && cp.details.get("trigger").and_then(|t| t.as_str()) == Some(Trigger::Overflow.as_str())
-        })
-        .count();
-    hidden_errors <= MAX_CONTEXT_ERROR_COMPACTIONS
+/// The current turn: what followed Goose's kickoff, the newest user message with text and no
+/// tool content. Built entry by entry.
+#[derive(Default)]
+pub(crate) struct Turn {
+    /// Tool requests made in it, which the tool-pair operation protects.
+    requests: usize,
+    /// Reactive compactions in it (each hid one context-length error); only successful ones
+    /// are in the log.
+    reactive: usize,
+}
+
+impl Turn {
+    fn of(log: &Log) -> Turn {
+        let mut turn = Turn::default();
+        for (_, entry) in log.entries() {
+            turn.push(entry);
+        }
+        turn
+    }
+
+    fn push(&mut self, entry: &Entry) {
+        match entry {
+            Entry::Message(m) => {
+                if is_kickoff(m) {
+                    *self = Turn::default();
+                }
+                self.requests += m.tool_call_ids().count();
+            }
+            Entry::Checkpoint(cp) => {
+                let trigger = cp.details.get("trigger").and_then(|t| t.as_str());
+                if op(cp) == Some(OP_COMPACT) && trigger == Some(Trigger::Overflow.as_str()) {
+                    self.reactive += 1;
+                }
+            }
+        }
+    }
+
+    /// The reactive path still applies: at most [`MAX_CONTEXT_ERROR_COMPACTIONS`] so far.
+    fn reactive_allowed(&self) -> bool {
+        self.reactive <= MAX_CONTEXT_ERROR_COMPACTIONS
+    }
 }
 
 impl Strategy for GooseStrategy {
@@ -227,73 +317,20 @@ impl Strategy for GooseStrategy {
         &self.info
     }
 
-    /// This crate's own `project` is rebuilt at each log state.
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(FromScratch::new(self))
+        Box::new(GooseReplay::new(self))
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        if offload::pending(log) {
-            return Decision::compact("large-output");
-        }
-        match at {
-            Moment::TurnEnd => Decision::Skip,
-            Moment::Overflow if reactive_allowed(log) => Decision::compact("overflow"),
-            Moment::Overflow => Decision::Skip,
-            Moment::BeforeRequest => {
-                if manual_pending(log) {
-                    return Decision::compact("manual");
-                }
-                let conversation = replay(log);
-                let messages = conversation.goose_messages();
-                if self.over_threshold(log, &messages, cx.model.window) {
-                    return Decision::compact("threshold");
-                }
-                if self.config.tool_pair_summarization && tool_pairs::due(log, &messages, self.cutoff(cx.model.window)) {
-                    return Decision::compact("tool-pairs");
-                }
-                Decision::Skip
-            }
-        }
+        let agent = conversation(log).agent_messages();
+        self.decide_in(log, &agent, &Waiting::of(log), &Turn::of(log), at, cx.model.window)
     }
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let mut out = Vec::new();
-        let before = self.current_tokens(log, &replay(log).goose_messages());
-        // Outputs are offloaded first: Goose rewrites them before they enter the conversation.
-        let log: Cow<'_, Log> = match offload::offload(log, cx.store, before) {
-            Some(cp) => {
-                let mut work = log.clone();
-                work.push_checkpoint(cp.clone());
-                out.push(cp);
-                Cow::Owned(work)
-            }
-            None => Cow::Borrowed(log),
-        };
-        let conversation = replay(&log);
-        let messages = conversation.goose_messages();
-        let trigger = match at {
-            Moment::Overflow if reactive_allowed(&log) => Some(Trigger::Overflow),
-            Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
-            Moment::BeforeRequest if self.over_threshold(&log, &messages, cx.model.window) => Some(Trigger::Threshold),
-            _ => None,
-        };
-        let tokens_before = self.current_tokens(&log, &messages);
-        if let Some(trigger) = trigger {
-            out.push(compact_messages(&conversation, trigger, self.config.threshold, tokens_before, cx)?);
-        } else if at == Moment::BeforeRequest && self.config.tool_pair_summarization {
-            out.extend(tool_pairs::summarize_pairs(
-                &log,
-                &conversation,
-                self.cutoff(cx.model.window),
-                tokens_before,
-                cx,
-            ));
-        }
-        Ok(out)
+        self.compact_in(log, &Waiting::of(log), &Turn::of(log), at, cx)
     }
 
     fn project(&self, log: &Log) -> View {
-        replay(log).view()
+        conversation(log).view()
     }
 }

@@ -6,11 +6,8 @@
 //! at the first check after the output is in the log, which is always before the next model
 //! request, and recorded as replacements so every later view and summary sees the redirect.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::rc::Rc;
 
-use compactbench_core::fold::{fold, Fold, Folds};
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{
     Checkpoint, CheckpointKind, Entry, EntryId, Log, Message, Offload, Part, Replacement, VirtualStore, Window,
@@ -45,13 +42,28 @@ fn oversized(name: &str, text: &str) -> bool {
 }
 
 /// The log messages with an oversized result that no checkpoint has replaced yet, in log
-/// order: folded as the log grows, since the check runs before every request and scanning
-/// every message for it made a long session quadratic.
+/// order. Built entry by entry: a replay keeps it as the log grows, since the check runs
+/// before every request and scanning every message for it made a long session quadratic.
 #[derive(Clone, Default)]
-struct Waiting(BTreeSet<EntryId>);
+pub(crate) struct Waiting(BTreeSet<EntryId>);
 
-impl Fold for Waiting {
-    fn add(&mut self, id: EntryId, entry: &Entry) {
+impl Waiting {
+    /// The outputs of `log` waiting for their offload.
+    pub(crate) fn of(log: &Log) -> Waiting {
+        let mut waiting = Waiting::default();
+        for (id, entry) in log.entries() {
+            waiting.push(id, entry);
+        }
+        waiting
+    }
+
+    /// Whether a tool result still waits for its offload.
+    pub(crate) fn pending(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    /// Takes in entry `id` of the log, the entries before it taken in already.
+    pub(crate) fn push(&mut self, id: EntryId, entry: &Entry) {
         match entry {
             Entry::Message(m) => {
                 if m.parts.iter().any(|p| matches!(p, Part::ToolResult { name, text, .. } if oversized(name, text))) {
@@ -66,16 +78,6 @@ impl Fold for Waiting {
             }
         }
     }
-}
-
-fn waiting(log: &Log) -> Rc<Waiting> {
-    thread_local!(static WAITING: Folds<Waiting> = const { RefCell::new(Vec::new()) });
-    fold(&WAITING, log)
-}
-
-/// Whether a tool result in the log still waits for its offload.
-pub(crate) fn pending(log: &Log) -> bool {
-    !waiting(log).0.is_empty()
 }
 
 /// The file a part's output goes to: `<temp dir>/goose_mcp_responses/mcp_response_<timestamp>.txt`,
@@ -118,12 +120,12 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
 }
 
-/// Offloads every pending output: writes the files to `store` and returns the checkpoint
-/// that shows the redirects, or `None` when nothing is pending.
-pub(crate) fn offload(log: &Log, store: &mut VirtualStore, tokens_before: u64) -> Option<Checkpoint> {
+/// Offloads every output `waiting` in `log`: writes the files to `store` and returns the
+/// checkpoint that shows the redirects, or `None` when nothing is pending.
+pub(crate) fn offload(log: &Log, waiting: &Waiting, store: &mut VirtualStore, tokens_before: u64) -> Option<Checkpoint> {
     let mut replacements = Vec::new();
     let mut offloads = Vec::new();
-    for &id in &waiting(log).0 {
+    for &id in &waiting.0 {
         let m = log.message(id).expect("waiting entries are messages");
         let mut changed = false;
         let mut parts = m.parts.clone();

@@ -12,7 +12,7 @@ use compactbench_core::{
 use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
 
 use crate::compact::filter_tool_responses;
-use crate::conversation::{replay, GooseMessage};
+use crate::conversation::{conversation, GooseMessage};
 use crate::offload::path_for;
 use crate::prompt::{Continuation, COMPLETE_NOTICE};
 use crate::tool_pairs::{compute_tool_call_cutoff, tool_ids_to_summarize, BATCH_SIZE};
@@ -148,7 +148,7 @@ fn case_03_tool_call_cutoff_scales_with_context() {
 }
 
 fn ids_for(log: &Log, cutoff: usize, protect: usize) -> Vec<String> {
-    let conversation = replay(log);
+    let conversation = conversation(log);
     tool_ids_to_summarize(&conversation.goose_messages(), cutoff, protect)
 }
 
@@ -336,7 +336,7 @@ fn removal_ladder_exhausted_fails_and_leaves_the_log() {
 fn filter_tool_responses_removes_middle_out() {
     let kept = |n: usize, percent: u32| -> Vec<String> {
         let log = Log::from_messages(pairs(n));
-        let conversation = replay(&log);
+        let conversation = conversation(&log);
         let messages = conversation.goose_messages();
         let refs: Vec<&GooseMessage<'_>> = messages.iter().collect();
         filter_tool_responses(&refs, percent)
@@ -621,10 +621,37 @@ fn info_names_the_source() {
 fn estimator_counts_goose_framing() {
     // A tool request is counted as `id:name:<Debug of Option<JsonObject>>`.
     let log = Log::from_messages([call("c1", "read", "a.py"), result("c1", "read", &filler("r", 10))]);
-    let conversation = replay(&log);
+    let conversation = conversation(&log);
     let messages = conversation.goose_messages();
     let debug = "c1:read:Some({\"path\": String(\"a.py\")})";
     assert_eq!(crate::tokens::message_tokens(&messages[0]), 4 + (debug.len() as u64).div_ceil(4));
     assert_eq!(crate::tokens::message_tokens(&messages[1]), 4 + 10);
     assert_eq!(crate::tokens::estimate(&messages), 4 + (debug.len() as u64).div_ceil(4) + 3 + 14 + 3);
+}
+
+/// The replay, fed entry by entry, agrees with the from-scratch functions at every request,
+/// through offloads, tool-pair summaries and full compactions.
+#[test]
+fn replay_keeps_the_law() {
+    // Distinct words, so that the exact counts the law reports as usage grow with the text.
+    let words = |n: usize| (0..n).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+    let mut session = vec![Message::system("You are goose."), Message::user("Fix the parser.")];
+    for call_no in 0..90 {
+        let id = format!("c{call_no}");
+        if call_no % 15 == 7 {
+            session.push(Message::tool_call(&id, "developer__shell", json!({ "command": "cargo test" })));
+            session.push(result(&id, "developer__shell", &words(12_000)));
+        } else {
+            session.push(call(&id, "read_file", &format!("src/f{}.rs", call_no % 4)));
+            // Small reads first (tool-pair summaries keep up), then large ones (the threshold).
+            let step = if call_no < 60 { 60 } else { 300 };
+            session.push(result(&id, "read_file", &words(100 + step * (call_no % 9))));
+        }
+        if call_no % 6 == 5 {
+            session.push(Message::assistant(format!("step {call_no} done")));
+            session.push(Message::user(format!("Next step {call_no}.")));
+        }
+    }
+    let tally = compactbench_testkit::assert_replay_law(&goose(), &model(32_000, 4_000), &session, 1);
+    assert!(tally.compactions > 3, "{tally:?}");
 }

@@ -8,7 +8,7 @@
 use compactbench_core::estimate::bytes_div4_ceil;
 use compactbench_core::{Entry, Log, Part};
 
-use crate::conversation::{op, GooseMessage, OP_COMPACT};
+use crate::conversation::{conversation, op, GooseMessage, OP_COMPACT};
 
 const TOKENS_PER_MESSAGE: u64 = 4;
 const REPLY_PRIMER_TOKENS: u64 = 3;
@@ -62,4 +62,10 @@ pub(crate) fn session_total(log: &Log) -> Option<u64> {
         Entry::Checkpoint(cp) if op(cp) == Some(OP_COMPACT) => cp.details.get("total_tokens").and_then(|v| v.as_u64()),
         Entry::Checkpoint(_) => None,
     })
+}
+
+/// `session.total_tokens`, or the local estimate of the agent-visible messages when no total is
+/// known yet.
+pub(crate) fn current_tokens(log: &Log) -> u64 {
+    session_total(log).unwrap_or_else(|| estimate(&conversation(log).goose_messages()))
 }
