@@ -16,7 +16,11 @@ tasks:
   bench [ARGS...]         time the full default matrix beside the tokenize-once floor, the
                           quick matrix at 1x/2x/4x session length (best of 3 each), peak RSS and results.json
                           size, printed side by side (ARGS go to the full `compactbench eval`);
-                          `bench --criterion [ARGS...]` runs the criterion benchmarks instead
+                          the full matrix runs again counted by tiktoken-rs (the reference
+                          BPE) for its floor and an identical-outputs check;
+                          `bench --criterion [ARGS...]` runs the criterion benchmarks instead;
+                          `bench --tokenizers` compares bpe-openai with tiktoken-rs on every
+                          shipped text (counts and single-thread times per encoding)
   fidelity [--setup] [ARGS...]
                           check source-based strategies against their originals' own code:
                           --setup installs the pinned npm/PyPI packages into target/fidelity/;
@@ -75,6 +79,11 @@ fn bench(args: &[String]) -> ExitCode {
         c.args(["bench", "-p", "compactbench-bench"]).args(&args[1..]);
         return status(c);
     }
+    if args.first().map(String::as_str) == Some("--tokenizers") {
+        let mut c = cargo();
+        c.args(["run", "--release", "--quiet", "-p", "compactbench-bench", "--example", "tokenizers"]);
+        return status(c);
+    }
     match matrix_bench(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -87,8 +96,23 @@ fn bench(args: &[String]) -> ExitCode {
 /// Runs the release `compactbench` with `args`, passing its stderr through, and returns its
 /// closing line (`N runs in S s (...)` or `floor: ...`).
 fn compactbench(args: &[&str]) -> Result<String, String> {
+    compactbench_counting(IN_USE, args)
+}
+
+/// The BPE implementation the counter uses by default, and the reference it is checked against
+/// (`COMPACTBENCH_TOKENIZER`, read by crates/tokens).
+const IN_USE: &str = "bpe-openai";
+const REFERENCE: &str = "tiktoken-rs";
+
+/// [`compactbench`] with exact counts by the BPE implementation `tokenizer`.
+fn compactbench_counting(tokenizer: &str, args: &[&str]) -> Result<String, String> {
     let exe = project_root().join("target/release/compactbench");
-    let out = Command::new(&exe).args(args).current_dir(project_root()).output().map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+    let out = Command::new(&exe)
+        .args(args)
+        .env("COMPACTBENCH_TOKENIZER", tokenizer)
+        .current_dir(project_root())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
@@ -126,9 +150,27 @@ fn matrix_bench(extra: &[String]) -> Result<(), String> {
     let in_run_floor = floor_of(&full);
     let rss = full.split("peak RSS ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("?").to_owned();
     let json_mb = std::fs::metadata(project_root().join(out).join("results.json")).map(|m| m.len() as f64 / 1e6).unwrap_or(f64::NAN);
+    // The same matrix counted by the reference BPE: its own in-run floor, and the proof that the
+    // implementation in use changes no output.
+    eprintln!("xtask bench: full default matrix counted by {REFERENCE} ...");
+    let ref_out = "target/bench/matrix-reference";
+    let ref_full = compactbench_counting(REFERENCE, &[&["eval", "--out", ref_out][..], &extra].concat())?;
+    let ref_wall = number_before(&ref_full, "s").ok_or_else(|| format!("no time in {ref_full:?}"))?;
+    let ref_in_run_floor = floor_of(&ref_full);
+    let differing: Vec<&str> = ["results.json", "results.csv", "requests.csv", "report.md"]
+        .into_iter()
+        .filter(|f| std::fs::read(project_root().join(out).join(f)).ok() != std::fs::read(project_root().join(ref_out).join(f)).ok())
+        .collect();
+    if !differing.is_empty() {
+        return Err(format!("counting by {IN_USE} and by {REFERENCE} gave different {}: {out} vs {ref_out}", differing.join(", ")));
+    }
     eprintln!("xtask bench: tokenize-once floor ...");
-    let floor_line = compactbench(&["floor"])?;
-    let floor = number_before(&floor_line, "s").ok_or_else(|| format!("no time in {floor_line:?}"))?;
+    let mut floors = Vec::new();
+    for tokenizer in [IN_USE, REFERENCE] {
+        let floor_line = compactbench_counting(tokenizer, &["floor"])?;
+        floors.push(number_before(&floor_line, "s").ok_or_else(|| format!("no time in {floor_line:?}"))?);
+    }
+    let floor = floors[0];
     // Each length is timed in several rounds, interleaved, and the fastest run kept: on a
     // shared machine a neighbour's burst can stretch one run by a fifth, and a ratio of two
     // single runs then says more about the neighbour than about the code. The kept run's own
@@ -149,11 +191,16 @@ fn matrix_bench(extra: &[String]) -> Result<(), String> {
     println!("| measure | value |\n|---|---:|");
     println!("| full default matrix, wall | {wall:.1} s |");
     if let Some(f) = in_run_floor {
-        println!("| tokenize-once floor of the same run (BPE time of every unique text it counted, over its threads) | {f:.2} s |");
+        println!("| tokenize-once floor of the same run, {IN_USE} (in use; BPE time of every unique text it counted, over its threads) | {f:.2} s |");
         println!("| matrix / in-run floor | {:.1}x |", wall / f);
     }
-    println!("| tokenize-once floor (each unique session message once, all cores) | {floor:.2} s |");
-    println!("| matrix / session floor | {:.1}x |", wall / floor);
+    println!("| the same matrix counted by {REFERENCE} (`COMPACTBENCH_TOKENIZER={REFERENCE}`; outputs identical), wall | {ref_wall:.1} s |");
+    if let Some(f) = ref_in_run_floor {
+        println!("| tokenize-once floor of that run, {REFERENCE} | {f:.2} s |");
+    }
+    println!("| tokenize-once floor (each unique session message once, all cores), {IN_USE} | {floor:.2} s |");
+    println!("| tokenize-once floor (each unique session message once, all cores), {REFERENCE} | {:.2} s |", floors[1]);
+    println!("| matrix / session floor ({IN_USE}) | {:.1}x |", wall / floor);
     println!("| peak RSS of the full matrix | {rss} MiB |");
     println!("| results.json of the full matrix | {json_mb:.1} MB |");
     for (i, (k, s, f)) in scaled.iter().enumerate() {
