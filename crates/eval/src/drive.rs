@@ -17,7 +17,7 @@ use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 use crate::generate::{Session, Step};
 use crate::judge::Judged;
 use crate::offload_paths::OffloadPaths;
-use crate::results::{CompactionRecord, FactOutcome, Phases, RequestRecord, RunResult, Status, ViolationExample};
+use crate::results::{ChildCost, CompactionRecord, FactOutcome, Phases, RequestRecord, RunResult, Status, ViolationExample};
 use crate::scenario::Scenario;
 
 /// What the driver needs besides the strategy and session.
@@ -422,19 +422,6 @@ struct Tally {
     planted_round: Vec<u32>,
     output_tokens: u64,
     child: ChildCost,
-}
-
-/// What subagents cost: their own requests, with their own prompt-cache prefixes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ChildCost {
-    /// Subagent requests.
-    pub requests: u32,
-    /// Their input tokens.
-    pub input_tokens: u64,
-    /// Of those, tokens in the prefix shared with the subagent's previous request.
-    pub cached_tokens: u64,
-    /// Their output tokens (tool calls and the final report).
-    pub output_tokens: u64,
 }
 
 impl Run<'_> {

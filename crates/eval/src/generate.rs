@@ -14,61 +14,12 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use crate::facts::{Fact, FactKind};
+pub use crate::session::{Session, Span, Step};
 use crate::scenario::{FactSpec, Scenario};
 
 /// A tool call a planted fact forces into a turn, with the fact it carries, if any
 /// (kind, needle, the turn the fact must be remembered until).
 type ForcedStep = (Call, Option<(FactKind, String, u32)>);
-
-/// One event of a session as it happened.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Step {
-    /// The user speaks; a new turn starts.
-    User(Message),
-    /// The model answers; a request is made right before it.
-    Assistant(Message),
-    /// Tool results arrive.
-    Tool(Message),
-}
-
-impl Step {
-    /// The message of the step.
-    pub fn message(&self) -> &Message {
-        match self {
-            Step::User(m) | Step::Assistant(m) | Step::Tool(m) => m,
-        }
-    }
-}
-
-/// A generated session.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Session {
-    /// The system prompt.
-    pub system: Message,
-    /// Events in order.
-    pub steps: Vec<Step>,
-    /// Planted facts.
-    pub facts: Vec<Fact>,
-    /// Exploration spans a harness could delegate to a subagent, in order.
-    pub spans: Vec<Span>,
-}
-
-/// A run of exploration steps (searches and reads) inside one turn: from an assistant step to
-/// the last tool result it leads to, inclusive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    /// First step (an assistant step).
-    pub start: usize,
-    /// Last step (a tool result).
-    pub end: usize,
-}
-
-impl Session {
-    /// Number of model requests the session makes (one per assistant step).
-    pub fn requests(&self) -> usize {
-        self.steps.iter().filter(|s| matches!(s, Step::Assistant(_))).count()
-    }
-}
 
 /// FNV-1a: a hash that stays the same across Rust releases (unlike `DefaultHasher`).
 pub(crate) fn stable_hash(s: &str) -> u64 {

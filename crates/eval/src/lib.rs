@@ -13,6 +13,7 @@ mod offload_paths;
 pub mod replay;
 pub mod results;
 pub mod scenario;
+pub mod session;
 pub mod shape;
 pub mod variant;
 

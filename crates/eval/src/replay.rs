@@ -21,7 +21,7 @@ use compactbench_core::tools::{tool_kind, tool_path, ToolKind};
 use compactbench_core::{Message, Part, Role};
 
 use crate::facts::{Fact, FactKind};
-use crate::generate::{Session, Step};
+use crate::session::{Session, Step};
 
 /// The system prompt used when a transcript does not record one (most do not): short, so
 /// request sizes understate the original's by its real system prompt.

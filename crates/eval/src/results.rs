@@ -168,7 +168,7 @@ pub struct RunResult {
     /// Output tokens of the session's assistant messages (priced as output).
     pub output_tokens: u64,
     /// What subagents cost (all zero unless the run delegated exploration spans).
-    pub child: crate::drive::ChildCost,
+    pub child: ChildCost,
     /// Where the run's wall time went. Not deterministic, so it is kept out of
     /// `results.json` and reported in `timing.md` only.
     #[serde(skip)]
@@ -255,4 +255,17 @@ mod names {
         let outer = BTreeMap::<String, BTreeMap<String, u32>>::deserialize(d)?;
         Ok(outer.into_iter().map(|(k, inner)| (intern(k), inner.into_iter().map(|(k, n)| (intern(k), n)).collect())).collect())
     }
+}
+
+/// What subagents cost: their own requests, with their own prompt-cache prefixes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChildCost {
+    /// Subagent requests.
+    pub requests: u32,
+    /// Their input tokens.
+    pub input_tokens: u64,
+    /// Of those, tokens in the prefix shared with the subagent's previous request.
+    pub cached_tokens: u64,
+    /// Their output tokens (tool calls and the final report).
+    pub output_tokens: u64,
 }

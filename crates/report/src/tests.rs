@@ -104,7 +104,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
     oracle.facts[1].last = Status::VerbatimSummary;
     let mut delegated = s.clone();
     delegated.strategy = "sum+delegate".into();
-    delegated.child = compactbench_eval::drive::ChildCost { requests: 2, input_tokens: 900, cached_tokens: 400, output_tokens: 120 };
+    delegated.child = compactbench_eval::results::ChildCost { requests: 2, input_tokens: 900, cached_tokens: 400, output_tokens: 120 };
     vec![none, s, oracle, delegated, t]
 }
 
