@@ -21,7 +21,6 @@
 mod checkpoint;
 mod error;
 pub mod estimate;
-pub mod fold;
 mod log;
 mod message;
 mod model;
@@ -37,16 +36,16 @@ mod view;
 
 pub use checkpoint::{Checkpoint, CheckpointKind, Offload, Replacement, SummarizerUsage, SummaryPosition, Window};
 pub use error::{Error, ErrorKind};
-pub use log::{Entry, EntryId, Log, LogVersion};
+pub use log::{Entry, EntryId, Log};
 pub use message::{Message, Part, Role, Usage};
 pub use model::{ModelProfile, Pricing, Shape};
-pub use replay::{DefaultView, FromScratch, Incremental, Plan, Replay, UpdatedView, ViewState};
+pub use replay::{DefaultView, Incremental, Plan, Replay, ViewState};
 pub use store::VirtualStore;
 pub use strategy::{Cx, Decision, Fidelity, Moment, Strategy, StrategyInfo};
 pub use summarizer::{StopReason, Summarizer, Summary, SummaryRequest};
 pub use text_chat::{TextChat, TextEdit};
 pub use tokenizer::{Encoding, Tokenizer};
-pub use view::{default_projection, default_reprojection, Origin, View, ViewMessage};
+pub use view::{default_projection, Origin, View, ViewMessage};
 
 #[cfg(test)]
 mod tests;

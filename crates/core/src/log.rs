@@ -1,6 +1,5 @@
 //! The append-only session log.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -40,81 +39,11 @@ pub enum Entry {
 ///
 /// Architecture invariant: there is no way to remove or rewrite an entry. Compaction appends
 /// a [`Checkpoint`]; the working view is a projection of the log.
-#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Log {
-    /// Shared, not owned: strategies clone the log to project it as if their checkpoints
-    /// were appended, and a clone then costs a pointer per entry, not a copy of the session.
+    /// Shared, not owned: strategies clone the log to look at it as if their checkpoints were
+    /// appended, and a clone then costs a pointer per entry, not a copy of the session.
     entries: Vec<Arc<Entry>>,
-    #[serde(skip)]
-    identity: Identity,
-}
-
-/// A process-unique number for one log value, and the log state it was cloned from. A clone
-/// gets a new number, so two logs never share it even after they diverge; it is not
-/// content, so it never makes logs unequal.
-#[derive(Debug)]
-struct Identity {
-    id: u64,
-    /// (the original's id, its length then): the clone's entries up to that length are the
-    /// original's, so a value folded over them carries over (see [`LogVersion::extends`]).
-    fork: Option<(u64, usize)>,
-}
-
-impl Identity {
-    fn new(fork: Option<(u64, usize)>) -> Identity {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        Identity { id: NEXT.fetch_add(1, Ordering::Relaxed), fork }
-    }
-}
-
-impl Default for Identity {
-    fn default() -> Self {
-        Identity::new(None)
-    }
-}
-
-impl Clone for Log {
-    /// A new log with the same entries. Strategies clone the runner's log to append their
-    /// checkpoints and look at the result; the clone's folds start from the original's.
-    fn clone(&self) -> Log {
-        Log { entries: self.entries.clone(), identity: Identity::new(Some((self.identity.id, self.entries.len()))) }
-    }
-}
-
-impl PartialEq for Identity {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-/// One state of one log (see [`Log::version`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LogVersion {
-    log: u64,
-    len: usize,
-    fork: Option<(u64, usize)>,
-}
-
-impl LogVersion {
-    /// Number of entries at this state.
-    pub fn entries(self) -> usize {
-        self.len
-    }
-
-    /// Whether the entries of `earlier` are the first `earlier.entries()` entries of this
-    /// state, so a value folded over them can be extended with the rest rather than
-    /// recomputed: `earlier` is a state of the same log at or before this one, or of the log
-    /// this one was cloned from, at or before the clone.
-    pub fn extends(self, earlier: LogVersion) -> bool {
-        (self.same_log(earlier) && self.len >= earlier.len)
-            || self.fork.is_some_and(|(log, len)| earlier.log == log && earlier.len <= len)
-    }
-
-    /// Whether this and `other` are states of the same log (whichever is newer): a value
-    /// that depends only on what an entry id holds is the same for both.
-    pub fn same_log(self, other: LogVersion) -> bool {
-        self.log == other.log
-    }
 }
 
 impl Log {
@@ -146,13 +75,6 @@ impl Log {
     /// Appends a checkpoint and returns its id.
     pub fn push_checkpoint(&mut self, checkpoint: Checkpoint) -> EntryId {
         self.push(Entry::Checkpoint(Box::new(checkpoint)))
-    }
-
-    /// This log's identity and length. Because a log only grows, two calls that return the
-    /// same version saw the same entries: a strategy whose projection is costly can compute
-    /// it once per version for `project`, `decide` and `compact` at one log state.
-    pub fn version(&self) -> LogVersion {
-        LogVersion { log: self.identity.id, len: self.entries.len(), fork: self.identity.fork }
     }
 
     /// Number of entries.
@@ -191,18 +113,6 @@ impl Log {
         })
     }
 
-    /// The messages after the first `len` entries, when every entry since is a message: what
-    /// a strategy that reprojects on appended messages adds to its view. `None` when a
-    /// checkpoint followed (it may change what was shown before) or the log is shorter.
-    pub fn messages_since(&self, len: usize) -> Option<impl Iterator<Item = (EntryId, &Message)>> {
-        let since = self.entries.get(len..)?;
-        let messages = since.iter().zip(len..).filter_map(|(e, i)| match &**e {
-            Entry::Message(m) => Some((EntryId(i as u32), m)),
-            Entry::Checkpoint(_) => None,
-        });
-        since.iter().all(|e| matches!(**e, Entry::Message(_))).then_some(messages)
-    }
-
     /// All checkpoint entries with their ids, oldest first.
     pub fn checkpoints(&self) -> impl DoubleEndedIterator<Item = (EntryId, &Checkpoint)> {
         self.entries().filter_map(|(id, e)| match e {
@@ -219,24 +129,5 @@ impl Log {
     /// The id the next appended entry will get.
     pub fn next_id(&self) -> EntryId {
         EntryId(self.entries.len() as u32)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{CheckpointKind, Window};
-
-    #[test]
-    fn messages_since_are_the_appended_messages_unless_a_checkpoint_follows() {
-        let mut log = Log::from_messages([Message::user("a"), Message::assistant("b")]);
-        let ids = |log: &Log, len| log.messages_since(len).map(|m| m.map(|(id, _)| id.0).collect::<Vec<_>>());
-        assert_eq!(ids(&log, 2), Some(vec![]));
-        assert_eq!(ids(&log, 1), Some(vec![1]));
-        assert_eq!(ids(&log, 3), None, "longer than the log");
-        log.push_checkpoint(Checkpoint::new(CheckpointKind::Prune, Window::Inherit));
-        log.push_message(Message::user("c"));
-        assert_eq!(ids(&log, 3), Some(vec![3]));
-        assert_eq!(ids(&log, 2), None, "a checkpoint follows");
     }
 }

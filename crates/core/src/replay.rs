@@ -156,41 +156,6 @@ impl ViewState for DefaultView {
     }
 }
 
-/// A strategy's own view, brought up to date by its own `update`: given the view as it was at
-/// the first `len` entries of `log`, `update` extends it in place and returns `true`, or
-/// returns `false` when it cannot (the view is then projected afresh with
-/// [`Strategy::project`]). For strategies whose view only grows at the end in the common case
-/// (a message appended after the last request) but is rebuilt by their own rules otherwise.
-pub struct UpdatedView<'s, S> {
-    strategy: &'s S,
-    update: fn(&S, &Log, &mut View, usize) -> bool,
-    view: View,
-    /// Log length `view` was built at.
-    len: usize,
-}
-
-impl<'s, S: Strategy> UpdatedView<'s, S> {
-    /// The view of an empty log, kept by `update` (see the type docs).
-    pub fn new(strategy: &'s S, update: fn(&S, &Log, &mut View, usize) -> bool) -> UpdatedView<'s, S> {
-        UpdatedView { strategy, update, view: View::default(), len: 0 }
-    }
-}
-
-impl<S: Strategy> ViewState for UpdatedView<'_, S> {
-    fn push(&mut self, _: &Log, _: EntryId) {}
-
-    fn view(&mut self, log: &Log) -> &View {
-        if self.len != log.len() {
-            if !(self.update)(self.strategy, log, &mut self.view, self.len) {
-                self.view = self.strategy.project(log);
-            }
-            debug_assert!(self.view == self.strategy.project(log), "{}: its view update differs from project", self.strategy.info().id);
-            self.len = log.len();
-        }
-        &self.view
-    }
-}
-
 /// The incremental layer of a strategy whose decisions are its from-scratch `decide` and
 /// `compact` given the log and the view: only the view is kept, by `V`.
 pub struct Incremental<'s, V> {
@@ -229,41 +194,5 @@ impl<V: ViewState> Replay for Incremental<'_, V> {
     fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         plan.check(log);
         self.strategy.compact(log, self.view.view(log), plan.at(), cx)
-    }
-}
-
-/// The from-scratch layer run as a replay: the view projected afresh at every log state.
-/// What the testkit's law compares every strategy's own replay against, and what the fidelity
-/// check uses; too slow for long runs, which is why strategies have their own.
-pub struct FromScratch<'s> {
-    strategy: &'s dyn Strategy,
-    view: Option<View>,
-}
-
-impl<'s> FromScratch<'s> {
-    /// `strategy` over an empty log.
-    pub fn new(strategy: &'s dyn Strategy) -> FromScratch<'s> {
-        FromScratch { strategy, view: None }
-    }
-}
-
-impl Replay for FromScratch<'_> {
-    fn push(&mut self, _: &Log, _: EntryId) {
-        self.view = None;
-    }
-
-    fn view(&mut self, log: &Log) -> &View {
-        self.view.get_or_insert_with(|| self.strategy.project(log))
-    }
-
-    fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
-        let view = self.view.get_or_insert_with(|| self.strategy.project(log));
-        Plan::from_decision(log, at, self.strategy.decide(log, view, at, cx))
-    }
-
-    fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        plan.check(log);
-        let view = self.view.get_or_insert_with(|| self.strategy.project(log));
-        self.strategy.compact(log, view, plan.at(), cx)
     }
 }

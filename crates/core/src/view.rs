@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Checkpoint, Entry, EntryId, Log, Message, Role, SummaryPosition, Window};
+use crate::{Checkpoint, EntryId, Log, Message, Role, SummaryPosition, Window};
 
 /// Where a view message comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -156,42 +156,6 @@ pub fn default_projection(log: &Log) -> View {
     }
     view.messages.extend(log.messages().filter(|(id, _)| *id > anchor_id).map(|(id, m)| shown(id, m)));
     view
-}
-
-/// Brings `view`, the [`default_projection`] of `log` when it held its first `len` entries, up
-/// to date with `log` in place, and says whether it could. It can when every entry since is a
-/// non-system message (shown last, as it is) or a checkpoint that keeps the window
-/// ([`Window::Inherit`]: only its replacements show, each swapped into the message it
-/// replaces); anything else leaves `view` unspecified and returns `false`, and the caller
-/// projects afresh.
-///
-/// Why: a strategy that masks one old tool output per turn over a view that is never cut
-/// (observation masking, tool-result clearing) would otherwise rebuild and copy the whole
-/// session at every request, which makes a replay quadratic in its length.
-pub fn default_reprojection(log: &Log, view: &mut View, len: usize) -> bool {
-    if len > log.len() {
-        return false;
-    }
-    for (id, entry) in log.entries().skip(len) {
-        match entry {
-            Entry::Message(m) if m.role != Role::System => {
-                view.messages.push(ViewMessage { origin: Origin::Entry(id), message: m.clone() })
-            }
-            Entry::Message(_) => return false,
-            Entry::Checkpoint(cp) if cp.window == Window::Inherit => {
-                for r in &cp.replacements {
-                    if r.entry >= id {
-                        return false;
-                    }
-                    if let Some(at) = position_of(view, r.entry) {
-                        view.messages[at] = ViewMessage { origin: Origin::Replaced(r.entry, id), message: r.message.clone() };
-                    }
-                }
-            }
-            Entry::Checkpoint(_) => return false,
-        }
-    }
-    true
 }
 
 /// Where the message standing for log entry `entry` is in a default projection. Such
