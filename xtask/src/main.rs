@@ -214,6 +214,8 @@ fn matrix_bench(extra: &[String]) -> Result<(), String> {
 }
 
 mod local_model;
+#[cfg(test)]
+mod tidy;
 
 /// The fuzz targets: (package, test target). Each test target's tests are named `fuzz_*`.
 const FUZZ_TARGETS: &[(&str, &str)] = &[
