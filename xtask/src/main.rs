@@ -221,6 +221,7 @@ mod tidy;
 const FUZZ_TARGETS: &[(&str, &str)] = &[
     ("compactbench-core", "fuzz_request"),
     ("compactbench-import", "fuzz_import"),
+    ("compactbench-eval", "fuzz_revalidate"),
     ("compactbench-eval", "fuzz_scenario"),
     ("compactbench-eval", "fuzz_strategies"),
 ];

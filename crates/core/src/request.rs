@@ -13,10 +13,6 @@ use serde::Serialize;
 
 use crate::{Part, Role, Shape, View};
 
-mod revalidate;
-
-pub use revalidate::{count, Revalidator, RuleCounts};
-
 /// One content block of a wire message, borrowing from the view it was lowered from (a
 /// request is built for every shape at every step, so copying the content would dominate).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -60,7 +56,10 @@ pub enum Block<'a> {
 }
 
 impl Block<'_> {
-    fn is_empty(&self) -> bool {
+    /// Whether the block has no content: blank text or reasoning (a call, a result or media
+    /// always counts as content).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
         match self {
             Block::Text { text } | Block::Reasoning { text } => text.trim().is_empty(),
             Block::ToolCall { .. } | Block::ToolResult { .. } | Block::Media { .. } => false,
@@ -78,6 +77,21 @@ pub struct WireMessage<'a> {
     pub blocks: SmallVec<[Block<'a>; 2]>,
     /// Indices of the view messages this was built from.
     pub from_view: SmallVec<[usize; 2]>,
+}
+
+impl<'a> WireMessage<'a> {
+    /// Ids of the calls it makes (validation runs for every shape at every request, so the
+    /// ids are read in place rather than collected).
+    #[inline]
+    pub fn calls(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.blocks.iter().filter_map(|b| if let Block::ToolCall { id, .. } = b { Some(*id) } else { None })
+    }
+
+    /// Ids of the calls it answers.
+    #[inline]
+    pub fn results(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.blocks.iter().filter_map(|b| if let Block::ToolResult { call_id, .. } = b { Some(*call_id) } else { None })
+    }
 }
 
 /// A view lowered to one provider shape.
@@ -117,8 +131,9 @@ pub fn lower<'a>(view: &'a View, shape: Shape) -> Request<'a> {
 /// Lowers the view messages from `from` on to `request.shape` and appends them to `request`.
 /// From 0 this is [`lower`]; from a later message it continues a lowering that ended in a
 /// non-system message (so no leading system messages are left, and nothing merges into what
-/// `request` already holds when `request` is empty).
-fn lower_tail<'a>(view: &'a View, from: usize, request: &mut Request<'a>) {
+/// `request` already holds when `request` is empty). A caller that validates successive views
+/// of one conversation lowers only what changed with it.
+pub fn lower_tail<'a>(view: &'a View, from: usize, request: &mut Request<'a>) {
     let shape = request.shape;
     let mut leading = from == 0;
     for (i, vm) in view.messages.iter().enumerate().skip(from) {
@@ -235,18 +250,21 @@ pub struct Violation {
     pub detail: String,
 }
 
-struct ShapeRules {
+/// The rules [`validate`] applies to one shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShapeRules {
     /// Results must sit in the run of result-carrying messages right after their call.
-    adjacent_results: bool,
+    pub adjacent_results: bool,
     /// The first message must be `user`.
-    first_user: bool,
+    pub first_user: bool,
     /// Adjacent messages must not share a role.
-    alternate: bool,
+    pub alternate: bool,
     /// An empty text block is an error even when the message has other content.
-    empty_blocks: bool,
+    pub empty_blocks: bool,
 }
 
-fn rules(shape: Shape) -> ShapeRules {
+/// The rules of `shape`.
+pub fn rules(shape: Shape) -> ShapeRules {
     match shape {
         Shape::OpenaiChat => ShapeRules { adjacent_results: true, first_user: false, alternate: false, empty_blocks: false },
         Shape::OpenaiResponses => ShapeRules { adjacent_results: false, first_user: false, alternate: false, empty_blocks: false },
@@ -285,12 +303,12 @@ pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
         // Calls of the latest assistant message still waiting for their results, and where.
         let mut pending: Vec<(&str, usize)> = Vec::new();
         for (i, m) in msgs.iter().enumerate() {
-            if results(m).next().is_none() || calls(m).next().is_some() {
+            if m.results().next().is_none() || m.calls().next().is_some() {
                 for (id, at) in pending.drain(..) {
                     push(Rule::MissingResult, at, format!("call {id} has no result right after it"));
                 }
             }
-            for id in results(m) {
+            for id in m.results() {
                 if let Some(k) = pending.iter().position(|(p, _)| *p == id) {
                     pending.remove(k);
                 } else if seen.contains(id) {
@@ -299,7 +317,7 @@ pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
                     push(Rule::OrphanResult, i, format!("result for {id} has no call"));
                 }
             }
-            for id in calls(m) {
+            for id in m.calls() {
                 seen.insert(id);
                 pending.push((id, i));
             }
@@ -308,14 +326,14 @@ pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
             push(Rule::MissingResult, at, format!("call {id} has no result right after it"));
         }
     } else {
-        let answered: FxHashSet<&str> = msgs.iter().flat_map(results).collect();
+        let answered: FxHashSet<&str> = msgs.iter().flat_map(WireMessage::results).collect();
         for (i, m) in msgs.iter().enumerate() {
-            for id in results(m) {
+            for id in m.results() {
                 if !seen.contains(id) {
                     push(Rule::OrphanResult, i, format!("output for {id} has no earlier call"));
                 }
             }
-            for id in calls(m) {
+            for id in m.calls() {
                 if !answered.contains(id) {
                     push(Rule::MissingResult, i, format!("call {id} has no output"));
                 }
@@ -324,15 +342,4 @@ pub fn validate<'a>(request: &Request<'a>) -> Vec<Violation> {
         }
     }
     out
-}
-
-/// Ids of the calls in `m` (validation runs for every shape at every request, so the ids are
-/// read in place rather than collected).
-fn calls<'a, 'm>(m: &'m WireMessage<'a>) -> impl Iterator<Item = &'a str> + 'm {
-    m.blocks.iter().filter_map(|b| if let Block::ToolCall { id, .. } = b { Some(*id) } else { None })
-}
-
-/// Ids of the calls `m` answers.
-fn results<'a, 'm>(m: &'m WireMessage<'a>) -> impl Iterator<Item = &'a str> + 'm {
-    m.blocks.iter().filter_map(|b| if let Block::ToolResult { call_id, .. } = b { Some(*call_id) } else { None })
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use memchr::memmem::Finder;
 use rustc_hash::FxHashMap;
 
-use compactbench_core::request::{lower, validate, Revalidator, Rule};
+use compactbench_core::request::{lower, validate, Rule};
 use compactbench_core::{
     Checkpoint, Cx, EntryId, Error, ErrorKind, Log, Message, Moment, Origin, Replay, Shape, StopReason, Strategy, Summarizer,
     Summary, SummaryRequest, Usage, View, VirtualStore, Window,
@@ -17,6 +17,7 @@ use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 use crate::generate::{Session, Step};
 use crate::judge::Judged;
 use crate::offload_paths::OffloadPaths;
+use crate::revalidate::Revalidator;
 use crate::results::{ChildCost, CompactionRecord, FactOutcome, Phases, RequestRecord, RunResult, Status, ViolationExample};
 use crate::scenario::Scenario;
 

@@ -12,6 +12,7 @@ pub mod matrix;
 mod offload_paths;
 pub mod replay;
 pub mod results;
+pub mod revalidate;
 pub mod scenario;
 pub mod session;
 pub mod shape;

@@ -5,13 +5,13 @@
 //! the `none` baseline) lowering and validating all of it at every request made a replay
 //! quadratic in its length. [`Revalidator`] keeps, per shape, what validation reads of each
 //! lowered message and the validator's state before it, and resumes at the first lowered
-//! message that can differ. Its counts equal [`validate`]'s (debug builds check every call).
+//! message that can differ. Its counts equal those of core's [`validate`] (debug builds check
+//! every call): core keeps the rules, and this runner-only bookkeeping lives here.
 
+use compactbench_core::request::{lower, lower_tail, rules, validate, Block, Request, Rule, ShapeRules, Violation, WireMessage};
+use compactbench_core::{Shape, View};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-
-use super::{lower_tail, rules, validate, Block, Request, Rule, ShapeRules, WireMessage};
-use crate::{Shape, View};
 
 /// Violations per rule, in [`Rule::ALL`] order.
 pub type RuleCounts = [u32; Rule::ALL.len()];
@@ -39,13 +39,13 @@ impl Revalidator {
         let tracks = self.tracks.get_or_insert_with(|| Shape::ALL.map(Track::new));
         let ids = &mut self.ids;
         let counts = std::array::from_fn(|k| tracks[k].update(view, unchanged, ids));
-        debug_assert_eq!(counts, Shape::ALL.map(|shape| count(&validate(&super::lower(view, shape)))), "revalidation differs from validation");
+        debug_assert_eq!(counts, Shape::ALL.map(|shape| count(&validate(&lower(view, shape)))), "revalidation differs from validation");
         counts
     }
 }
 
 /// Counts of `violations` per rule.
-pub fn count(violations: &[super::Violation]) -> RuleCounts {
+pub fn count(violations: &[Violation]) -> RuleCounts {
     let mut counts = RuleCounts::default();
     for v in violations {
         counts[v.rule as usize] += 1;
@@ -172,8 +172,8 @@ impl Track {
             ids.insert(text.into(), n);
             n
         };
-        let calls: SmallVec<[u32; 2]> = super::calls(m).map(&mut id).collect();
-        let results: SmallVec<[u32; 2]> = super::results(m).map(&mut id).collect();
+        let calls: SmallVec<[u32; 2]> = m.calls().map(&mut id).collect();
+        let results: SmallVec<[u32; 2]> = m.results().map(&mut id).collect();
         let needed = ids.len();
         if self.first_call.len() < needed {
             self.first_call.resize(needed, UNSEEN);
@@ -247,7 +247,7 @@ impl Track {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EntryId, Message, Origin, Part, Role, ViewMessage};
+    use compactbench_core::{EntryId, Message, Origin, Part, Role, ViewMessage};
 
     fn view(messages: Vec<Message>) -> View {
         let messages = messages.into_iter().enumerate().map(|(i, message)| ViewMessage { origin: Origin::Entry(EntryId(i as u32)), message }).collect();
@@ -265,7 +265,7 @@ mod tests {
     }
 
     fn expected(view: &View) -> [RuleCounts; 4] {
-        Shape::ALL.map(|shape| count(&validate(&super::super::lower(view, shape))))
+        Shape::ALL.map(|shape| count(&validate(&lower(view, shape))))
     }
 
     /// The cases the fuzz target rarely builds: OpenAI Chat lowers a tool message to one
