@@ -1,8 +1,8 @@
 //! What one run of one strategy over one session produced.
 //!
-//! These are the eval's own types; the report crate converts them into its flat rows. They
-//! deserialize too, so an interrupted eval can resume from the cells it journaled (the CLI's
-//! `eval --resume`).
+//! These are the eval's own types; the report crate converts them into the rows and records it
+//! writes (it owns `results.json`'s format). Their serde derives are for the CLI's resume
+//! journal (`cells.jsonl`, read back by `eval --resume`), not for any report.
 
 use std::collections::BTreeMap;
 
@@ -130,8 +130,7 @@ pub struct FactOutcome {
     /// State at the first request after each compaction it went through: `[0]` after the
     /// first, `[1]` after the second, … (the drift curve).
     pub after_round: Vec<Status>,
-    /// The model-judged probe, when the run had a judge (absent from `results.json`
-    /// otherwise, so judge-less runs are unchanged).
+    /// The model-judged probe, when the run had a judge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judged: Option<crate::judge::Judged>,
 }
@@ -149,8 +148,7 @@ pub struct RunResult {
     pub summarizer: String,
     /// The scenario's window.
     pub window: u64,
-    /// Requests in order. Not in `results.json` (one line each in `requests.csv`, which keeps
-    /// a default run small enough to open and diff).
+    /// Requests in order. Journaled beside the run (the journal adds them).
     #[serde(skip)]
     pub requests: Vec<RequestRecord>,
     /// Compaction attempts in order.
@@ -169,8 +167,8 @@ pub struct RunResult {
     pub output_tokens: u64,
     /// What subagents cost (all zero unless the run delegated exploration spans).
     pub child: ChildCost,
-    /// Where the run's wall time went. Not deterministic, so it is kept out of
-    /// `results.json` and reported in `timing.md` only.
+    /// Where the run's wall time went (not deterministic: reported in `timing.md` only).
+    /// Journaled beside the run.
     #[serde(skip)]
     pub phases: Phases,
 }

@@ -272,3 +272,33 @@ fn violations_are_listed_with_their_example_and_explanation() {
     assert!(text_row.ends_with("| the original does it too |"), "{text_row}");
     assert!(md.contains("| trunc | empty_content | anthropic | 1 |") && md.contains("**unexplained**"), "{md}");
 }
+
+/// `results.json` is this crate's format: one run with a failed compaction, a judged fact and a
+/// violation example, written as the report writes it.
+#[test]
+fn results_json_snapshot() {
+    use compactbench_eval::judge::{Answer, Judged};
+    use compactbench_eval::results::ViolationExample;
+    let mut run = runs().swap_remove(1);
+    run.facts[0].judged = Some(Judged { request: 1, answer: Answer::Named });
+    run.compactions[0].error = Some("summarizer timed out".into());
+    // States in report order, not by name.
+    run.facts[1].probes = BTreeMap::from([(Status::VerbatimKept, 1), (Status::Lost, 1)]);
+    run.violations.entry("anthropic").or_default().insert("orphan_result", 3);
+    run.violation_examples = vec![ViolationExample { shape: "anthropic", rule: "orphan_result", request: 1, detail: "result for c1 has no call".into(), entries: vec![4] }];
+    let dir = std::env::temp_dir().join(format!("compactbench-report-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("results.json");
+    crate::json::results(&path, "extractive", &[], &[run]).unwrap();
+    let written = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    expect![[r#"
+        {
+          "summarizer": "extractive",
+          "rows": [],
+          "runs": [
+            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out"}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"]}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
+          ]
+        }
+    "#]].assert_eq(&written);
+}
