@@ -69,9 +69,10 @@ enum Command {
         /// Run no delegation rows.
         #[arg(long)]
         no_delegation: bool,
-        /// Also run this strategy on each session in Aider's own chat shape: edits as
-        /// SEARCH/REPLACE text, tool output as user messages, no tool calls (rows `<id>+text`;
-        /// repeatable). Ignored for strategies not selected.
+        /// Also run this strategy on each session in its harness's own text chat shape, where it
+        /// declares one (today Aider: edits as SEARCH/REPLACE text, tool output as user
+        /// messages, no tool calls); rows `<id>+text`; repeatable. Ignored for strategies not
+        /// selected.
         #[arg(long = "text-chat", value_name = "ID", default_values_t = ["aider".to_owned()])]
         text_chat: Vec<String>,
         /// Run no text-chat rows.
@@ -222,6 +223,25 @@ fn chosen(strategies: &[Box<dyn Strategy>], ids: &[String]) -> Vec<Box<dyn Strat
     strategies.iter().filter(|s| ids.contains(&s.info().id)).map(|s| compactbench_registry::find(&s.info().id).expect("from the registry")).collect()
 }
 
+/// Refuses a `--text-chat` id that names no strategy or one whose harness has no text chat
+/// shape of its own (`Strategy::text_chat`), rather than failing mid-run.
+fn check_text_chat(ids: &[String]) -> Result<()> {
+    let declaring = || {
+        let all = compactbench_registry::all();
+        all.iter().filter(|s| s.text_chat().is_some()).map(|s| s.info().id.clone()).collect::<Vec<_>>().join(", ")
+    };
+    for id in ids {
+        match compactbench_registry::find(id) {
+            None => bail!("--text-chat {id:?}: unknown strategy; strategies with a text chat shape: {}", declaring()),
+            Some(s) if s.text_chat().is_none() => {
+                bail!("--text-chat {id}: {id} declares no text chat shape of its own; strategies that do: {}", declaring())
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 fn select_scenarios(all: Vec<Scenario>, names: &[String], dir: &Path) -> Result<Vec<Scenario>> {
     if names.is_empty() {
         return Ok(all);
@@ -290,6 +310,7 @@ fn eval(
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
     let primary = summarizer::Primary::new(summarizer, encoding)?;
     let delegating = chosen(&strategies, delegate);
+    check_text_chat(text_chat)?;
     let texting = chosen(&strategies, text_chat);
     let ids = |strategies: &[Box<dyn Strategy>]| strategies.iter().map(|s| s.info().id.clone()).collect();
     let config = journal::Config {
