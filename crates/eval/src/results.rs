@@ -81,6 +81,9 @@ pub struct CompactionRecord {
     /// `turn_end`, `before_request` or `overflow`.
     #[serde(deserialize_with = "names::one")]
     pub moment: StaticName,
+    /// The newest message when it ran was a tool result: the compaction interrupted the
+    /// agent's loop rather than waiting for the turn's end (most real compactions do).
+    pub mid_loop: bool,
     /// The strategy's reason.
     pub reason: String,
     /// Kinds of the appended checkpoints, in order (empty when it failed or did nothing).
@@ -114,6 +117,9 @@ pub struct FactOutcome {
     pub id: String,
     /// Kind.
     pub kind: FactKind,
+    /// The quarter of the session (by step, 1 to 4) it was planted in: the oldest work is
+    /// what compaction drops first.
+    pub planted_quarter: u8,
     /// Requests that needed it.
     pub needed: u32,
     /// Of those, how many had it in each state.

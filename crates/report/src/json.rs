@@ -117,6 +117,7 @@ struct Compaction<'a> {
     summarizer_output: u64,
     summaries_cut_off: u32,
     error: Option<&'a str>,
+    mid_loop: bool,
 }
 
 impl<'a> From<&'a CompactionRecord> for Compaction<'a> {
@@ -137,6 +138,7 @@ impl<'a> From<&'a CompactionRecord> for Compaction<'a> {
             summarizer_output: c.summarizer_output,
             summaries_cut_off: c.summaries_cut_off,
             error: c.error.as_deref(),
+            mid_loop: c.mid_loop,
         }
     }
 }
@@ -154,6 +156,7 @@ struct Fact<'a> {
     lost_after_rounds: Option<u32>,
     lost_by: Option<u32>,
     after_round: Vec<&'static str>,
+    planted_quarter: u8,
     /// Left out of judge-less runs, so their output does not change.
     #[serde(skip_serializing_if = "Option::is_none")]
     judged: Option<Judged>,
@@ -171,6 +174,7 @@ impl<'a> From<&'a FactOutcome> for Fact<'a> {
             lost_after_rounds: f.lost_after_rounds,
             lost_by: f.lost_by,
             after_round: f.after_round.iter().map(|s| s.as_str()).collect(),
+            planted_quarter: f.planted_quarter,
             judged: f.judged.as_ref().map(|j| Judged { request: j.request, answer: j.answer.as_str() }),
         }
     }

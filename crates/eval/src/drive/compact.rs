@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use compactbench_core::{Cx, Error, ErrorKind, Moment, StopReason, Summarizer, Summary, SummaryRequest, Window};
+use compactbench_core::{Cx, Error, ErrorKind, Moment, Role, StopReason, Summarizer, Summary, SummaryRequest, Window};
 
 use super::{timed, Run};
 use crate::results::CompactionRecord;
@@ -37,6 +37,8 @@ impl Run<'_> {
             self.replay.compact(&self.log, plan, &mut cx)
         });
         self.phases.summarize += observed.micros.load(Ordering::Relaxed);
+        let newest = self.log.messages().next_back().map(|(_, m)| m);
+        let mid_loop = newest.is_some_and(|m| m.role == Role::Tool || m.tool_result_ids().next().is_some());
         let mut record = CompactionRecord {
             request: self.request,
             step: self.step as u32,
@@ -46,6 +48,7 @@ impl Run<'_> {
                 Moment::BeforeRequest => "before_request",
                 Moment::Overflow => "overflow",
             },
+            mid_loop,
             reason,
             kinds: Vec::new(),
             tokens_before,

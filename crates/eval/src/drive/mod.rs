@@ -305,7 +305,7 @@ pub fn run_with(
             .zip(&run.probes)
             .zip(run.judged)
             .filter(|((_, p), _)| !p.is_empty())
-            .map(|((f, p), judged)| FactOutcome { judged, ..probe::outcome(f, p, &run.compactions) })
+            .map(|((f, p), judged)| FactOutcome { judged, ..probe::outcome(f, p, &run.compactions, session.steps.len()) })
             .collect(),
         requests: run.requests,
         compactions: run.compactions,

@@ -136,8 +136,8 @@ impl Prober {
     }
 }
 
-/// What happened to `fact` over the run, from its probes.
-pub(super) fn outcome(fact: &Fact, probes: &[Probe], compactions: &[CompactionRecord]) -> FactOutcome {
+/// What happened to `fact` over the run (of a session of `steps` steps), from its probes.
+pub(super) fn outcome(fact: &Fact, probes: &[Probe], compactions: &[CompactionRecord], steps: usize) -> FactOutcome {
     let mut counts = BTreeMap::new();
     for (_, s, _) in probes {
         *counts.entry(*s).or_default() += 1;
@@ -148,6 +148,7 @@ pub(super) fn outcome(fact: &Fact, probes: &[Probe], compactions: &[CompactionRe
     FactOutcome {
         id: fact.id.clone(),
         kind: fact.kind,
+        planted_quarter: (1 + 4 * fact.planted_step / steps.max(1)) as u8,
         needed: probes.len() as u32,
         probes: counts,
         last: probes.last().expect("only needed facts get an outcome").1,
