@@ -9,6 +9,7 @@ use compactbench_eval::results::{RunResult, Status};
 use compactbench_eval::scenario::Scenario;
 
 use crate::markdown::DRIFT_ROUNDS;
+use crate::triggers::Spread;
 use crate::Row;
 
 /// Facts by state: the stacks of a retention bar.
@@ -104,6 +105,8 @@ pub(crate) struct Charts {
     pub(crate) scatter: Vec<Point>,
     /// Per strategy: violations per provider shape (`Shape::ALL` order), all scenarios.
     pub(crate) violations: Vec<[u64; 4]>,
+    /// Per strategy: usage at compaction, all scenarios (`None`: it never compacted).
+    pub(crate) triggers: Vec<Option<Spread>>,
 }
 
 impl Charts {
@@ -118,7 +121,7 @@ impl Charts {
         }
         let timelines = scenarios.iter().filter_map(|sc| timeline(sc, &strategies, &runs)).collect();
         let kinds: Vec<FactKind> = FactKind::ALL.into_iter().filter(|k| runs.iter().any(|r| r.facts.iter().any(|f| f.kind == *k))).collect();
-        let mine = |st: &String| runs.iter().filter(|r| &r.strategy == st).collect::<Vec<_>>();
+        let mine = |st: &String| runs.iter().copied().filter(|r| &r.strategy == st).collect::<Vec<_>>();
         let by_kind = strategies
             .iter()
             .map(|st| {
@@ -175,7 +178,8 @@ impl Charts {
                 v
             })
             .collect();
-        Charts { strategies, timelines, kinds, by_kind, drift, scatter, violations }
+        let triggers = strategies.iter().map(|st| crate::triggers::spread(&mine(st))).collect();
+        Charts { strategies, timelines, kinds, by_kind, drift, scatter, violations, triggers }
     }
 
     /// A compact text rendering of every number the charts draw (for snapshot tests).
@@ -209,6 +213,11 @@ impl Charts {
         let _ = writeln!(out, "violations chat/resp/anth/gem");
         for (st, v) in self.strategies.iter().zip(&self.violations) {
             let _ = writeln!(out, "  {st}: {}/{}/{}/{}", v[0], v[1], v[2], v[3]);
+        }
+        let _ = writeln!(out, "usage at compaction % min/p10/median/p90/max, mid-loop of n");
+        for (st, t) in self.strategies.iter().zip(&self.triggers) {
+            let t = t.as_ref().map_or("–".to_owned(), |t| format!("{}/{}/{}/{}/{}, {} of {}", t.min, t.p10, t.median, t.p90, t.max, t.mid_loop, t.compactions));
+            let _ = writeln!(out, "  {st}: {t}");
         }
         out
     }

@@ -14,6 +14,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::charts::{Charts, Mark, Panel, Split, Timeline};
+use crate::triggers::Spread;
 use crate::markdown::{main_cells, MAIN_HEADER};
 use crate::Row;
 
@@ -352,6 +353,54 @@ fn drift_svg(charts: &Charts) -> io::Result<String> {
     })
 }
 
+fn triggers_svg(charts: &Charts) -> io::Result<String> {
+    const ROW: u32 = 22;
+    const LABELS: u32 = 200;
+    const NOTES: u32 = 190;
+    let shown: Vec<(&String, &Spread)> = charts.strategies.iter().zip(&charts.triggers).filter_map(|(st, t)| Some((st, t.as_ref()?))).collect();
+    // At least the whole window; beyond it when some strategy let the context overflow first.
+    let xmax = shown.iter().map(|(_, t)| t.max).fold(100.0, f64::max).div_euclid(10.0) * 10.0 + 10.0;
+    svg((WIDTH, 64 + 48 + ROW * shown.len().max(1) as u32), |root| {
+        let body = header(
+            root,
+            "Context usage at compaction (exact tokens, % of window) — all scenarios and seeds",
+            &[
+                (Key::Line(GREY), "min to max".into()),
+                (Key::Block(PALETTE[0]), "p10 to p90".into()),
+                (Key::Cross(BLACK), "median".into()),
+                (Key::Dashed(LOST), "the window".into()),
+            ],
+        )?;
+        let (labels, rest) = body.split_horizontally(LABELS);
+        let (plot, notes) = rest.split_horizontally(WIDTH - LABELS - NOTES);
+        let mut chart = ChartBuilder::on(&plot).margin(6).x_label_area_size(36).build_cartesian_2d(0f64..xmax, 0f64..shown.len().max(1) as f64)?;
+        chart
+            .configure_mesh()
+            .x_desc("usage at compaction, % of window")
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .disable_y_mesh()
+            .disable_y_axis()
+            .label_style((FONT, 11))
+            .axis_desc_style((FONT, 12))
+            .bold_line_style(FAINT)
+            .light_line_style(TRANSPARENT)
+            .draw()?;
+        chart.draw_series(DashedLineSeries::new(vec![(100.0, 0.0), (100.0, shown.len() as f64)], 5, 4, LOST.stroke_width(1)))?;
+        for (i, (st, t)) in shown.iter().enumerate() {
+            let y = shown.len() as f64 - i as f64 - 0.5;
+            let c = color(charts, st);
+            chart.draw_series(std::iter::once(PathElement::new(vec![(t.min, y), (t.max, y)], GREY.stroke_width(1))))?;
+            chart.draw_series(std::iter::once(Rectangle::new([(t.p10, y - 0.3), (t.p90.max(t.p10 + 0.4), y + 0.3)], c.filled())))?;
+            chart.draw_series(std::iter::once(Cross::new((t.median, y), 4, BLACK.stroke_width(2))))?;
+            let row = 6 + (ROW as f64 * (i as f64 + 0.5)) as i32;
+            text(&labels, st, (LABELS as i32 - 8, row), 12, HPos::Right)?;
+            let mid = 100.0 * t.mid_loop as f64 / t.compactions as f64;
+            text(&notes, &format!("{} compactions, {mid:.0}% mid-loop", t.compactions), (8, row), 11, HPos::Left)?;
+        }
+        Ok(())
+    })
+}
+
 /// Tick values for a log axis over `lo..hi`: 1-2-5 steps, or finer ones when the range is too
 /// narrow for those to give at least four (plotters' own log ticks are powers of ten only).
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
@@ -455,7 +504,7 @@ pub(crate) fn html(scenarios: &[Scenario], rows: &[Row], charts: &Charts, summar
         "<p>Summarizer: <code>{}</code> (the null and oracle bounds are in report.md). Tokens are exact (tiktoken) per request. The same numbers as report.md; column meanings in reports/README.md.</p>",
         esc(summarizer)
     );
-    let _ = writeln!(out, "<p>Overview (all scenarios): <a href=\"#cost\">cost vs retention</a> · <a href=\"#kinds\">retention by fact kind</a> · <a href=\"#drift\">drift</a> · <a href=\"#violations\">violations</a><br>Scenarios: {}</p>",
+    let _ = writeln!(out, "<p>Overview (all scenarios): <a href=\"#cost\">cost vs retention</a> · <a href=\"#kinds\">retention by fact kind</a> · <a href=\"#drift\">drift</a> · <a href=\"#triggers\">when compactions fire</a> · <a href=\"#violations\">violations</a><br>Scenarios: {}</p>",
         charts.timelines.iter().map(|t| format!("<a href=\"#{}\">{}</a>", anchor(&t.scenario), esc(&t.scenario))).collect::<Vec<_>>().join(" · "));
     let figure = |out: &mut String, id: &str, title: &str, svg: String, caption: &str| {
         let _ = writeln!(out, "<h2 id=\"{id}\">{title}</h2>\n<figure>\n{svg}\n<figcaption>{caption}</figcaption>\n</figure>");
@@ -465,6 +514,8 @@ pub(crate) fn html(scenarios: &[Scenario], rows: &[Row], charts: &Charts, summar
     figure(&mut out, "kinds", "Retention by fact kind", bar_grid_svg(&retention_grid(charts))?, "Each bar is 100% of the facts of that kind the strategy's sessions needed.");
     figure(&mut out, "drift", "Retention vs compaction round", drift_svg(charts)?,
         "State of each fact at the first request after its k-th compaction (facts that went through k). Strategies that never compacted have no panel.");
+    figure(&mut out, "triggers", "When compactions fire", triggers_svg(charts)?,
+        "Each successful compaction's context just before it, by the runner's exact count, as % of the scenario's window. Strategies trigger on their own estimates, so the spread shows how early, late and unpredictably each fires. Mid-loop: the newest message was a tool result (TraceLab's real Claude Code and Codex sessions: 86.5%). Strategies that never compacted are not drawn.");
     let total: u64 = charts.violations.iter().flatten().sum();
     let verdict = if total == 0 { "No request of any strategy violated a rule in this run. " } else { "" };
     figure(

@@ -53,6 +53,11 @@ fn chart_data_snapshot() {
           sum: 0/0/2/0
           sum+delegate: 0/0/2/0
           trunc: 0/0/2/0
+        usage at compaction % min/p10/median/p90/max, mid-loop of n
+          none: –
+          sum: 95/95/95/95/95, 0 of 1
+          sum+delegate: 95/95/95/95/95, 0 of 1
+          trunc: 95/95/95/95/95, 0 of 1
     "#]]
     .assert_eq(&charts.text());
 }
@@ -66,8 +71,8 @@ fn page_is_self_contained_and_deterministic() {
     };
     let a = page();
     assert_eq!(a, page());
-    // Scatter, retention by kind, drift, violations, one timeline per scenario.
-    assert_eq!(a.matches("<svg").count(), 5);
+    // Scatter, retention by kind, drift, triggers, violations, one timeline per scenario.
+    assert_eq!(a.matches("<svg").count(), 6);
     // Nothing to fetch: the SVG namespace is an identifier, not a load.
     let loads = a.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
     for absent in ["<script", "http:", "https:", "@import", "url("] {

@@ -16,6 +16,7 @@ mod isolation;
 mod json;
 mod markdown;
 mod row;
+mod triggers;
 
 use std::io;
 use std::path::Path;

@@ -20,13 +20,29 @@ fn retained(s: Status) -> bool {
 }
 
 /// `kept/needed` for facts matching `pred`, or `–` when none.
-fn share<'a>(facts: impl Iterator<Item = &'a Status>) -> String {
+pub(crate) fn share<'a>(facts: impl Iterator<Item = &'a Status>) -> String {
     let (mut kept, mut all) = (0, 0);
     for s in facts {
         all += 1;
         kept += usize::from(retained(*s));
     }
     if all == 0 { "–".to_owned() } else { format!("{kept}/{all}") }
+}
+
+/// Per strategy: retention by the quarter of the session a fact was planted in.
+fn position(out: &mut String, runs: &[&RunResult], strategies: &[&str]) {
+    let _ = writeln!(out, "\n## Retention by position in history\n");
+    let _ = writeln!(
+        out,
+        "Over every scenario and seed: facts by the quarter of the session (by step) they were planted in, 1st = oldest; retained (verbatim or recoverable) at the last request that needed them, of those needed.\n"
+    );
+    let _ = writeln!(out, "| strategy | 1st quarter | 2nd | 3rd | 4th |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    for st in strategies {
+        let facts = || runs.iter().filter(|r| r.strategy == *st).flat_map(|r| &r.facts);
+        let cells: Vec<String> = (1..=4u8).map(|q| share(facts().filter(|f| f.planted_quarter == q).map(|f| &f.last))).collect();
+        let _ = writeln!(out, "| {st} | {} |", cells.join(" | "));
+    }
 }
 
 /// Per strategy: retention by fact kind, then by compaction round (the drift curve).
@@ -239,6 +255,8 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
         }
     }
     crate::failure_modes::failure_modes(&mut out, &primary, &strategies);
+    crate::triggers::triggers(&mut out, &primary, &strategies);
+    position(&mut out, &primary, &strategies);
     crate::judged::judged(&mut out, &primary, &strategies);
     for sc in scenarios {
         let here: Vec<&Row> = rows.iter().filter(|r| r.scenario == sc.name && r.summarizer == summarizer).collect();
