@@ -16,7 +16,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::charts::{Charts, Mark, Panel, Split, Timeline};
 use crate::triggers::Spread;
 use crate::markdown::{main_cells, MAIN_HEADER};
-use crate::Row;
+use crate::{glance, Row, StrategyMeta};
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type Drawn = Result<(), Box<dyn Error>>;
@@ -495,7 +495,7 @@ td.n{text-align:right}th{background:#f4f4f4}tr:nth-child(even) td{background:#fa
 
 /// The page: overview charts over all scenarios, then per scenario the token timeline and the
 /// main table of report.md.
-pub(crate) fn html(scenarios: &[Scenario], rows: &[Row], charts: &Charts, summarizer: &str) -> io::Result<String> {
+pub(crate) fn html(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], charts: &Charts, summarizer: &str) -> io::Result<String> {
     let mut out = String::new();
     let _ = write!(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>compactbench report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n");
     let _ = writeln!(out, "<h1>compactbench report</h1>");
@@ -506,6 +506,12 @@ pub(crate) fn html(scenarios: &[Scenario], rows: &[Row], charts: &Charts, summar
     );
     let _ = writeln!(out, "<p>Overview (all scenarios): <a href=\"#cost\">cost vs retention</a> · <a href=\"#kinds\">retention by fact kind</a> · <a href=\"#drift\">drift</a> · <a href=\"#triggers\">when compactions fire</a> · <a href=\"#violations\">violations</a><br>Scenarios: {}</p>",
         charts.timelines.iter().map(|t| format!("<a href=\"#{}\">{}</a>", anchor(&t.scenario), esc(&t.scenario))).collect::<Vec<_>>().join(" · "));
+    let _ = writeln!(out, "<h2 id=\"glance\">At a glance</h2>\n<table>\n<tr>{}</tr>", glance::header(summarizer).iter().map(|h| format!("<th>{}</th>", esc(h))).collect::<String>());
+    for g in glance::glance(meta, rows, summarizer) {
+        let tds: String = glance::cells(&g).iter().enumerate().map(|(i, c)| format!("<td{}>{}</td>", if (2..7).contains(&i) { " class=\"n\"" } else { "" }, esc(c))).collect();
+        let _ = writeln!(out, "<tr>{tds}</tr>");
+    }
+    let _ = writeln!(out, "</table>\n<p>Pooled over every scenario and seed. Retained: facts verbatim in, or recoverable from, the last request that needed them; prompted and oracle are the summary bounds. Cost: a session of each scenario. Violations: provider rules broken, all four shapes. <code>modelled</code>: closed source, our reading of its documentation.</p>");
     let figure = |out: &mut String, id: &str, title: &str, svg: String, caption: &str| {
         let _ = writeln!(out, "<h2 id=\"{id}\">{title}</h2>\n<figure>\n{svg}\n<figcaption>{caption}</figcaption>\n</figure>");
     };

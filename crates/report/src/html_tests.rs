@@ -67,7 +67,7 @@ fn page_is_self_contained_and_deterministic() {
     let runs = chart_runs();
     let page = || {
         let rows = rows(&[scenario()], &runs);
-        html(&[scenario()], &rows, &Charts::new(&[scenario()], &rows, &runs, "extractive"), "extractive").unwrap()
+        html(&[scenario()], &[], &rows, &Charts::new(&[scenario()], &rows, &runs, "extractive"), "extractive").unwrap()
     };
     let a = page();
     assert_eq!(a, page());

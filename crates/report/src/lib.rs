@@ -9,6 +9,7 @@
 mod charts;
 mod compare;
 mod failure_modes;
+mod glance;
 mod judged;
 mod ground_truth;
 mod html;
@@ -61,7 +62,7 @@ pub fn write(
     timed("write report.md", &mut || std::fs::write(dir.join("report.md"), markdown(scenarios, meta, &rows, runs, summarizer)))?;
     timed("write report.html", &mut || {
         let charts = charts::Charts::new(scenarios, &rows, runs, summarizer);
-        std::fs::write(dir.join("report.html"), html::html(scenarios, &rows, &charts, summarizer)?)
+        std::fs::write(dir.join("report.html"), html::html(scenarios, meta, &rows, &charts, summarizer)?)
     })?;
     std::fs::write(dir.join("timing.md"), markdown::timing(runs, &phases))
 }

@@ -239,6 +239,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
     let mut out = String::new();
     let _ = writeln!(out, "# compactbench report\n");
     let _ = writeln!(out, "Summarizer: `{summarizer}`. Tokens are exact (tiktoken) per request. Facts: state at the last request that needed each fact. Column dictionary: reports/README.md.\n");
+    crate::glance::markdown(&mut out, meta, rows, summarizer);
     let _ = writeln!(out, "## Strategies\n");
     let _ = writeln!(out, "| strategy | fidelity | agreement with the original's code | source | what it does |");
     let _ = writeln!(out, "|---|---|---|---|---|");

@@ -120,6 +120,17 @@ fn markdown_report_snapshot() {
 
         Summarizer: `extractive`. Tokens are exact (tiktoken) per request. Facts: state at the last request that needed each fact. Column dictionary: reports/README.md.
 
+        ## At a glance
+
+        Pooled over every scenario and seed. Retained: facts verbatim in, or recoverable from, the last request that needed them (prompted: the offline summarizer that fills the sections the strategy's own prompt asks for; oracle: a summary that keeps every fact that fits). Cost: a session of each scenario under its pricing. Violations: provider rules broken, all four shapes. `modelled` strategies are closed source: their rows are our reading of their documentation.
+
+        | strategy | fidelity | retained % (extractive) | prompted | oracle | cost $ (one session of each scenario) | violations | agreement with the original's code |
+        |---|---|---:|---:|---:|---:|---:|---|
+        | none | – | 100 | – | – | 0.01 | 2 | – |
+        | sum | source | 50 | – | 100 | 0.02 | 2 | – |
+        | sum+delegate | source | 50 | – | – | 0.02 | 2 | – |
+        | trunc | – | 50 | – | – | 0.01 | 2 | – |
+
         ## Strategies
 
         | strategy | fidelity | agreement with the original's code | source | what it does |
