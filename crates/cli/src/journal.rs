@@ -4,7 +4,8 @@
 //! cell (strategy, scenario, seed, summarizer, delegation, text chat), appended as each run ends: the run
 //! as `results.json` holds it plus its `requests` and `phases`. Lines go straight to the file
 //! (no buffering, no fsync: a killed process loses at most the line it was writing, which the
-//! reader drops). The eval deletes the journal once its reports are written.
+//! reader drops). The eval deletes the journal once its reports are written, except a shard
+//! (`eval --shard I/N`): its journal is its output, which `compactbench merge` reads.
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
@@ -17,6 +18,8 @@ use anyhow::{bail, Context, Result};
 use compactbench_eval::results::RunResult;
 use compactbench_eval::scenario::Scenario;
 use serde_json::{json, Map, Value};
+
+use crate::shard::Shard;
 
 /// The journal's file name in the output folder.
 pub(crate) const FILE: &str = "cells.jsonl";
@@ -44,6 +47,8 @@ pub(crate) struct Config<'a> {
     pub(crate) encoding: &'a str,
     /// The primary summarizer's and the judge's settings.
     pub(crate) summarizer: Value,
+    /// The share of the matrix a shard runs; `None` for all of it.
+    pub(crate) shard: Option<Shard>,
 }
 
 impl Config<'_> {
@@ -59,6 +64,7 @@ impl Config<'_> {
             "text_chat": self.text_chat,
             "encoding": self.encoding,
             "summarizer": self.summarizer,
+            "shard": self.shard.map(|s| s.to_string()),
         })
     }
 }

@@ -1,6 +1,8 @@
 //! The `compactbench` command.
 
+mod cells;
 mod journal;
+mod shard;
 mod summarizer;
 
 use std::collections::HashSet;
@@ -85,6 +87,17 @@ enum Command {
         /// without --resume an old journal is discarded.
         #[arg(long)]
         resume: bool,
+        /// Run only shard I of N (1-based: 1/3, 2/3, 3/3) of the matrix's cells, to split an
+        /// eval across machines (from a 0-based index such as JOB_COMPLETION_INDEX, pass
+        /// index + 1). A cell's shard is a stable hash of its scenario, seed and strategy, so
+        /// every machine makes the same split whatever its cores or --jobs. A shard writes no
+        /// reports: it keeps its journal, <out>/cells.jsonl, which `compactbench merge` joins
+        /// with the other shards' into the reports of one run. Each shard runs the bounds of
+        /// every strategy (only the merge can tell which strategies summarized). --resume
+        /// continues a shard; the shards' summary caches copied into one folder serve a rerun
+        /// without the model.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<shard::Shard>,
         #[command(flatten)]
         summarizer: summarizer::SummarizerArgs,
         #[command(flatten)]
@@ -276,6 +289,7 @@ fn eval(
     delegate: &[String],
     text_chat: &[String],
     resume: bool,
+    shard: Option<shard::Shard>,
     summarizer: &summarizer::SummarizerArgs,
     common: &Common,
 ) -> Result<()> {
@@ -301,6 +315,7 @@ fn eval(
         text_chat: ids(&texting),
         encoding: &common.encoding,
         summarizer: summarizer.settings(&primary),
+        shard,
     };
     let (journal, mut runs) = if resume { journal::Journal::resume(out, &config)? } else { (journal::Journal::create(out, &config)?, Vec::new()) };
     let reused = runs.len();
@@ -333,10 +348,13 @@ fn eval(
     // without the cells the journal already holds.
     let section = |strategies: &[Box<dyn Strategy>], factory: &SummarizerFactory<'_>, options: RunOptions<'_>, name: &str| {
         let run_id = |id: &str| variant::run_id(id, options.aider_chat, options.delegate);
-        let skip = |scenario: &str, id: &str, seed: u64| done.contains(&(scenario.to_owned(), run_id(id), seed, name.to_owned()));
-        let cells = scenarios.iter().flat_map(|sc| (0..seeds).flat_map(move |seed| strategies.iter().map(move |st| (sc, seed, st))));
-        bar.inc_length(strategies.len() as u64 * scenarios.len() as u64 * seeds);
-        let reused = cells.filter(|(sc, seed, st)| skip(&sc.name, &st.info().id, *seed)).count() as u64;
+        let mine = |scenario: &str, id: &str, seed: u64| shard.is_none_or(|s| s.owns(scenario, &run_id(id), seed));
+        let reused = |scenario: &str, id: &str, seed: u64| done.contains(&(scenario.to_owned(), run_id(id), seed, name.to_owned()));
+        let skip = |scenario: &str, id: &str, seed: u64| !mine(scenario, id, seed) || reused(scenario, id, seed);
+        let cells = scenarios.iter().flat_map(|sc| (0..seeds).flat_map(move |seed| strategies.iter().map(move |st| (sc.name.as_str(), seed, st.info().id.as_str()))));
+        let owned: Vec<_> = cells.filter(|&(sc, seed, id)| mine(sc, id, seed)).collect();
+        bar.inc_length(owned.len() as u64);
+        let reused = owned.iter().filter(|&&(sc, seed, id)| reused(sc, id, seed)).count() as u64;
         if reused > 0 {
             bar.inc(reused);
             // Reused cells took no time: estimate the rest from the runs to come.
@@ -355,14 +373,13 @@ fn eval(
         runs.extend(section(&texting, extractive, RunOptions { aider_chat: true, judge: primary.judge(), ..Default::default() }, primary.name()));
     }
     if bounds {
-        // Bounds only mean something for strategies that called the summarizer.
+        // Bounds only mean something for strategies that called the summarizer. A shard holds
+        // a share of each strategy's runs, so it cannot tell: it runs every strategy's bounds,
+        // and merge drops those of strategies that never called it.
+        let calling = cells::summarizing(&runs, primary.name());
         let summarizing: Vec<Box<dyn Strategy>> = strategies
             .iter()
-            .filter(|s| {
-                runs.iter().any(|r| {
-                    r.strategy == s.info().id && r.summarizer == primary.name() && r.compactions.iter().any(|c| c.summarizer_calls > 0)
-                })
-            })
+            .filter(|s| shard.is_some() || calling.contains(&s.info().id))
             .map(|s| compactbench_registry::find(&s.info().id).expect("selected from the registry"))
             .collect();
         let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
@@ -372,27 +389,17 @@ fn eval(
         };
         // An offline summarizer that writes the sections the strategy's own prompt asks for.
         let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(primary.line_counter()));
-        for (factory, name) in [(null, "null"), (oracle, "oracle"), (prompted, "prompted")] {
+        for (factory, name) in [null, oracle, prompted].into_iter().zip(cells::BOUNDS) {
             runs.extend(section(&summarizing, factory, RunOptions::default(), name));
         }
     }
     bar.finish_and_clear();
-    // One order for every report: scenario, strategy, summarizer (primary first), seed.
-    let position = |r: &RunResult| {
-        (
-            scenarios.iter().position(|s| s.name == r.scenario),
-            strategies.iter().position(|s| variant::base(&r.strategy) == s.info().id),
-            variant::rank(&r.strategy),
-            [primary.name(), "prompted", "null", "oracle"].iter().position(|n| *n == r.summarizer),
-            r.seed,
-        )
-    };
-    runs.sort_by_key(position);
-    let meta: Vec<StrategyMeta> = strategies.iter().map(|s| meta(s.as_ref())).collect();
-    let phases = [("generate sessions and run the matrix", started.elapsed())];
-    compactbench_report::write(out, &scenarios, &meta, &runs, primary.name(), &phases)
-        .with_context(|| format!("writing reports to {}", out.display()))?;
-    journal.finish();
+    // A shard's output is its journal, which merge reads; only a whole run writes reports.
+    if shard.is_none() {
+        let phases = [("generate sessions and run the matrix", started.elapsed())];
+        write_reports(out, &scenarios, &strategies, &mut runs, primary.name(), &phases)?;
+        journal.finish();
+    }
     if let Some(c) = primary.cache_stats() {
         eprintln!("summary cache: {} calls served from cache, {} sent to the model", c.hits, c.misses);
     }
@@ -401,7 +408,7 @@ fn eval(
     // (each unique text once), spread over the pool's threads.
     let bpe = counter.bpe_time() + primary.line_counter().bpe_time();
     eprintln!(
-        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits, tokenize-once floor {:.2}s on {} threads{}); wrote {}",
+        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits, tokenize-once floor {:.2}s on {} threads{}){}",
         runs.len(),
         if reused > 0 { format!(" ({reused} reused)") } else { String::new() },
         started.elapsed().as_secs_f64(),
@@ -410,9 +417,29 @@ fn eval(
         bpe.as_secs_f64() / pool.current_num_threads() as f64,
         pool.current_num_threads(),
         peak_rss_mib().map(|m| format!(", peak RSS {m:.0} MiB")).unwrap_or_default(),
-        out.join("report.md").display()
+        match shard {
+            Some(shard) => format!("; shard {shard} journaled in {}: join the {} shards with `compactbench merge`", out.join(journal::FILE).display(), shard.count()),
+            None => format!("; wrote {}", out.join("report.md").display()),
+        }
     );
     Ok(())
+}
+
+/// Sorts `runs` into the one order of every report and writes the reports into `out`: the end
+/// of both an eval and a merge, so the two write the same bytes.
+fn write_reports(
+    out: &Path,
+    scenarios: &[Scenario],
+    strategies: &[Box<dyn Strategy>],
+    runs: &mut [RunResult],
+    primary: &str,
+    phases: &[(&'static str, Duration)],
+) -> Result<()> {
+    let scenario_names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    let strategy_ids: Vec<&str> = strategies.iter().map(|s| s.info().id.as_str()).collect();
+    cells::sort(runs, &scenario_names, &strategy_ids, primary);
+    let meta: Vec<StrategyMeta> = strategies.iter().map(|s| meta(s.as_ref())).collect();
+    compactbench_report::write(out, scenarios, &meta, runs, primary, phases).with_context(|| format!("writing reports to {}", out.display()))
 }
 
 /// Peak resident memory of this process so far (Linux `VmHWM`), in MiB.
@@ -538,10 +565,10 @@ fn relative(path: &Path, dir: &Path) -> PathBuf {
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, text_chat, no_text_chat, resume, summarizer, common } => {
+        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, text_chat, no_text_chat, resume, shard, summarizer, common } => {
             let delegate = if no_delegation { Vec::new() } else { delegate };
             let text_chat = if no_text_chat { Vec::new() } else { text_chat };
-            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &text_chat, resume, &summarizer, &common)
+            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &text_chat, resume, shard, &summarizer, &common)
         }
         Command::List { common } => list(&common),
         Command::Import { file, format, lenient, row, scenario } => import(&file, &format, lenient, row, scenario.as_deref()),
