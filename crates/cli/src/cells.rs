@@ -19,6 +19,15 @@ pub(crate) fn summarizing(runs: &[RunResult], primary: &str) -> HashSet<String> 
         .collect()
 }
 
+/// Keeps the bound runs only of strategies that called the summarizer. A shard cannot tell
+/// which those are (their primary runs are spread over every shard), so shards run the
+/// bounds of every strategy and this drops the ones a single run would not have run; a
+/// cell's result does not depend on which others run, so what is left is the single run's.
+pub(crate) fn drop_idle_bounds(runs: &mut Vec<RunResult>, primary: &str) {
+    let keep = summarizing(runs, primary);
+    runs.retain(|r| !BOUNDS.contains(&r.summarizer.as_str()) || keep.contains(&r.strategy));
+}
+
 /// Sorts runs into the order of every report: scenario and strategy as selected, the
 /// strategy's variants, summarizer (primary first), seed.
 pub(crate) fn sort(runs: &mut [RunResult], scenarios: &[&str], strategies: &[&str], primary: &str) {

@@ -2,6 +2,7 @@
 
 mod cells;
 mod journal;
+mod merge;
 mod shard;
 mod summarizer;
 
@@ -103,6 +104,24 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Join the output folders of `eval --shard I/N` (their cells.jsonl journals) into the
+    /// reports of one run: results.json, results.csv, requests.csv and report.md byte for byte
+    /// those of the whole matrix run on one machine (and report.html and timing.md). Refuses
+    /// shards of different matrices (flags, scenarios, seeds, summarizer), missing cells (a
+    /// shard not given or not finished) and the same cell with different results.
+    Merge {
+        /// The shards' output folders (each shard's --out), in any order.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Output directory.
+        #[arg(long, default_value = "reports/latest")]
+        out: PathBuf,
+        /// The scenarios the shards ran, to describe them in the reports (checked against
+        /// the shards' journals): the same --scenarios, --suite, --transcript and
+        /// --session-scale as the shards.
+        #[command(flatten)]
+        source: ScenarioSource,
+    },
     /// List registered strategies and available scenarios.
     List {
         #[command(flatten)]
@@ -163,6 +182,16 @@ enum Command {
 
 #[derive(clap::Args)]
 struct Common {
+    #[command(flatten)]
+    source: ScenarioSource,
+    /// Tokenizer for exact counts: o200k_base or cl100k_base.
+    #[arg(long, default_value = "o200k_base")]
+    encoding: String,
+}
+
+/// Where the scenarios come from (also what `merge` needs to rebuild the shards' reports).
+#[derive(clap::Args)]
+struct ScenarioSource {
     /// Folder of scenario TOML files.
     #[arg(long = "scenarios", default_value = "scenarios", value_name = "DIR")]
     scenarios_dir: PathBuf,
@@ -173,9 +202,6 @@ struct Common {
     /// Replay this transcript instead of the scenario files (format detected; repeatable).
     #[arg(long = "transcript", value_name = "FILE")]
     transcripts: Vec<PathBuf>,
-    /// Tokenizer for exact counts: o200k_base or cl100k_base.
-    #[arg(long, default_value = "o200k_base")]
-    encoding: String,
     /// Multiply every generated session's length (its user turns) by K, facts and windows
     /// unchanged: how the run's cost grows with session length (`cargo xtask bench`).
     #[arg(long, value_name = "K", default_value_t = 1)]
@@ -189,7 +215,9 @@ impl Common {
             None => bail!("unknown --encoding {:?}: expected o200k_base or cl100k_base", self.encoding),
         }
     }
+}
 
+impl ScenarioSource {
     fn scenarios(&self) -> Result<Vec<Scenario>> {
         if !self.transcripts.is_empty() {
             let options = compactbench_import::Options::default();
@@ -297,7 +325,7 @@ fn eval(
         bail!("--seeds must be at least 1");
     }
     let strategies = select_strategies(strategies)?;
-    let scenarios = select_scenarios(common.scenarios()?, names, &common.dir())?;
+    let scenarios = select_scenarios(common.source.scenarios()?, names, &common.source.dir())?;
     let counter = common.counter()?;
     let encoding = counter.encoding();
     let started = Instant::now();
@@ -451,7 +479,7 @@ fn peak_rss_mib() -> Option<f64> {
 
 fn floor(seeds: u64, common: &Common) -> Result<()> {
     use rayon::prelude::*;
-    let scenarios = common.scenarios()?;
+    let scenarios = common.source.scenarios()?;
     let sessions: Vec<Session> = scenarios.par_iter().flat_map(|sc| (0..seeds).into_par_iter().map(move |seed| compactbench_eval::generate::generate(sc, seed))).collect();
     let mut unique = HashSet::new();
     let mut texts = Vec::new();
@@ -478,8 +506,8 @@ fn list(common: &Common) -> Result<()> {
         let measured = agreement(&i.id).map(|a| format!(" [agreement with the original: {a}]")).unwrap_or_default();
         println!("  {:<28} {:<9} {}{measured}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
     }
-    println!("scenarios ({}):", common.dir().display());
-    for s in common.scenarios()? {
+    println!("scenarios ({}):", common.source.dir().display());
+    for s in common.source.scenarios()? {
         println!("  {:<28} window {:>7}  {}", s.name, s.model.window, s.description);
     }
     Ok(())
@@ -487,7 +515,7 @@ fn list(common: &Common) -> Result<()> {
 
 fn inspect(strategy: &str, scenario: &str, request: u32, seed: u64, common: &Common) -> Result<()> {
     let strategy = select_strategies(&[strategy.to_owned()])?.remove(0);
-    let scenario = select_scenarios(common.scenarios()?, &[scenario.to_owned()], &common.dir())?.remove(0);
+    let scenario = select_scenarios(common.source.scenarios()?, &[scenario.to_owned()], &common.source.dir())?.remove(0);
     let counter = common.counter()?;
     let summarizer = Extractive::new(TokenCounter::new(counter.encoding()));
     let session = generate(&scenario, seed);
@@ -570,6 +598,7 @@ fn main() -> Result<()> {
             let text_chat = if no_text_chat { Vec::new() } else { text_chat };
             eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &text_chat, resume, shard, &summarizer, &common)
         }
+        Command::Merge { dirs, out, source } => merge::merge(&dirs, &out, &source),
         Command::List { common } => list(&common),
         Command::Import { file, format, lenient, row, scenario } => import(&file, &format, lenient, row, scenario.as_deref()),
         Command::Report { compare } => {

@@ -26,6 +26,11 @@ impl Shard {
         self.count
     }
 
+    /// The shards of an `count`-way split, in order.
+    pub(crate) fn all(count: u64) -> impl Iterator<Item = Shard> {
+        (1..=count).map(move |index| Shard { index, count })
+    }
+
     /// Whether this shard runs the cells of report id `run_id` (a strategy id, or one with a
     /// variant suffix) on `scenario` with `seed`.
     pub(crate) fn owns(self, scenario: &str, run_id: &str, seed: u64) -> bool {
@@ -105,7 +110,7 @@ mod tests {
         for count in 1..=7 {
             let mut sizes = vec![0usize; count as usize];
             for (scenario, id, seed) in &cells {
-                let owners: Vec<Shard> = (1..=count).map(|index| Shard { index, count }).filter(|s| s.owns(scenario, id, *seed)).collect();
+                let owners: Vec<Shard> = Shard::all(count).filter(|s| s.owns(scenario, id, *seed)).collect();
                 assert_eq!(owners.len(), 1, "{scenario} {id} {seed} in shards {owners:?}");
                 sizes[owners[0].index as usize - 1] += 1;
             }
