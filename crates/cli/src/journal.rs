@@ -4,7 +4,8 @@
 //! cell (strategy, scenario, seed, summarizer, delegation, text chat), appended as each run ends: the run
 //! as `results.json` holds it plus its `requests` and `phases`. Lines go straight to the file
 //! (no buffering, no fsync: a killed process loses at most the line it was writing, which the
-//! reader drops). The eval deletes the journal once its reports are written.
+//! reader drops). The eval deletes the journal once its reports are written, except a shard
+//! (`eval --shard I/N`): its journal is its output, which `compactbench merge` reads.
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
@@ -17,6 +18,8 @@ use anyhow::{bail, Context, Result};
 use compactbench_eval::results::RunResult;
 use compactbench_eval::scenario::Scenario;
 use serde_json::{json, Map, Value};
+
+use crate::shard::Shard;
 
 /// The journal's file name in the output folder.
 pub(crate) const FILE: &str = "cells.jsonl";
@@ -44,6 +47,8 @@ pub(crate) struct Config<'a> {
     pub(crate) encoding: &'a str,
     /// The primary summarizer's and the judge's settings.
     pub(crate) summarizer: Value,
+    /// The share of the matrix a shard runs; `None` for all of it.
+    pub(crate) shard: Option<Shard>,
 }
 
 impl Config<'_> {
@@ -59,13 +64,14 @@ impl Config<'_> {
             "text_chat": self.text_chat,
             "encoding": self.encoding,
             "summarizer": self.summarizer,
+            "shard": self.shard.map(|s| s.to_string()),
         })
     }
 }
 
 /// A scenario's content, hashed (FNV-1a over its `Debug` form, which includes an imported
 /// transcript's messages): an edited scenario file changes it.
-fn fingerprint(s: &Scenario) -> String {
+pub(crate) fn fingerprint(s: &Scenario) -> String {
     struct Fnv(u64);
     impl std::fmt::Write for Fnv {
         fn write_str(&mut self, s: &str) -> std::fmt::Result {
@@ -110,42 +116,23 @@ impl Journal {
     /// configuration, drops a torn last line, and returns the finished runs it holds. Without
     /// a journal (or with only a torn header) it starts a fresh one and returns no runs.
     pub(crate) fn resume(dir: &Path, config: &Config<'_>) -> Result<(Journal, Vec<RunResult>)> {
-        let path = dir.join(FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                eprintln!("no journal in {}: nothing to resume, running every cell", dir.display());
-                return Ok((Journal::create(dir, config)?, Vec::new()));
-            }
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        // Only lines ending in a newline were written whole.
-        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        let mut lines = bytes[..whole].split(|b| *b == b'\n').filter(|l| !l.is_empty());
-        let Some(header) = lines.next() else {
+        let Some(read) = read(dir)? else {
+            eprintln!("no journal in {}: nothing to resume, running every cell", dir.display());
             return Ok((Journal::create(dir, config)?, Vec::new()));
         };
-        let header: Value = serde_json::from_slice(header).with_context(|| format!("{}: line 1 is not a journal header", path.display()))?;
-        if header["compactbench_journal"] != FORMAT {
-            bail!("{}: not a journal this compactbench writes (format {}); rerun without --resume to start over", path.display(), header["compactbench_journal"]);
-        }
+        let path = &read.path;
         let now = config.to_json();
-        if header["config"] != now {
+        if read.config != now {
             bail!(
                 "refusing to --resume: {} was written by an eval with a different configuration ({}); rerun without --resume to start over",
                 path.display(),
-                differences(&header["config"], &now)
+                differences(&read.config, &now, ["journal", "now"])
             );
         }
-        let mut runs = Vec::new();
-        for (n, line) in lines.enumerate() {
-            let run = read_cell(line).with_context(|| format!("{}: line {}", path.display(), n + 2))?;
-            runs.push(run);
-        }
-        let mut file = OpenOptions::new().write(true).open(&path).with_context(|| format!("opening {}", path.display()))?;
-        file.set_len(whole as u64).with_context(|| format!("truncating {}", path.display()))?;
-        file = OpenOptions::new().append(true).open(&path).with_context(|| format!("opening {}", path.display()))?;
-        Ok((Journal { path, file: Mutex::new(file), failed: AtomicBool::new(false) }, runs))
+        let mut file = OpenOptions::new().write(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+        file.set_len(read.whole).with_context(|| format!("truncating {}", path.display()))?;
+        file = OpenOptions::new().append(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+        Ok((Journal { path: read.path, file: Mutex::new(file), failed: AtomicBool::new(false) }, read.runs))
     }
 
     /// Appends a finished run (from any worker thread). A failure is reported once and stops
@@ -175,6 +162,45 @@ impl Journal {
     }
 }
 
+/// A journal as read back.
+pub(crate) struct Read {
+    /// The journal file.
+    pub(crate) path: PathBuf,
+    /// The configuration in its header.
+    pub(crate) config: Value,
+    /// Its finished cells, in the order they finished.
+    pub(crate) runs: Vec<RunResult>,
+    /// Bytes of whole lines: a torn last line starts here.
+    whole: u64,
+}
+
+/// Reads the journal in `dir`, dropping a torn last line (the one a killed eval was
+/// writing); `None` when there is none, or only a torn header.
+pub(crate) fn read(dir: &Path) -> Result<Option<Read>> {
+    let path = dir.join(FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    // Only lines ending in a newline were written whole.
+    let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut lines = bytes[..whole].split(|b| *b == b'\n').filter(|l| !l.is_empty());
+    let Some(header) = lines.next() else {
+        return Ok(None);
+    };
+    let mut header: Value = serde_json::from_slice(header).with_context(|| format!("{}: line 1 is not a journal header", path.display()))?;
+    if header["compactbench_journal"] != FORMAT {
+        bail!("{}: not a journal this compactbench writes (format {}); an eval without --resume starts a new one", path.display(), header["compactbench_journal"]);
+    }
+    let mut runs = Vec::new();
+    for (n, line) in lines.enumerate() {
+        let run = read_cell(line).with_context(|| format!("{}: line {}", path.display(), n + 2))?;
+        runs.push(run);
+    }
+    Ok(Some(Read { path, config: header["config"].take(), runs, whole: whole as u64 }))
+}
+
 /// A run with its requests and phases, which `RunResult`'s own serialization leaves out.
 fn write_cell(run: &RunResult) -> serde_json::Result<Vec<u8>> {
     let mut value = serde_json::to_value(run)?;
@@ -196,15 +222,16 @@ fn read_cell(line: &[u8]) -> serde_json::Result<RunResult> {
     Ok(run)
 }
 
-/// The configuration keys whose values differ, each with the journal's value and the current.
-fn differences(journal: &Value, now: &Value) -> String {
+/// The configuration keys whose values differ, each with its value in `a` and in `b`, which
+/// `labels` name.
+pub(crate) fn differences(a: &Value, b: &Value, labels: [&str; 2]) -> String {
     let empty = Map::new();
-    let (a, b) = (journal.as_object().unwrap_or(&empty), now.as_object().unwrap_or(&empty));
+    let (a, b) = (a.as_object().unwrap_or(&empty), b.as_object().unwrap_or(&empty));
     let mut out = Vec::new();
     for key in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
         let (x, y) = (a.get(key).unwrap_or(&Value::Null), b.get(key).unwrap_or(&Value::Null));
         if x != y {
-            out.push(format!("{key}: journal {x}, now {y}"));
+            out.push(format!("{key}: {} {x}, {} {y}", labels[0], labels[1]));
         }
     }
     out.join("; ")

@@ -1,6 +1,9 @@
 //! The `compactbench` command.
 
+mod cells;
 mod journal;
+mod merge;
+mod shard;
 mod summarizer;
 
 use std::collections::HashSet;
@@ -86,10 +89,39 @@ enum Command {
         /// without --resume an old journal is discarded.
         #[arg(long)]
         resume: bool,
+        /// Run only shard I of N (1-based: 1/3, 2/3, 3/3) of the matrix's cells, to split an
+        /// eval across machines (from a 0-based index such as JOB_COMPLETION_INDEX, pass
+        /// index + 1). A cell's shard is a stable hash of its scenario, seed and strategy, so
+        /// every machine makes the same split whatever its cores or --jobs. A shard writes no
+        /// reports: it keeps its journal, <out>/cells.jsonl, which `compactbench merge` joins
+        /// with the other shards' into the reports of one run. Each shard runs the bounds of
+        /// every strategy (only the merge can tell which strategies summarized). --resume
+        /// continues a shard; the shards' summary caches copied into one folder serve a rerun
+        /// without the model.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<shard::Shard>,
         #[command(flatten)]
         summarizer: summarizer::SummarizerArgs,
         #[command(flatten)]
         common: Common,
+    },
+    /// Join the output folders of `eval --shard I/N` (their cells.jsonl journals) into the
+    /// reports of one run: results.json, results.csv, requests.csv and report.md byte for byte
+    /// those of the whole matrix run on one machine (and report.html and timing.md). Refuses
+    /// shards of different matrices (flags, scenarios, seeds, summarizer), missing cells (a
+    /// shard not given or not finished) and the same cell with different results.
+    Merge {
+        /// The shards' output folders (each shard's --out), in any order.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Output directory.
+        #[arg(long, default_value = "reports/latest")]
+        out: PathBuf,
+        /// The scenarios the shards ran, to describe them in the reports (checked against
+        /// the shards' journals): the same --scenarios, --suite, --transcript and
+        /// --session-scale as the shards.
+        #[command(flatten)]
+        source: ScenarioSource,
     },
     /// List registered strategies and available scenarios.
     List {
@@ -151,6 +183,16 @@ enum Command {
 
 #[derive(clap::Args)]
 struct Common {
+    #[command(flatten)]
+    source: ScenarioSource,
+    /// Tokenizer for exact counts: o200k_base or cl100k_base.
+    #[arg(long, default_value = "o200k_base")]
+    encoding: String,
+}
+
+/// Where the scenarios come from (also what `merge` needs to rebuild the shards' reports).
+#[derive(clap::Args)]
+struct ScenarioSource {
     /// Folder of scenario TOML files.
     #[arg(long = "scenarios", default_value = "scenarios", value_name = "DIR")]
     scenarios_dir: PathBuf,
@@ -161,9 +203,6 @@ struct Common {
     /// Replay this transcript instead of the scenario files (format detected; repeatable).
     #[arg(long = "transcript", value_name = "FILE")]
     transcripts: Vec<PathBuf>,
-    /// Tokenizer for exact counts: o200k_base or cl100k_base.
-    #[arg(long, default_value = "o200k_base")]
-    encoding: String,
     /// Multiply every generated session's length (its user turns) by K, facts and windows
     /// unchanged: how the run's cost grows with session length (`cargo xtask bench`).
     #[arg(long, value_name = "K", default_value_t = 1)]
@@ -177,7 +216,9 @@ impl Common {
             None => bail!("unknown --encoding {:?}: expected o200k_base or cl100k_base", self.encoding),
         }
     }
+}
 
+impl ScenarioSource {
     fn scenarios(&self) -> Result<Vec<Scenario>> {
         if !self.transcripts.is_empty() {
             let options = compactbench_import::Options::default();
@@ -296,6 +337,7 @@ fn eval(
     delegate: &[String],
     text_chat: &[String],
     resume: bool,
+    shard: Option<shard::Shard>,
     summarizer: &summarizer::SummarizerArgs,
     common: &Common,
 ) -> Result<()> {
@@ -303,7 +345,7 @@ fn eval(
         bail!("--seeds must be at least 1");
     }
     let strategies = select_strategies(strategies)?;
-    let scenarios = select_scenarios(common.scenarios()?, names, &common.dir())?;
+    let scenarios = select_scenarios(common.source.scenarios()?, names, &common.source.dir())?;
     let counter = common.counter()?;
     let encoding = counter.encoding();
     let started = Instant::now();
@@ -322,6 +364,7 @@ fn eval(
         text_chat: ids(&texting),
         encoding: &common.encoding,
         summarizer: summarizer.settings(&primary),
+        shard,
     };
     let (journal, mut runs) = if resume { journal::Journal::resume(out, &config)? } else { (journal::Journal::create(out, &config)?, Vec::new()) };
     let reused = runs.len();
@@ -354,10 +397,13 @@ fn eval(
     // without the cells the journal already holds.
     let section = |strategies: &[Box<dyn Strategy>], factory: &SummarizerFactory<'_>, options: RunOptions<'_>, name: &str| {
         let run_id = |id: &str| variant::run_id(id, options.aider_chat, options.delegate);
-        let skip = |scenario: &str, id: &str, seed: u64| done.contains(&(scenario.to_owned(), run_id(id), seed, name.to_owned()));
-        let cells = scenarios.iter().flat_map(|sc| (0..seeds).flat_map(move |seed| strategies.iter().map(move |st| (sc, seed, st))));
-        bar.inc_length(strategies.len() as u64 * scenarios.len() as u64 * seeds);
-        let reused = cells.filter(|(sc, seed, st)| skip(&sc.name, &st.info().id, *seed)).count() as u64;
+        let mine = |scenario: &str, id: &str, seed: u64| shard.is_none_or(|s| s.owns(scenario, &run_id(id), seed));
+        let reused = |scenario: &str, id: &str, seed: u64| done.contains(&(scenario.to_owned(), run_id(id), seed, name.to_owned()));
+        let skip = |scenario: &str, id: &str, seed: u64| !mine(scenario, id, seed) || reused(scenario, id, seed);
+        let cells = scenarios.iter().flat_map(|sc| (0..seeds).flat_map(move |seed| strategies.iter().map(move |st| (sc.name.as_str(), seed, st.info().id.as_str()))));
+        let owned: Vec<_> = cells.filter(|&(sc, seed, id)| mine(sc, id, seed)).collect();
+        bar.inc_length(owned.len() as u64);
+        let reused = owned.iter().filter(|&&(sc, seed, id)| reused(sc, id, seed)).count() as u64;
         if reused > 0 {
             bar.inc(reused);
             // Reused cells took no time: estimate the rest from the runs to come.
@@ -376,14 +422,13 @@ fn eval(
         runs.extend(section(&texting, extractive, RunOptions { aider_chat: true, judge: primary.judge(), ..Default::default() }, primary.name()));
     }
     if bounds {
-        // Bounds only mean something for strategies that called the summarizer.
+        // Bounds only mean something for strategies that called the summarizer. A shard holds
+        // a share of each strategy's runs, so it cannot tell: it runs every strategy's bounds,
+        // and merge drops those of strategies that never called it.
+        let calling = cells::summarizing(&runs, primary.name());
         let summarizing: Vec<Box<dyn Strategy>> = strategies
             .iter()
-            .filter(|s| {
-                runs.iter().any(|r| {
-                    r.strategy == s.info().id && r.summarizer == primary.name() && r.compactions.iter().any(|c| c.summarizer_calls > 0)
-                })
-            })
+            .filter(|s| shard.is_some() || calling.contains(&s.info().id))
             .map(|s| compactbench_registry::find(&s.info().id).expect("selected from the registry"))
             .collect();
         let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
@@ -393,27 +438,17 @@ fn eval(
         };
         // An offline summarizer that writes the sections the strategy's own prompt asks for.
         let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(primary.line_counter()));
-        for (factory, name) in [(null, "null"), (oracle, "oracle"), (prompted, "prompted")] {
+        for (factory, name) in [null, oracle, prompted].into_iter().zip(cells::BOUNDS) {
             runs.extend(section(&summarizing, factory, RunOptions::default(), name));
         }
     }
     bar.finish_and_clear();
-    // One order for every report: scenario, strategy, summarizer (primary first), seed.
-    let position = |r: &RunResult| {
-        (
-            scenarios.iter().position(|s| s.name == r.scenario),
-            strategies.iter().position(|s| variant::base(&r.strategy) == s.info().id),
-            variant::rank(&r.strategy),
-            [primary.name(), "prompted", "null", "oracle"].iter().position(|n| *n == r.summarizer),
-            r.seed,
-        )
-    };
-    runs.sort_by_key(position);
-    let meta: Vec<StrategyMeta> = strategies.iter().map(|s| meta(s.as_ref())).collect();
-    let phases = [("generate sessions and run the matrix", started.elapsed())];
-    compactbench_report::write(out, &scenarios, &meta, &runs, primary.name(), &phases)
-        .with_context(|| format!("writing reports to {}", out.display()))?;
-    journal.finish();
+    // A shard's output is its journal, which merge reads; only a whole run writes reports.
+    if shard.is_none() {
+        let phases = [("generate sessions and run the matrix", started.elapsed())];
+        write_reports(out, &scenarios, &strategies, &mut runs, primary.name(), &phases)?;
+        journal.finish();
+    }
     if let Some(c) = primary.cache_stats() {
         eprintln!("summary cache: {} calls served from cache, {} sent to the model", c.hits, c.misses);
     }
@@ -422,7 +457,7 @@ fn eval(
     // (each unique text once), spread over the pool's threads.
     let bpe = counter.bpe_time() + primary.line_counter().bpe_time();
     eprintln!(
-        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits, tokenize-once floor {:.2}s on {} threads{}); wrote {}",
+        "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits, tokenize-once floor {:.2}s on {} threads{}){}",
         runs.len(),
         if reused > 0 { format!(" ({reused} reused)") } else { String::new() },
         started.elapsed().as_secs_f64(),
@@ -431,9 +466,29 @@ fn eval(
         bpe.as_secs_f64() / pool.current_num_threads() as f64,
         pool.current_num_threads(),
         peak_rss_mib().map(|m| format!(", peak RSS {m:.0} MiB")).unwrap_or_default(),
-        out.join("report.md").display()
+        match shard {
+            Some(shard) => format!("; shard {shard} journaled in {}: join the {} shards with `compactbench merge`", out.join(journal::FILE).display(), shard.count()),
+            None => format!("; wrote {}", out.join("report.md").display()),
+        }
     );
     Ok(())
+}
+
+/// Sorts `runs` into the one order of every report and writes the reports into `out`: the end
+/// of both an eval and a merge, so the two write the same bytes.
+fn write_reports(
+    out: &Path,
+    scenarios: &[Scenario],
+    strategies: &[Box<dyn Strategy>],
+    runs: &mut [RunResult],
+    primary: &str,
+    phases: &[(&'static str, Duration)],
+) -> Result<()> {
+    let scenario_names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    let strategy_ids: Vec<&str> = strategies.iter().map(|s| s.info().id.as_str()).collect();
+    cells::sort(runs, &scenario_names, &strategy_ids, primary);
+    let meta: Vec<StrategyMeta> = strategies.iter().map(|s| meta(s.as_ref())).collect();
+    compactbench_report::write(out, scenarios, &meta, runs, primary, phases).with_context(|| format!("writing reports to {}", out.display()))
 }
 
 /// Peak resident memory of this process so far (Linux `VmHWM`), in MiB.
@@ -445,7 +500,7 @@ fn peak_rss_mib() -> Option<f64> {
 
 fn floor(seeds: u64, common: &Common) -> Result<()> {
     use rayon::prelude::*;
-    let scenarios = common.scenarios()?;
+    let scenarios = common.source.scenarios()?;
     let sessions: Vec<Session> = scenarios.par_iter().flat_map(|sc| (0..seeds).into_par_iter().map(move |seed| compactbench_eval::generate::generate(sc, seed))).collect();
     let mut unique = HashSet::new();
     let mut texts = Vec::new();
@@ -472,8 +527,8 @@ fn list(common: &Common) -> Result<()> {
         let measured = agreement(&i.id).map(|a| format!(" [agreement with the original: {a}]")).unwrap_or_default();
         println!("  {:<28} {:<9} {}{measured}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
     }
-    println!("scenarios ({}):", common.dir().display());
-    for s in common.scenarios()? {
+    println!("scenarios ({}):", common.source.dir().display());
+    for s in common.source.scenarios()? {
         println!("  {:<28} window {:>7}  {}", s.name, s.model.window, s.description);
     }
     Ok(())
@@ -481,7 +536,7 @@ fn list(common: &Common) -> Result<()> {
 
 fn inspect(strategy: &str, scenario: &str, request: u32, seed: u64, common: &Common) -> Result<()> {
     let strategy = select_strategies(&[strategy.to_owned()])?.remove(0);
-    let scenario = select_scenarios(common.scenarios()?, &[scenario.to_owned()], &common.dir())?.remove(0);
+    let scenario = select_scenarios(common.source.scenarios()?, &[scenario.to_owned()], &common.source.dir())?.remove(0);
     let counter = common.counter()?;
     let summarizer = Extractive::new(TokenCounter::new(counter.encoding()));
     let session = generate(&scenario, seed);
@@ -559,11 +614,12 @@ fn relative(path: &Path, dir: &Path) -> PathBuf {
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, text_chat, no_text_chat, resume, summarizer, common } => {
+        Command::Eval { strategies, scenarios, seeds, out, jobs, no_bounds, delegate, no_delegation, text_chat, no_text_chat, resume, shard, summarizer, common } => {
             let delegate = if no_delegation { Vec::new() } else { delegate };
             let text_chat = if no_text_chat { Vec::new() } else { text_chat };
-            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &text_chat, resume, &summarizer, &common)
+            eval(&strategies, &scenarios, seeds, &out, jobs, !no_bounds, &delegate, &text_chat, resume, shard, &summarizer, &common)
         }
+        Command::Merge { dirs, out, source } => merge::merge(&dirs, &out, &source),
         Command::List { common } => list(&common),
         Command::Import { file, format, lenient, row, scenario } => import(&file, &format, lenient, row, scenario.as_deref()),
         Command::Report { compare } => {
