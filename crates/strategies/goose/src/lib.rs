@@ -56,11 +56,10 @@
 //! checkpoint did, and the view is the agent-visible part.
 //!
 //! # Layers
-//! The algorithm is plain functions of the log: the conversation (`conversation.rs`), the
-//! checks (`decide_in`) and the compactions (`compact_in`, `compact.rs`, `tool_pairs.rs`,
-//! `offload.rs`). The `Strategy` methods read everything off the whole log; a run's `Replay`
-//! (`replay.rs`) keeps the agent-visible view, the outputs waiting for offload and the current
-//! turn as entries arrive, and rebuilds the conversation only to compact.
+//! The algorithm is plain functions of the log and its view: the conversation
+//! (`conversation.rs`), the checks (`decide_in`) and the compactions (`compact_in`,
+//! `compact.rs`, `tool_pairs.rs`, `offload.rs`). A run's `Replay` (`replay.rs`) keeps the view
+//! and the outputs waiting for offload as entries arrive.
 //!
 //! # Token estimator
 //! Goose's `count_chat_tokens` with the o200k BPE count replaced by `ceil(bytes / 4)`
@@ -133,7 +132,7 @@ mod tool_pairs;
 mod tests;
 
 use compact::{compact_messages, Trigger};
-use conversation::{conversation, is_kickoff, op, OP_COMPACT};
+use conversation::{agent_messages, conversation, kickoff, op, OP_COMPACT};
 use offload::Waiting;
 use replay::GooseReplay;
 use tokens::current_tokens;
@@ -203,25 +202,27 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
         tool_pairs::compute_tool_call_cutoff(window, self.config.threshold)
     }
 
-    /// Goose's checks at `at`, given the agent-visible messages, the outputs waiting for
-    /// offload and the current turn.
-    fn decide_in(&self, log: &Log, agent: &[&Message], waiting: &Waiting, turn: &Turn, at: Moment, window: u64) -> Decision {
+    /// Goose's checks at `at`, given `view`, the agent-visible conversation of `log`, and the
+    /// outputs waiting for offload.
+    fn decide_in(&self, log: &Log, view: &View, waiting: &Waiting, at: Moment, window: u64) -> Decision {
         if waiting.pending() {
             return Decision::compact("large-output");
         }
         match at {
             Moment::TurnEnd => Decision::Skip,
-            Moment::Overflow if turn.reactive_allowed() => Decision::compact("overflow"),
+            Moment::Overflow if reactive_allowed(log) => Decision::compact("overflow"),
             Moment::Overflow => Decision::Skip,
             Moment::BeforeRequest => {
                 if manual_pending(log) {
                     return Decision::compact("manual");
                 }
-                if self.over_threshold(log, agent, window) {
+                let agent = agent_messages(log, view);
+                if self.over_threshold(log, &agent, window) {
                     return Decision::compact("threshold");
                 }
                 let requests = agent.iter().map(|m| m.tool_call_ids().count()).sum();
-                if self.config.tool_pair_summarization && tool_pairs::due(requests, self.cutoff(window), turn.requests) {
+                let protected = tool_pairs::current_turn_requests(log);
+                if self.config.tool_pair_summarization && tool_pairs::due(requests, self.cutoff(window), protected) {
                     return Decision::compact("tool-pairs");
                 }
                 Decision::Skip
@@ -231,8 +232,10 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
 
     /// What Goose does at `at`: the offload of waiting outputs first, then a full compaction
     /// or a batch of tool-pair summaries.
-    fn compact_in(&self, log: &Log, waiting: &Waiting, turn: &Turn, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+    fn compact_in(&self, log: &Log, view: &View, waiting: &Waiting, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let mut out = Vec::new();
+        // The offload changes what these messages say, not which they are.
+        let agent = agent_messages(log, view);
         // Outputs are offloaded first: Goose rewrites them before they enter the conversation.
         let log: Cow<'_, Log> = match offload::offload(log, waiting, cx.store, current_tokens(log)) {
             Some(cp) => {
@@ -245,11 +248,9 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
         };
         let conversation = conversation(&log);
         let trigger = match at {
-            Moment::Overflow if turn.reactive_allowed() => Some(Trigger::Overflow),
+            Moment::Overflow if reactive_allowed(&log) => Some(Trigger::Overflow),
             Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
-            Moment::BeforeRequest if self.over_threshold(&log, &conversation.agent_messages(), cx.model.window) => {
-                Some(Trigger::Threshold)
-            }
+            Moment::BeforeRequest if self.over_threshold(&log, &agent, cx.model.window) => Some(Trigger::Threshold),
             _ => None,
         };
         let tokens_before = current_tokens(&log);
@@ -257,7 +258,7 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
             out.push(compact_messages(&conversation, trigger, self.config.threshold, tokens_before, cx)?);
         } else if at == Moment::BeforeRequest && self.config.tool_pair_summarization {
             let cutoff = self.cutoff(cx.model.window);
-            out.extend(tool_pairs::summarize_pairs(&conversation, cutoff, turn.requests, tokens_before, cx));
+            out.extend(tool_pairs::summarize_pairs(&log, &conversation, cutoff, tokens_before, cx));
         }
         Ok(out)
     }
@@ -269,47 +270,21 @@ fn manual_pending(log: &Log) -> bool {
         if m.role == Role::User && m.text().trim() == COMPACT_COMMAND)
 }
 
-/// The current turn: what followed Goose's kickoff, the newest user message with text and no
-/// tool content. Built entry by entry.
-#[derive(Default)]
-pub(crate) struct Turn {
-    /// Tool requests made in it, which the tool-pair operation protects.
-    requests: usize,
-    /// Reactive compactions in it (each hid one context-length error); only successful ones
-    /// are in the log.
-    reactive: usize,
-}
-
-impl Turn {
-    fn of(log: &Log) -> Turn {
-        let mut turn = Turn::default();
-        for (_, entry) in log.entries() {
-            turn.push(entry);
-        }
-        turn
-    }
-
-    fn push(&mut self, entry: &Entry) {
-        match entry {
-            Entry::Message(m) => {
-                if is_kickoff(m) {
-                    *self = Turn::default();
-                }
-                self.requests += m.tool_call_ids().count();
-            }
-            Entry::Checkpoint(cp) => {
-                let trigger = cp.details.get("trigger").and_then(|t| t.as_str());
-                if op(cp) == Some(OP_COMPACT) && trigger == Some(Trigger::Overflow.as_str()) {
-                    self.reactive += 1;
-                }
-            }
-        }
-    }
-
-    /// The reactive path still applies: at most [`MAX_CONTEXT_ERROR_COMPACTIONS`] so far.
-    fn reactive_allowed(&self) -> bool {
-        self.reactive <= MAX_CONTEXT_ERROR_COMPACTIONS
-    }
+/// The reactive path still applies: this turn has had at most
+/// [`MAX_CONTEXT_ERROR_COMPACTIONS`] reactive compactions (each hid one context-length error;
+/// only successful ones are in the log).
+fn reactive_allowed(log: &Log) -> bool {
+    let from = kickoff(log);
+    let hidden_errors = log
+        .checkpoints()
+        .rev()
+        .take_while(|(id, _)| from.is_none_or(|k| *id > k))
+        .filter(|(_, cp)| {
+            op(cp) == Some(OP_COMPACT)
+                && cp.details.get("trigger").and_then(|t| t.as_str()) == Some(Trigger::Overflow.as_str())
+        })
+        .count();
+    hidden_errors <= MAX_CONTEXT_ERROR_COMPACTIONS
 }
 
 impl Strategy for GooseStrategy {
@@ -321,13 +296,12 @@ impl Strategy for GooseStrategy {
         Box::new(GooseReplay::new(self))
     }
 
-    fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        let agent = conversation(log).agent_messages();
-        self.decide_in(log, &agent, &Waiting::of(log), &Turn::of(log), at, cx.model.window)
+    fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+        self.decide_in(log, view, &Waiting::of(log), at, cx.model.window)
     }
 
-    fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        self.compact_in(log, &Waiting::of(log), &Turn::of(log), at, cx)
+    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        self.compact_in(log, view, &Waiting::of(log), at, cx)
     }
 
     fn project(&self, log: &Log) -> View {
