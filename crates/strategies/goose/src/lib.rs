@@ -57,9 +57,8 @@
 //!
 //! # Layers
 //! The algorithm is plain functions of the log and its view: the conversation
-//! (`conversation.rs`), the checks (`decide_in`) and the compactions (`compact_in`,
-//! `compact.rs`, `tool_pairs.rs`, `offload.rs`). A run's `Replay` (`replay.rs`) keeps the view
-//! and the outputs waiting for offload as entries arrive.
+//! (`conversation.rs`), the checks and the compactions (`compact.rs`, `tool_pairs.rs`,
+//! `offload.rs`). A run keeps only the view ([`Incremental::reprojected`]).
 //!
 //! # Token estimator
 //! Goose's `count_chat_tokens` with the o200k BPE count replaced by `ceil(bytes / 4)`
@@ -118,13 +117,12 @@
 
 use std::borrow::Cow;
 
-use compactbench_core::{Checkpoint, Cx, Decision, Entry, Error, Fidelity, Log, Message, Moment, Replay, Role, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Entry, Error, Fidelity, Incremental, Log, Message, Moment, Replay, Role, Strategy, StrategyInfo, View};
 
 mod compact;
 mod conversation;
 mod offload;
 mod prompt;
-mod replay;
 mod tokens;
 mod tool_pairs;
 
@@ -133,8 +131,6 @@ mod tests;
 
 use compact::{compact_messages, Trigger};
 use conversation::{agent_messages, conversation, kickoff, op, OP_COMPACT};
-use offload::Waiting;
-use replay::GooseReplay;
 use tokens::current_tokens;
 
 /// `DEFAULT_COMPACTION_THRESHOLD`.
@@ -201,67 +197,6 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
     fn cutoff(&self, window: u64) -> usize {
         tool_pairs::compute_tool_call_cutoff(window, self.config.threshold)
     }
-
-    /// Goose's checks at `at`, given `view`, the agent-visible conversation of `log`, and the
-    /// outputs waiting for offload.
-    fn decide_in(&self, log: &Log, view: &View, waiting: &Waiting, at: Moment, window: u64) -> Decision {
-        if waiting.pending() {
-            return Decision::compact("large-output");
-        }
-        match at {
-            Moment::TurnEnd => Decision::Skip,
-            Moment::Overflow if reactive_allowed(log) => Decision::compact("overflow"),
-            Moment::Overflow => Decision::Skip,
-            Moment::BeforeRequest => {
-                if manual_pending(log) {
-                    return Decision::compact("manual");
-                }
-                let agent = agent_messages(log, view);
-                if self.over_threshold(log, &agent, window) {
-                    return Decision::compact("threshold");
-                }
-                let requests = agent.iter().map(|m| m.tool_call_ids().count()).sum();
-                let protected = tool_pairs::current_turn_requests(log);
-                if self.config.tool_pair_summarization && tool_pairs::due(requests, self.cutoff(window), protected) {
-                    return Decision::compact("tool-pairs");
-                }
-                Decision::Skip
-            }
-        }
-    }
-
-    /// What Goose does at `at`: the offload of waiting outputs first, then a full compaction
-    /// or a batch of tool-pair summaries.
-    fn compact_in(&self, log: &Log, view: &View, waiting: &Waiting, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let mut out = Vec::new();
-        // The offload changes what these messages say, not which they are.
-        let agent = agent_messages(log, view);
-        // Outputs are offloaded first: Goose rewrites them before they enter the conversation.
-        let log: Cow<'_, Log> = match offload::offload(log, waiting, cx.store, current_tokens(log)) {
-            Some(cp) => {
-                let mut work = log.clone();
-                work.push_checkpoint(cp.clone());
-                out.push(cp);
-                Cow::Owned(work)
-            }
-            None => Cow::Borrowed(log),
-        };
-        let conversation = conversation(&log);
-        let trigger = match at {
-            Moment::Overflow if reactive_allowed(&log) => Some(Trigger::Overflow),
-            Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
-            Moment::BeforeRequest if self.over_threshold(&log, &agent, cx.model.window) => Some(Trigger::Threshold),
-            _ => None,
-        };
-        let tokens_before = current_tokens(&log);
-        if let Some(trigger) = trigger {
-            out.push(compact_messages(&conversation, trigger, self.config.threshold, tokens_before, cx)?);
-        } else if at == Moment::BeforeRequest && self.config.tool_pair_summarization {
-            let cutoff = self.cutoff(cx.model.window);
-            out.extend(tool_pairs::summarize_pairs(&log, &conversation, cutoff, tokens_before, cx));
-        }
-        Ok(out)
-    }
 }
 
 /// The newest log entry is the user's `/compact`.
@@ -293,15 +228,66 @@ impl Strategy for GooseStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(GooseReplay::new(self))
+        Box::new(Incremental::reprojected(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        self.decide_in(log, view, &Waiting::of(log), at, cx.model.window)
+        if !offload::waiting(view).is_empty() {
+            return Decision::compact("large-output");
+        }
+        match at {
+            Moment::TurnEnd => Decision::Skip,
+            Moment::Overflow if reactive_allowed(log) => Decision::compact("overflow"),
+            Moment::Overflow => Decision::Skip,
+            Moment::BeforeRequest => {
+                if manual_pending(log) {
+                    return Decision::compact("manual");
+                }
+                let agent = agent_messages(log, view);
+                if self.over_threshold(log, &agent, cx.model.window) {
+                    return Decision::compact("threshold");
+                }
+                let requests = agent.iter().map(|m| m.tool_call_ids().count()).sum();
+                let protected = tool_pairs::current_turn_requests(log);
+                if self.config.tool_pair_summarization && tool_pairs::due(requests, self.cutoff(cx.model.window), protected) {
+                    return Decision::compact("tool-pairs");
+                }
+                Decision::Skip
+            }
+        }
     }
 
+    /// The offload of waiting outputs first, then a full compaction or a batch of tool-pair
+    /// summaries.
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        self.compact_in(log, view, &Waiting::of(log), at, cx)
+        let mut out = Vec::new();
+        // The offload changes what these messages say, not which they are.
+        let agent = agent_messages(log, view);
+        // Outputs are offloaded first: Goose rewrites them before they enter the conversation.
+        let log: Cow<'_, Log> = match offload::offload(log, &offload::waiting(view), cx.store, current_tokens(log)) {
+            Some(cp) => {
+                let mut work = log.clone();
+                work.push_checkpoint(cp.clone());
+                out.push(cp);
+                Cow::Owned(work)
+            }
+            None => Cow::Borrowed(log),
+        };
+        let conversation = conversation(&log);
+        let trigger = match at {
+            Moment::Overflow if reactive_allowed(&log) => Some(Trigger::Overflow),
+            Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
+            Moment::BeforeRequest if self.over_threshold(&log, &agent, cx.model.window) => Some(Trigger::Threshold),
+            _ => None,
+        };
+        let tokens_before = current_tokens(&log);
+        if let Some(trigger) = trigger {
+            out.push(compact_messages(&conversation, trigger, self.config.threshold, tokens_before, cx)?);
+        } else if at == Moment::BeforeRequest && self.config.tool_pair_summarization {
+            let cutoff = self.cutoff(cx.model.window);
+            out.extend(tool_pairs::summarize_pairs(&log, &conversation, cutoff, tokens_before, cx));
+        }
+        Ok(out)
     }
 
     fn project(&self, log: &Log) -> View {
