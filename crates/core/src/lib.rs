@@ -39,7 +39,7 @@ pub use error::{Error, ErrorKind};
 pub use log::{Entry, EntryId, Log};
 pub use message::{Message, Part, Role, Usage};
 pub use model::{ModelProfile, Pricing, Shape};
-pub use replay::{DefaultView, Incremental, Plan, Replay, ViewState};
+pub use replay::{DefaultView, Incremental, Plan, Replay, Reprojected, ViewState};
 pub use store::VirtualStore;
 pub use strategy::{Cx, Decision, Fidelity, Moment, Strategy, StrategyInfo};
 pub use summarizer::{StopReason, Summarizer, Summary, SummaryRequest};

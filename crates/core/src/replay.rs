@@ -156,6 +156,52 @@ impl ViewState for DefaultView {
     }
 }
 
+/// A strategy's own [`Strategy::project`], kept entry by entry: a message is shown last as it
+/// is (unless it is a system message before any other, which may join the leading ones), and
+/// anything else projects afresh at the next [`ViewState::view`].
+///
+/// Why: a strategy whose view is what its newest checkpoint laid out, then every message
+/// logged after it, would otherwise lay the view out again at every request.
+pub struct Reprojected<'s> {
+    strategy: &'s dyn Strategy,
+    view: View,
+    /// Whether `view` needs projecting afresh.
+    stale: bool,
+    /// Whether a non-system message was pushed: later system messages are ordinary ones.
+    conversed: bool,
+}
+
+impl<'s> Reprojected<'s> {
+    /// The view of `strategy` over an empty log.
+    pub fn new(strategy: &'s dyn Strategy) -> Reprojected<'s> {
+        Reprojected { strategy, view: View::default(), stale: false, conversed: false }
+    }
+}
+
+impl ViewState for Reprojected<'_> {
+    fn push(&mut self, log: &Log, id: EntryId) {
+        match log.get(id).expect("pushed entries are in the log") {
+            Entry::Message(m) if !self.stale && (m.role != Role::System || self.conversed) => {
+                self.conversed = true;
+                self.view.messages.push(ViewMessage { origin: Origin::Entry(id), message: m.clone() });
+            }
+            Entry::Message(m) => {
+                self.conversed |= m.role != Role::System;
+                self.stale = true;
+            }
+            Entry::Checkpoint(_) => self.stale = true,
+        }
+    }
+
+    fn view(&mut self, log: &Log) -> &View {
+        if self.stale {
+            self.view = self.strategy.project(log);
+            self.stale = false;
+        }
+        &self.view
+    }
+}
+
 /// The incremental layer of a strategy whose decisions are its from-scratch `decide` and
 /// `compact` given the log and the view: only the view is kept, by `V`.
 pub struct Incremental<'s, V> {
@@ -174,6 +220,13 @@ impl<'s> Incremental<'s, DefaultView> {
     /// `strategy`, whose view is the [`default_projection`].
     pub fn default_view(strategy: &'s dyn Strategy) -> Incremental<'s, DefaultView> {
         Incremental::new(strategy, DefaultView::new())
+    }
+}
+
+impl<'s> Incremental<'s, Reprojected<'s>> {
+    /// `strategy`, whose view is its own [`Strategy::project`], kept by [`Reprojected`].
+    pub fn reprojected(strategy: &'s dyn Strategy) -> Incremental<'s, Reprojected<'s>> {
+        Incremental::new(strategy, Reprojected::new(strategy))
     }
 }
 

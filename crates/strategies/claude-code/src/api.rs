@@ -58,6 +58,13 @@ pub(crate) struct Edits {
 pub(crate) struct Estimates(Vec<Vec<u64>>);
 
 impl Estimates {
+    /// The estimates of every entry of `log`.
+    pub(crate) fn of(log: &Log) -> Estimates {
+        let mut estimates = Estimates::default();
+        log.entries().for_each(|(_, entry)| estimates.push(entry));
+        estimates
+    }
+
     /// Adds the estimate of the next entry.
     pub(crate) fn push(&mut self, entry: &Entry) {
         self.0.push(match entry {

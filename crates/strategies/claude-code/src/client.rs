@@ -7,7 +7,6 @@ use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Error, Log, Mo
 use serde_json::json;
 
 use crate::trigger::{self, Thresholds};
-use crate::wire::TranscriptFile;
 use crate::{count, full, microcompact, ClaudeCodeConfig};
 
 fn has_conversation(view: &View) -> bool {
@@ -42,9 +41,8 @@ pub(crate) fn decide(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Mome
 
 /// Micro-compaction first (when it fires), then the full compaction if the context is still
 /// at the threshold. Called directly (without a `Compact` decision) this is `/compact`: it
-/// summarizes whatever the size and circuit breaker say. `transcript` is the session's
-/// transcript file so far.
-pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Moment, transcript: &TranscriptFile, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+/// summarizes whatever the size and circuit breaker say.
+pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
     let tokens_before = count::context_tokens(view);
     let mut out = Vec::new();
     // The view itself unless micro-compaction edits it (no copy of the whole prompt).
@@ -66,6 +64,6 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Mom
         }
     }
     let trigger = if at == Moment::Overflow { "reactive" } else { "auto" };
-    out.push(full::compact(config, log, &working, trigger, tokens, transcript, cx)?);
+    out.push(full::compact(config, log, &working, trigger, tokens, cx)?);
     Ok(out)
 }

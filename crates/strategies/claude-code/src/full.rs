@@ -8,8 +8,7 @@ use serde_json::json;
 
 use crate::ptl::{self, Call};
 use crate::trigger::MAX_OUTPUT_TOKENS_FOR_SUMMARY;
-use crate::wire::{self, TranscriptFile};
-use crate::{attach, prompt, ClaudeCodeConfig};
+use crate::{attach, prompt, wire, ClaudeCodeConfig};
 
 /// The leading system text of `view` and the messages after it.
 pub(crate) fn split_system(view: &View) -> (String, Vec<Message>) {
@@ -19,8 +18,8 @@ pub(crate) fn split_system(view: &View) -> (String, Vec<Message>) {
 }
 
 /// Summarizes `view` (the working view, micro-compaction applied) into a checkpoint that
-/// keeps nothing verbatim. `transcript` is the session's transcript file so far.
-pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, trigger: &str, tokens_before: u64, transcript: &TranscriptFile, cx: &mut Cx<'_>) -> Result<Checkpoint, Error> {
+/// keeps nothing verbatim.
+pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, trigger: &str, tokens_before: u64, cx: &mut Cx<'_>) -> Result<Checkpoint, Error> {
     let (system, messages) = split_system(view);
     if messages.is_empty() {
         return Err(Error::new(ErrorKind::NothingToCompact, "Not enough messages to compact."));
@@ -40,7 +39,7 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, trigger
     let outcome = ptl::summarize(cx.summarizer, &call, messages)?;
 
     let transcript = config.transcript_pointer.then(|| {
-        cx.store.write(wire::TRANSCRIPT_PATH, transcript.text());
+        cx.store.write(wire::TRANSCRIPT_PATH, wire::transcript_file(log));
         wire::TRANSCRIPT_PATH
     });
     let attachments = attach::collect(config, log);

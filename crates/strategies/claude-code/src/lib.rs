@@ -13,9 +13,9 @@
 //!
 //! Two layers: the modelled algorithm as plain functions of the log and view (`client`,
 //! `trigger`, `microcompact`, `full`, `attach`, `ptl`; `api` for the variant), called by the
-//! [`Strategy`] methods from scratch and by a run's [`Replay`] (`replay.rs`) with what it keeps
-//! as entries arrive: the default view, the transcript file (client), each message's estimate
-//! and the edits `decide` found for `compact` at the same log state (API).
+//! [`Strategy`] methods from scratch and by a run's [`Replay`], which keeps the default view
+//! and, for the API variant (`replay.rs`), each message's estimate and the edits `decide`
+//! found for `compact` at the same log state.
 //!
 //! # `claude-code` (default)
 //!
@@ -166,9 +166,10 @@
 //!   every tool use, excluded ones included \[assume\]; `clear_tool_inputs` as a tool list is
 //!   not modelled (all or none).
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
-use crate::replay::{ClaudeCodeReplay, Session};
+use crate::api::{Edits, Estimates};
+use crate::replay::ApiReplay;
 
 mod api;
 mod attach;
@@ -338,15 +339,27 @@ impl Strategy for ClaudeCodeStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(ClaudeCodeReplay::new(self))
+        match self.mode {
+            Mode::Client => Box::new(Incremental::default_view(self)),
+            Mode::Api => Box::new(ApiReplay::new(&self.config)),
+        }
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        Session::of(self.mode, log).decide(&self.config, log, view, at, cx)
+        match self.mode {
+            Mode::Client => client::decide(&self.config, log, view, at, cx),
+            Mode::Api => {
+                let edits = api::decide(&self.config, log, view, at, &Estimates::of(log));
+                edits.as_ref().and_then(Edits::reason).map_or(Decision::Skip, Decision::compact)
+            }
+        }
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        Session::of(self.mode, log).compact(&self.config, log, view, at, cx)
+        match self.mode {
+            Mode::Client => client::compact(&self.config, log, view, at, cx),
+            Mode::Api => api::compact(&self.config, view, &api::edits(&self.config, log, view, &Estimates::of(log)), cx),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! same bytes (the tests below compare with the `Value` form), without building a tree for
 //! every message of the session at every compaction, which was most of the crate's own time.
 
-use compactbench_core::{CheckpointKind, Entry, Message, Part, Role};
+use compactbench_core::{CheckpointKind, Entry, Log, Message, Part, Role};
 
 /// Where the transcript file is written in the virtual store (\[assume\]: Claude Code writes
 /// `~/.claude/projects/<cwd with dashes>/<session id>.jsonl`).
@@ -101,28 +101,23 @@ pub(crate) fn transcript(messages: &[Message]) -> String {
 
 /// The session's transcript file as Claude Code appends to it: every log message as a JSONL
 /// record (`{"type":role,"message":..}`), and for each compaction its `compact_boundary`
-/// record and summary message. Every compaction writes it whole to the store, so a replay
-/// keeps one and adds each entry once.
-#[derive(Default)]
-pub(crate) struct TranscriptFile(Vec<u8>);
-
-impl TranscriptFile {
-    /// Appends the records of `entry`.
-    pub(crate) fn push(&mut self, entry: &Entry) {
-        let out = &mut self.0;
+/// record and summary message. Every compaction writes it whole.
+pub(crate) fn transcript_file(log: &Log) -> String {
+    let mut out = Vec::new();
+    for (_, entry) in log.entries() {
         match entry {
             Entry::Message(m) => {
                 out.extend_from_slice(br#"{"type":"#);
-                string(out, role(m.role));
+                string(&mut out, role(m.role));
                 out.extend_from_slice(br#","message":"#);
-                message_json(out, m);
+                message_json(&mut out, m);
                 out.extend_from_slice(b"}\n");
             }
             Entry::Checkpoint(cp) if cp.kind == CheckpointKind::Summary => {
                 out.extend_from_slice(b"{\"type\":\"system\",\"subtype\":\"compact_boundary\"}\n");
                 if let Some(s) = &cp.summary {
                     out.extend_from_slice(br#"{"type":"user","isCompactSummary":true,"message":"#);
-                    message_json(out, s);
+                    message_json(&mut out, s);
                     out.extend_from_slice(b"}\n");
                 }
             }
@@ -130,11 +125,7 @@ impl TranscriptFile {
             Entry::Checkpoint(_) => {}
         }
     }
-
-    /// The file's text.
-    pub(crate) fn text(&self) -> String {
-        utf8(self.0.clone())
-    }
+    utf8(out)
 }
 
 #[cfg(test)]
@@ -142,7 +133,7 @@ mod tests {
     use compactbench_core::{Checkpoint, CheckpointKind, Entry, Log, Message, Part, Role, Window};
     use serde_json::{json, Value};
 
-    use super::{role, TranscriptFile};
+    use super::role;
 
     /// The `serde_json::Value` forms the writers must reproduce byte for byte.
     fn block(part: &Part) -> Value {
@@ -229,10 +220,7 @@ mod tests {
         log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::Kept(Vec::new())));
         log.push_checkpoint(Checkpoint::new(CheckpointKind::Prune, Window::Inherit));
         log.push_message(Message::assistant("after"));
-        for log in [log, Log::default()] {
-            let mut file = TranscriptFile::default();
-            log.entries().for_each(|(_, entry)| file.push(entry));
-            assert_eq!(file.text(), transcript_file(&log));
-        }
+        assert_eq!(super::transcript_file(&log), transcript_file(&log));
+        assert_eq!(super::transcript_file(&Log::default()), transcript_file(&Log::default()));
     }
 }

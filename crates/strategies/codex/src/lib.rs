@@ -80,11 +80,9 @@
 //! Responses shape).
 //!
 //! # Layers
-//! The algorithm is a set of functions of the log and its view: `trigger::decide`,
-//! `compact::run` and `layout::project`, each given the anchor (the newest checkpoint of ours,
-//! whose layout the view shows) found in the log. The [`Strategy`] methods call them from
-//! scratch; the run's [`Replay`] (`replay.rs`) keeps the view and the anchor, appends each
-//! logged message to the view and lays it out afresh at a checkpoint.
+//! The algorithm is functions of the log and its view: `trigger::decide`, `compact::run` and
+//! `layout::project`, each given the anchor (the newest checkpoint of ours, whose layout the
+//! view shows) found in the log. A run keeps only the view ([`Incremental::reprojected`]).
 //!
 //! # Deviations
 //! - Deliberate: the model-downshift site (`maybe_run_previous_model_inline_compact`) and manual
@@ -111,14 +109,13 @@
 //! - Not reproduced: the Nov-2025 replacement layout (initial context always first); only its
 //!   uncapped limit is a switch.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Moment, Replay, Shape, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Shape, Strategy, StrategyInfo, View};
 
 mod compact;
 mod history;
 mod items;
 mod layout;
 mod prompt;
-mod replay;
 mod trigger;
 mod truncate;
 
@@ -216,7 +213,7 @@ impl Strategy for CodexStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(replay::CodexReplay::new(&self.config))
+        Box::new(Incremental::reprojected(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {

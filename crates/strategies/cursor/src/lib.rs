@@ -11,9 +11,7 @@
 //! \[user\] is a modelling choice, tagged **\[assume\]** with its evidence.
 //!
 //! Two layers: the modelled rules as functions of the log and view (`count`, `offload`,
-//! `summarize`, and the [`Strategy`] methods here), and a run's [`Replay`] (`replay.rs`), which
-//! keeps the default view and the chat-history file as entries arrive and calls the same
-//! functions.
+//! `summarize`, and the [`Strategy`] methods here); a run keeps only the default view.
 //!
 //! ## Trigger
 //! Older messages are summarized when the conversation exceeds the window \[doc\]; users see it
@@ -93,15 +91,11 @@
 
 use std::borrow::Cow;
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, Message, Moment, Replay, Strategy, StrategyInfo, View, VirtualStore};
-
-use crate::replay::CursorReplay;
-use crate::summarize::History;
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Message, Moment, Replay, Strategy, StrategyInfo, View, VirtualStore};
 
 mod attach;
 mod count;
 mod offload;
-mod replay;
 mod summarize;
 
 /// Cursor's settings as this crate models them (none is published; see the crate docs).
@@ -174,33 +168,6 @@ impl CursorStrategy {
         let Some(text) = store.read(path) else { return Vec::new() };
         text.lines().enumerate().filter(|(_, l)| l.contains(pattern)).map(|(i, l)| format!("{}: {l}", i + 1)).collect()
     }
-
-    /// Offloads long tool outputs, then summarizes when the threshold is (still) reached, on
-    /// overflow, or when called directly (`/summarize`) without any output to offload.
-    /// `history` is the chat-history file so far.
-    fn compact_with(&self, log: &Log, view: &View, at: Moment, history: &History, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let tokens = count::context_tokens(log, view);
-        let mut out = Vec::new();
-        // The view itself unless outputs were offloaded (no copy of the whole context).
-        let mut working = Cow::Borrowed(view);
-        let mut tokens_now = tokens;
-        if let Some(done) = offload::run(&self.config, log, view, tokens, cx) {
-            working = Cow::Owned(done.view);
-            tokens_now = tokens.saturating_sub(done.saved);
-            out.push(done.checkpoint);
-            if at != Moment::Overflow && tokens_now < self.config.threshold(cx.model.window) {
-                return Ok(out);
-            }
-        }
-        let trigger = if at == Moment::Overflow { "overflow" } else { "threshold" };
-        match summarize::run(log, &working, trigger, tokens_now, history, cx) {
-            Ok(cp) => out.push(cp),
-            // Only the offload had something to do.
-            Err(e) if e.kind == compactbench_core::ErrorKind::NothingToCompact && !out.is_empty() => {}
-            Err(e) => return Err(e),
-        }
-        Ok(out)
-    }
 }
 
 /// The default configuration (summarize at 90% of the window).
@@ -214,7 +181,7 @@ impl Strategy for CursorStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(CursorReplay::new(self))
+        Box::new(Incremental::default_view(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
@@ -230,8 +197,30 @@ impl Strategy for CursorStrategy {
         }
     }
 
+    /// Offloads long tool outputs, then summarizes when the threshold is (still) reached, on
+    /// overflow, or when called directly (`/summarize`) without any output to offload.
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        self.compact_with(log, view, at, &History::of(log), cx)
+        let tokens = count::context_tokens(log, view);
+        let mut out = Vec::new();
+        // The view itself unless outputs were offloaded (no copy of the whole context).
+        let mut working = Cow::Borrowed(view);
+        let mut tokens_now = tokens;
+        if let Some(done) = offload::run(&self.config, log, view, tokens, cx) {
+            working = Cow::Owned(done.view);
+            tokens_now = tokens.saturating_sub(done.saved);
+            out.push(done.checkpoint);
+            if at != Moment::Overflow && tokens_now < self.config.threshold(cx.model.window) {
+                return Ok(out);
+            }
+        }
+        let trigger = if at == Moment::Overflow { "overflow" } else { "threshold" };
+        match summarize::run(log, &working, trigger, tokens_now, cx) {
+            Ok(cp) => out.push(cp),
+            // Only the offload had something to do.
+            Err(e) if e.kind == compactbench_core::ErrorKind::NothingToCompact && !out.is_empty() => {}
+            Err(e) => return Err(e),
+        }
+        Ok(out)
     }
 }
 

@@ -50,34 +50,25 @@ pub(crate) fn serialize(message: &Message) -> String {
     lines.join("\n")
 }
 
-/// The chat-history file: every log message in full, and each earlier summary where it
-/// happened, one block each, blank-line separated. Every summary writes it whole, so a run
-/// keeps it and adds each entry once.
-#[derive(Default)]
-pub(crate) struct History(String);
-
-impl History {
-    /// The file after every entry of `log`.
-    pub(crate) fn of(log: &Log) -> History {
-        let mut history = History::default();
-        log.entries().for_each(|(_, entry)| history.push(entry));
-        history
-    }
-
-    pub(crate) fn push(&mut self, entry: &Entry) {
+/// The chat-history file's content: every log message in full, and each earlier summary where
+/// it happened, one block each, blank-line separated. Every summary writes it whole.
+fn history_file(log: &Log) -> String {
+    let mut file = String::new();
+    for (_, entry) in log.entries() {
         let block = match entry {
             Entry::Message(m) => serialize(m),
             Entry::Checkpoint(cp) if cp.kind == CheckpointKind::Summary => match &cp.summary {
                 Some(s) => format!("[Summarized conversation]\n{}", s.text()),
-                None => return,
+                None => continue,
             },
-            Entry::Checkpoint(_) => return,
+            Entry::Checkpoint(_) => continue,
         };
-        if !self.0.is_empty() {
-            self.0.push_str("\n\n");
+        if !file.is_empty() {
+            file.push_str("\n\n");
         }
-        self.0.push_str(&block);
+        file.push_str(&block);
     }
+    file + "\n"
 }
 
 fn summary_message(text: &str, path: &str) -> Message {
@@ -98,8 +89,8 @@ pub(crate) fn overflow_handled_this_turn(log: &Log) -> bool {
         .any(|(_, e)| matches!(e, Entry::Checkpoint(cp) if cp.details["trigger"] == "overflow"))
 }
 
-/// Summarizes all of `view` before its latest user turn; `history` is the chat-history file so far.
-pub(crate) fn run(log: &Log, view: &View, trigger: &str, tokens_before: u64, history: &History, cx: &mut Cx<'_>) -> Result<Checkpoint, Error> {
+/// Summarizes all of `view` before its latest user turn.
+pub(crate) fn run(log: &Log, view: &View, trigger: &str, tokens_before: u64, cx: &mut Cx<'_>) -> Result<Checkpoint, Error> {
     let body = view.messages.iter().take_while(|m| m.message.role == Role::System).count();
     let latest = (body..view.len())
         .rev()
@@ -132,7 +123,7 @@ pub(crate) fn run(log: &Log, view: &View, trigger: &str, tokens_before: u64, his
     if summary.text.trim().is_empty() {
         return Err(Error::new(ErrorKind::EmptySummary, "the summary was empty"));
     }
-    cx.store.write(path.clone(), history.0.clone() + "\n");
+    cx.store.write(path.clone(), history_file(log));
 
     let kept = view.messages[latest..].iter().filter_map(|m| m.origin.entry()).collect();
     let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(kept)).with_summary(summary_message(&summary.text, &path));

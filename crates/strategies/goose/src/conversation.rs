@@ -94,6 +94,14 @@ pub(crate) fn conversation(log: &Log) -> Conversation<'_> {
     Conversation { items }
 }
 
+/// The messages of `view`, the agent-visible conversation of `log`, without the system prompt
+/// (the log's leading system messages): what Goose's checks read.
+pub(crate) fn agent_messages<'v>(log: &Log, view: &'v View) -> Vec<&'v Message> {
+    let conversed = log.messages().find(|(_, m)| m.role != Role::System).map(|(id, _)| id);
+    let system = |e: EntryId| conversed.is_none_or(|c| e < c);
+    view.messages.iter().filter(|m| !m.origin.entry().is_some_and(system)).map(|m| &m.message).collect()
+}
+
 /// The log messages a tool-pair summary hides.
 pub(crate) fn hidden(cp: &Checkpoint) -> impl Iterator<Item = EntryId> + '_ {
     let entries = cp.details.get("hidden").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64);
@@ -109,7 +117,7 @@ fn push_injected<'a>(items: &mut Vec<Item<'a>>, id: EntryId, cp: &'a Checkpoint)
     }));
 }
 
-impl<'a> Conversation<'a> {
+impl Conversation<'_> {
     /// What the model sees: the system prompt and every agent-visible message.
     pub(crate) fn view(&self) -> View {
         View {
@@ -120,11 +128,6 @@ impl<'a> Conversation<'a> {
                 .map(|i| ViewMessage { origin: i.origin, message: i.message.clone() })
                 .collect(),
         }
-    }
-
-    /// The agent-visible messages, system prompt apart: what Goose's checks read.
-    pub(crate) fn agent_messages(&self) -> Vec<&'a Message> {
-        self.items.iter().filter(|i| i.visible && !i.system).map(|i| i.message).collect()
     }
 
     /// The conversation as Goose stores it (system prompt excluded): the tool messages that
@@ -251,9 +254,15 @@ impl GooseMessage<'_> {
     }
 }
 
-/// Whether `m` opens a turn: a user message with text and no tool content (Goose's kickoff).
-pub(crate) fn is_kickoff(m: &Message) -> bool {
-    m.role == Role::User
-        && m.parts.iter().any(|p| matches!(p, Part::Text { .. }))
-        && !m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. } | Part::ToolResult { .. }))
+/// The newest log message that opens a turn: a user message with text and no tool content
+/// (Goose's kickoff). `None` when there is none.
+pub(crate) fn kickoff(log: &Log) -> Option<EntryId> {
+    log.messages()
+        .rev()
+        .find(|(_, m)| {
+            m.role == Role::User
+                && m.parts.iter().any(|p| matches!(p, Part::Text { .. }))
+                && !m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. } | Part::ToolResult { .. }))
+        })
+        .map(|(id, _)| id)
 }

@@ -56,11 +56,9 @@
 //! checkpoint did, and the view is the agent-visible part.
 //!
 //! # Layers
-//! The algorithm is plain functions of the log: the conversation (`conversation.rs`), the
-//! checks (`decide_in`) and the compactions (`compact_in`, `compact.rs`, `tool_pairs.rs`,
-//! `offload.rs`). The `Strategy` methods read everything off the whole log; a run's `Replay`
-//! (`replay.rs`) keeps the agent-visible view, the outputs waiting for offload and the current
-//! turn as entries arrive, and rebuilds the conversation only to compact.
+//! The algorithm is plain functions of the log and its view: the conversation
+//! (`conversation.rs`), the checks and the compactions (`compact.rs`, `tool_pairs.rs`,
+//! `offload.rs`). A run keeps only the view ([`Incremental::reprojected`]).
 //!
 //! # Token estimator
 //! Goose's `count_chat_tokens` with the o200k BPE count replaced by `ceil(bytes / 4)`
@@ -119,13 +117,12 @@
 
 use std::borrow::Cow;
 
-use compactbench_core::{Checkpoint, Cx, Decision, Entry, Error, Fidelity, Log, Message, Moment, Replay, Role, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Entry, Error, Fidelity, Incremental, Log, Message, Moment, Replay, Role, Strategy, StrategyInfo, View};
 
 mod compact;
 mod conversation;
 mod offload;
 mod prompt;
-mod replay;
 mod tokens;
 mod tool_pairs;
 
@@ -133,9 +130,7 @@ mod tool_pairs;
 mod tests;
 
 use compact::{compact_messages, Trigger};
-use conversation::{conversation, is_kickoff, op, OP_COMPACT};
-use offload::Waiting;
-use replay::GooseReplay;
+use conversation::{agent_messages, conversation, kickoff, op, OP_COMPACT};
 use tokens::current_tokens;
 
 /// `DEFAULT_COMPACTION_THRESHOLD`.
@@ -202,26 +197,59 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
     fn cutoff(&self, window: u64) -> usize {
         tool_pairs::compute_tool_call_cutoff(window, self.config.threshold)
     }
+}
 
-    /// Goose's checks at `at`, given the agent-visible messages, the outputs waiting for
-    /// offload and the current turn.
-    fn decide_in(&self, log: &Log, agent: &[&Message], waiting: &Waiting, turn: &Turn, at: Moment, window: u64) -> Decision {
-        if waiting.pending() {
+/// The newest log entry is the user's `/compact`.
+fn manual_pending(log: &Log) -> bool {
+    matches!(log.entries().next_back(), Some((_, Entry::Message(m)))
+        if m.role == Role::User && m.text().trim() == COMPACT_COMMAND)
+}
+
+/// The reactive path still applies: this turn has had at most
+/// [`MAX_CONTEXT_ERROR_COMPACTIONS`] reactive compactions (each hid one context-length error;
+/// only successful ones are in the log).
+fn reactive_allowed(log: &Log) -> bool {
+    let from = kickoff(log);
+    let hidden_errors = log
+        .checkpoints()
+        .rev()
+        .take_while(|(id, _)| from.is_none_or(|k| *id > k))
+        .filter(|(_, cp)| {
+            op(cp) == Some(OP_COMPACT)
+                && cp.details.get("trigger").and_then(|t| t.as_str()) == Some(Trigger::Overflow.as_str())
+        })
+        .count();
+    hidden_errors <= MAX_CONTEXT_ERROR_COMPACTIONS
+}
+
+impl Strategy for GooseStrategy {
+    fn info(&self) -> &StrategyInfo {
+        &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::reprojected(self))
+    }
+
+    fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+        if !offload::waiting(view).is_empty() {
             return Decision::compact("large-output");
         }
         match at {
             Moment::TurnEnd => Decision::Skip,
-            Moment::Overflow if turn.reactive_allowed() => Decision::compact("overflow"),
+            Moment::Overflow if reactive_allowed(log) => Decision::compact("overflow"),
             Moment::Overflow => Decision::Skip,
             Moment::BeforeRequest => {
                 if manual_pending(log) {
                     return Decision::compact("manual");
                 }
-                if self.over_threshold(log, agent, window) {
+                let agent = agent_messages(log, view);
+                if self.over_threshold(log, &agent, cx.model.window) {
                     return Decision::compact("threshold");
                 }
                 let requests = agent.iter().map(|m| m.tool_call_ids().count()).sum();
-                if self.config.tool_pair_summarization && tool_pairs::due(requests, self.cutoff(window), turn.requests) {
+                let protected = tool_pairs::current_turn_requests(log);
+                if self.config.tool_pair_summarization && tool_pairs::due(requests, self.cutoff(cx.model.window), protected) {
                     return Decision::compact("tool-pairs");
                 }
                 Decision::Skip
@@ -229,12 +257,14 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
         }
     }
 
-    /// What Goose does at `at`: the offload of waiting outputs first, then a full compaction
-    /// or a batch of tool-pair summaries.
-    fn compact_in(&self, log: &Log, waiting: &Waiting, turn: &Turn, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+    /// The offload of waiting outputs first, then a full compaction or a batch of tool-pair
+    /// summaries.
+    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let mut out = Vec::new();
+        // The offload changes what these messages say, not which they are.
+        let agent = agent_messages(log, view);
         // Outputs are offloaded first: Goose rewrites them before they enter the conversation.
-        let log: Cow<'_, Log> = match offload::offload(log, waiting, cx.store, current_tokens(log)) {
+        let log: Cow<'_, Log> = match offload::offload(log, &offload::waiting(view), cx.store, current_tokens(log)) {
             Some(cp) => {
                 let mut work = log.clone();
                 work.push_checkpoint(cp.clone());
@@ -245,11 +275,9 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
         };
         let conversation = conversation(&log);
         let trigger = match at {
-            Moment::Overflow if turn.reactive_allowed() => Some(Trigger::Overflow),
+            Moment::Overflow if reactive_allowed(&log) => Some(Trigger::Overflow),
             Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
-            Moment::BeforeRequest if self.over_threshold(&log, &conversation.agent_messages(), cx.model.window) => {
-                Some(Trigger::Threshold)
-            }
+            Moment::BeforeRequest if self.over_threshold(&log, &agent, cx.model.window) => Some(Trigger::Threshold),
             _ => None,
         };
         let tokens_before = current_tokens(&log);
@@ -257,77 +285,9 @@ continuation, last user text); old tool pairs summarized in tens; huge outputs o
             out.push(compact_messages(&conversation, trigger, self.config.threshold, tokens_before, cx)?);
         } else if at == Moment::BeforeRequest && self.config.tool_pair_summarization {
             let cutoff = self.cutoff(cx.model.window);
-            out.extend(tool_pairs::summarize_pairs(&conversation, cutoff, turn.requests, tokens_before, cx));
+            out.extend(tool_pairs::summarize_pairs(&log, &conversation, cutoff, tokens_before, cx));
         }
         Ok(out)
-    }
-}
-
-/// The newest log entry is the user's `/compact`.
-fn manual_pending(log: &Log) -> bool {
-    matches!(log.entries().next_back(), Some((_, Entry::Message(m)))
-        if m.role == Role::User && m.text().trim() == COMPACT_COMMAND)
-}
-
-/// The current turn: what followed Goose's kickoff, the newest user message with text and no
-/// tool content. Built entry by entry.
-#[derive(Default)]
-pub(crate) struct Turn {
-    /// Tool requests made in it, which the tool-pair operation protects.
-    requests: usize,
-    /// Reactive compactions in it (each hid one context-length error); only successful ones
-    /// are in the log.
-    reactive: usize,
-}
-
-impl Turn {
-    fn of(log: &Log) -> Turn {
-        let mut turn = Turn::default();
-        for (_, entry) in log.entries() {
-            turn.push(entry);
-        }
-        turn
-    }
-
-    fn push(&mut self, entry: &Entry) {
-        match entry {
-            Entry::Message(m) => {
-                if is_kickoff(m) {
-                    *self = Turn::default();
-                }
-                self.requests += m.tool_call_ids().count();
-            }
-            Entry::Checkpoint(cp) => {
-                let trigger = cp.details.get("trigger").and_then(|t| t.as_str());
-                if op(cp) == Some(OP_COMPACT) && trigger == Some(Trigger::Overflow.as_str()) {
-                    self.reactive += 1;
-                }
-            }
-        }
-    }
-
-    /// The reactive path still applies: at most [`MAX_CONTEXT_ERROR_COMPACTIONS`] so far.
-    fn reactive_allowed(&self) -> bool {
-        self.reactive <= MAX_CONTEXT_ERROR_COMPACTIONS
-    }
-}
-
-impl Strategy for GooseStrategy {
-    fn info(&self) -> &StrategyInfo {
-        &self.info
-    }
-
-    fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(GooseReplay::new(self))
-    }
-
-    fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        let agent = conversation(log).agent_messages();
-        self.decide_in(log, &agent, &Waiting::of(log), &Turn::of(log), at, cx.model.window)
-    }
-
-    fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        self.compact_in(log, &Waiting::of(log), &Turn::of(log), at, cx)
     }
 
     fn project(&self, log: &Log) -> View {

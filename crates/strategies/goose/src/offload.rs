@@ -6,11 +6,10 @@
 //! at the first check after the output is in the log, which is always before the next model
 //! request, and recorded as replacements so every later view and summary sees the redirect.
 
-use std::collections::BTreeSet;
-
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Entry, EntryId, Log, Message, Offload, Part, Replacement, VirtualStore, Window,
+    Checkpoint, CheckpointKind, EntryId, Log, Message, Offload, Origin, Part, Replacement, View, ViewMessage, VirtualStore,
+    Window,
 };
 use serde_json::json;
 
@@ -34,50 +33,23 @@ pub(crate) fn threshold_for_tool(name: &str) -> usize {
 }
 
 /// Whether a result text is over its tool's threshold (characters are code points, as
-/// Rust's `chars().count()`).
+/// Rust's `chars().count()`). Bytes bound characters from above and no threshold is below the
+/// shell tools': most texts are settled without counting or looking at the tool's name.
 fn oversized(name: &str, text: &str) -> bool {
-    let threshold = threshold_for_tool(name);
-    // Bytes bound characters from above: most texts are settled without counting.
-    text.len() > threshold && text.chars().count() > threshold
+    let threshold = || threshold_for_tool(name);
+    text.len() > SHELL_TOOL_THRESHOLD && text.len() > threshold() && text.chars().count() > threshold()
 }
 
-/// The log messages with an oversized result that no checkpoint has replaced yet, in log
-/// order. Built entry by entry: a replay keeps it as the log grows, since the check runs
-/// before every request and scanning every message for it made a long session quadratic.
-#[derive(Clone, Default)]
-pub(crate) struct Waiting(BTreeSet<EntryId>);
-
-impl Waiting {
-    /// The outputs of `log` waiting for their offload.
-    pub(crate) fn of(log: &Log) -> Waiting {
-        let mut waiting = Waiting::default();
-        for (id, entry) in log.entries() {
-            waiting.push(id, entry);
-        }
-        waiting
-    }
-
-    /// Whether a tool result still waits for its offload.
-    pub(crate) fn pending(&self) -> bool {
-        !self.0.is_empty()
-    }
-
-    /// Takes in entry `id` of the log, the entries before it taken in already.
-    pub(crate) fn push(&mut self, id: EntryId, entry: &Entry) {
-        match entry {
-            Entry::Message(m) => {
-                if m.parts.iter().any(|p| matches!(p, Part::ToolResult { name, text, .. } if oversized(name, text))) {
-                    self.0.insert(id);
-                }
-            }
-            // A replacement names an earlier entry, so removing it here is removing it for good.
-            Entry::Checkpoint(cp) => {
-                for r in &cp.replacements {
-                    self.0.remove(&r.entry);
-                }
-            }
-        }
-    }
+/// The log messages `view` shows as they were logged (no checkpoint replaced them) that have
+/// an oversized result: the outputs waiting for their offload, in log order. Every compaction
+/// offloads them first, so none is hidden before its offload.
+pub(crate) fn waiting(view: &View) -> Vec<EntryId> {
+    let oversized = |m: &Message| m.parts.iter().any(|p| matches!(p, Part::ToolResult { name, text, .. } if oversized(name, text)));
+    let shown_as_logged = |m: &ViewMessage| match m.origin {
+        Origin::Entry(id) if oversized(&m.message) => Some(id),
+        _ => None,
+    };
+    view.messages.iter().filter_map(shown_as_logged).collect()
 }
 
 /// The file a part's output goes to: `<temp dir>/goose_mcp_responses/mcp_response_<timestamp>.txt`,
@@ -122,10 +94,10 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 
 /// Offloads every output `waiting` in `log`: writes the files to `store` and returns the
 /// checkpoint that shows the redirects, or `None` when nothing is pending.
-pub(crate) fn offload(log: &Log, waiting: &Waiting, store: &mut VirtualStore, tokens_before: u64) -> Option<Checkpoint> {
+pub(crate) fn offload(log: &Log, waiting: &[EntryId], store: &mut VirtualStore, tokens_before: u64) -> Option<Checkpoint> {
     let mut replacements = Vec::new();
     let mut offloads = Vec::new();
-    for &id in &waiting.0 {
+    for &id in waiting {
         let m = log.message(id).expect("waiting entries are messages");
         let mut changed = false;
         let mut parts = m.parts.clone();

@@ -6,10 +6,10 @@
 
 use std::collections::HashSet;
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, EntryId, Message, Part, SummarizerUsage, SummaryRequest, Window};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, EntryId, Log, Message, Part, SummarizerUsage, SummaryRequest, Window};
 use serde_json::json;
 
-use crate::conversation::{Conversation, GooseMessage, OP_TOOL_PAIRS};
+use crate::conversation::{kickoff, Conversation, GooseMessage, OP_TOOL_PAIRS};
 use crate::prompt::TOOL_PAIR_SYSTEM;
 
 /// `TOOLCALL_SUMMARIZATION_BATCH_SIZE`.
@@ -37,6 +37,13 @@ pub(crate) fn tool_ids_to_summarize(
     ids.into_iter().take(BATCH_SIZE).map(str::to_owned).collect()
 }
 
+/// Tool requests of the current turn (since the newest kickoff user message), which the
+/// operation protects.
+pub(crate) fn current_turn_requests(log: &Log) -> usize {
+    let from = kickoff(log).unwrap_or(EntryId(0));
+    log.messages().rev().take_while(|(id, _)| *id >= from).map(|(_, m)| m.tool_call_ids().count()).sum()
+}
+
 /// Whether `requests` agent-visible tool requests make a batch due, the newest
 /// `protect_last_n` of them (the current turn's) not counting.
 pub(crate) fn due(requests: usize, cutoff: usize, protect_last_n: usize) -> bool {
@@ -46,17 +53,16 @@ pub(crate) fn due(requests: usize, cutoff: usize, protect_last_n: usize) -> bool
 /// `ToolPairCompactionOperation::run`: summarizes the batch, pair by pair. A pair must be
 /// exactly two messages (request and response), not already hidden by this batch, with the
 /// same call ids on both sides (parallel siblings answered elsewhere are skipped). A failed
-/// summary skips its pair. `None` when no pair was summarized. `turn_requests`: tool requests
-/// of the current turn, which the operation protects.
+/// summary skips its pair. `None` when no pair was summarized.
 pub(crate) fn summarize_pairs(
+    log: &Log,
     conversation: &Conversation<'_>,
     cutoff: usize,
-    turn_requests: usize,
     tokens_before: u64,
     cx: &Cx<'_>,
 ) -> Option<Checkpoint> {
     let messages = conversation.goose_messages();
-    let ids = tool_ids_to_summarize(&messages, cutoff, turn_requests);
+    let ids = tool_ids_to_summarize(&messages, cutoff, current_turn_requests(log));
     let mut hidden_messages: HashSet<usize> = HashSet::new();
     let mut hidden_entries: Vec<EntryId> = Vec::new();
     let mut summaries = Vec::new();

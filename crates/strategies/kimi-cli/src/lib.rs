@@ -68,10 +68,8 @@
 //! # Layers
 //! The algorithm is functions of the log and its view: [`Strategy::project`] (the default
 //! projection with injected messages split around the kept tail), the step-2c check with the
-//! counter `trigger::token_count_with_pending`, and `compact::compact_context`; the trigger
-//! and `project` read the newest compaction (`trigger::anchor`) off the log. The run's
-//! [`Replay`] (`replay.rs`) keeps the view and that compaction: it appends each logged message
-//! and projects afresh at a checkpoint, so the counter reads only what follows the last reply.
+//! counter `trigger::token_count_with_pending`, and `compact::compact_context`. A run keeps
+//! only the view ([`Incremental::reprojected`]).
 //!
 //! # Deviations
 //! - Deliberate: a "compaction" without a summarizer call (too few messages, nothing before the
@@ -116,13 +114,12 @@
 //! the deviation above). Not covered by those sessions: media parts, manual `/compact` and
 //! background tasks.
 
-use compactbench_core::{default_projection, Checkpoint, Cx, Decision, EntryId, Error, Fidelity, Log, Moment, Origin, Replay, Strategy, StrategyInfo, View};
+use compactbench_core::{default_projection, Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Origin, Replay, Strategy, StrategyInfo, View};
 
 mod compact;
 mod history;
 mod prepare;
 mod prompt;
-mod replay;
 mod tasks;
 mod tokens;
 mod trigger;
@@ -213,25 +210,6 @@ impl KimiCliStrategy {
         };
         KimiCliStrategy { info, config, release, max_preserved_messages: 2, active_tasks: Vec::new() }
     }
-
-    /// Step 2c's check, given the view and the newest compaction (see [`trigger::anchor`]).
-    pub(crate) fn check(&self, anchor: Option<(EntryId, &Checkpoint)>, view: &View, at: Moment, window: u64) -> Decision {
-        // Kimi checks only at step 2c, before each model call; an overflow error from the
-        // provider ends the step instead.
-        if at != Moment::BeforeRequest {
-            return Decision::Skip;
-        }
-        let count = trigger::token_count_with_pending(anchor, view, self.release);
-        let ratio = match self.release {
-            Release::Pypi1_52 => Some(self.config.compaction_trigger_ratio),
-            Release::K1 => None,
-        };
-        if trigger::should_auto_compact(count, window, ratio, self.config.reserved_context_size) {
-            Decision::compact("auto")
-        } else {
-            Decision::Skip
-        }
-    }
 }
 
 /// The default: Kimi CLI as released on PyPI (`kimi-cli` 1.52.0).
@@ -250,17 +228,33 @@ impl Strategy for KimiCliStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(replay::KimiReplay::new(self))
+        Box::new(Incremental::reprojected(self))
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        self.check(trigger::anchor(log), view, at, cx.model.window)
+        // Kimi checks only at step 2c, before each model call; an overflow error from the
+        // provider ends the step instead.
+        if at != Moment::BeforeRequest {
+            return Decision::Skip;
+        }
+        let count = trigger::token_count_with_pending(trigger::anchor(log), view, self.release);
+        let ratio = match self.release {
+            Release::Pypi1_52 => Some(self.config.compaction_trigger_ratio),
+            Release::K1 => None,
+        };
+        if trigger::should_auto_compact(count, cx.model.window, ratio, self.config.reserved_context_size) {
+            Decision::compact("auto")
+        } else {
+            Decision::Skip
+        }
     }
 
     fn compact(&self, log: &Log, view: &View, _at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         compact::compact_context(self, log, view, &compact::Trigger::Auto, cx)
     }
 
+    /// The default projection, except that re-injected messages Kimi appends after the kept
+    /// tail (the background-task note) come after it, not before.
     fn project(&self, log: &Log) -> View {
         let mut view = default_projection(log);
         let Some((anchor, cp)) = trigger::anchor(log) else {

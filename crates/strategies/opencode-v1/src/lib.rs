@@ -48,9 +48,8 @@
 //! # Layers
 //! The algorithm works from the log: `Session::new` rebuilds OpenCode's storage from it, and
 //! the trigger, prune, `select`, the summary step and the view (`filterCompacted`, then
-//! `toModelMessages`) read that storage. The [`Strategy`] methods call them from scratch; the
-//! run's [`Replay`] (`replay.rs`) keeps the view, lowering only the messages logged since it
-//! was last shown when they cannot change what was stored before, and rebuilding it otherwise.
+//! `toModelMessages`) read that storage. A run keeps only the view (`replay.rs`), lowering just
+//! the messages logged since it was last shown when they cannot change what was stored before.
 //!
 //! # Deviations
 //! - Deliberate: the experimental `compaction.mode = "suffix"` path is not reproduced; only the
@@ -89,7 +88,7 @@
 //!   shows the cut-out turn and its replay; a tail reaching back past an older compaction shows
 //!   that compaction's marker and summary mid-view). Pairing validators record what breaks.
 
-use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Log, ModelProfile, Moment, Replay, Strategy, StrategyInfo, View};
+use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, ModelProfile, Moment, Replay, Strategy, StrategyInfo, View};
 
 mod prompt;
 mod prune;
@@ -203,7 +202,7 @@ impl Strategy for OpencodeV1Strategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(replay::OpencodeReplay::new(self))
+        Box::new(Incremental::new(self, replay::OpencodeView::default()))
     }
 
     fn decide(&self, log: &Log, _: &View, at: Moment, cx: &Cx<'_>) -> Decision {

@@ -4,14 +4,13 @@
 //! leave `filterCompacted`'s cut where it was (only a summary moves it), so the view grows by
 //! their lowering; a checkpoint, or messages that start otherwise, lower the view afresh.
 
-use compactbench_core::{Checkpoint, Cx, Entry, EntryId, Error, Log, Moment, Plan, Replay, Role, Strategy, View};
+use compactbench_core::{Entry, EntryId, Log, Role, View, ViewState};
 
 use crate::session::Session;
-use crate::OpencodeV1Strategy;
 
-/// One run of OpenCode V1's compaction.
-pub(crate) struct OpencodeReplay<'s> {
-    strategy: &'s OpencodeV1Strategy,
+/// The working view of one run.
+#[derive(Default)]
+pub(crate) struct OpencodeView {
     view: View,
     /// Log entries the view was lowered from.
     shown: usize,
@@ -19,13 +18,7 @@ pub(crate) struct OpencodeReplay<'s> {
     stale: bool,
 }
 
-impl<'s> OpencodeReplay<'s> {
-    pub(crate) fn new(strategy: &'s OpencodeV1Strategy) -> OpencodeReplay<'s> {
-        OpencodeReplay { strategy, view: View::default(), shown: 0, stale: false }
-    }
-}
-
-impl Replay for OpencodeReplay<'_> {
+impl ViewState for OpencodeView {
     fn push(&mut self, log: &Log, id: EntryId) {
         self.stale |= match log.get(id).expect("pushed entries are in the log") {
             Entry::Message(m) => id.index() == self.shown && !matches!(m.role, Role::User | Role::Assistant),
@@ -45,16 +38,5 @@ impl Replay for OpencodeReplay<'_> {
         }
         self.shown = log.len();
         &self.view
-    }
-
-    fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
-        let strategy = self.strategy;
-        Plan::from_decision(log, at, strategy.decide(log, self.view(log), at, cx))
-    }
-
-    fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        plan.check(log);
-        let strategy = self.strategy;
-        strategy.compact(log, self.view(log), plan.at(), cx)
     }
 }
