@@ -63,7 +63,9 @@ fn status(mut c: Command) -> ExitCode {
 
 fn eval(args: &[String]) -> ExitCode {
     let mut c = cargo();
-    c.args(["run", "--release", "--quiet", "-p", "compactbench-cli", "--", "eval", "--out", "reports/latest"]).args(args);
+    // Not --quiet: on a fresh clone the release build takes minutes, and cargo's own progress
+    // says what is happening.
+    c.args(["run", "--release", "-p", "compactbench-cli", "--", "eval", "--out", "reports/latest"]).args(args);
     status(c)
 }
 
