@@ -24,11 +24,16 @@ pub enum FactKind {
     /// text: what a strategy that drops thinking loses (the seed article's "reasoning
     /// eviction").
     RejectedHypothesis,
+    /// A value (a port, a version, a path, a policy) set early and changed later, once or more,
+    /// among look-alike values of other settings. Its needle is the current value; the values
+    /// it replaced are [`Fact::stale`], each kept honest only beside the statement that
+    /// superseded it.
+    SupersededValue,
 }
 
 impl FactKind {
     /// Every kind, in report order.
-    pub const ALL: [FactKind; 8] = [
+    pub const ALL: [FactKind; 9] = [
         FactKind::ErrorMessage,
         FactKind::UserConstraint,
         FactKind::UnresolvedStep,
@@ -37,6 +42,7 @@ impl FactKind {
         FactKind::Decision,
         FactKind::Identifier,
         FactKind::RejectedHypothesis,
+        FactKind::SupersededValue,
     ];
 
     /// Snake-case name as in scenario files and reports.
@@ -50,6 +56,7 @@ impl FactKind {
             FactKind::Decision => "decision",
             FactKind::Identifier => "identifier",
             FactKind::RejectedHypothesis => "rejected_hypothesis",
+            FactKind::SupersededValue => "superseded_value",
         }
     }
 }
@@ -70,6 +77,20 @@ pub struct Fact {
     pub needed_from: usize,
     /// Last step at which it is needed.
     pub needed_until: usize,
+    /// The values this fact's needle replaced, oldest first (`superseded_value` facts only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stale: Vec<Stale>,
+}
+
+/// A value a later statement replaced. A request that shows `value` without `superseded_by`
+/// presents the old value as if it were current (the probe's `stale` state).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Stale {
+    /// The old value as the session asserted it, e.g. ``server_port_q7k2 = `8431` ``.
+    pub value: String,
+    /// The statement that replaced it, naming both values, e.g.
+    /// ``server_port_q7k2 = `9172` (was `8431`)``.
+    pub superseded_by: String,
 }
 
 impl Fact {

@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use crate::facts::{Fact, FactKind};
+use crate::facts::{Fact, FactKind, Stale};
 pub use crate::session::{Session, Span, Step};
 use crate::scenario::{FactSpec, Scenario};
 
@@ -286,6 +286,124 @@ struct Planted {
     needle: String,
     step: usize,
     until_turn: u32,
+    stale: Vec<Stale>,
+}
+
+/// What a `superseded_value` fact sets.
+#[derive(Clone, Copy)]
+enum Setting {
+    Port,
+    Version,
+    Path,
+    Policy,
+}
+
+const POLICIES: &[&str] = &["retry-with-backoff", "fail-fast", "queue-and-drain", "drop-oldest", "block-until-ready", "shed-load", "retry-once"];
+const CHANGE_REASONS: &[&str] =
+    &["the old one clashed with another service", "review asked for it", "the old one broke the integration tests", "the old one is deprecated"];
+
+/// A `superseded_value` fact being written: its tagged key and every value it takes, in order.
+struct Chain {
+    setting: Setting,
+    key: String,
+    values: Vec<String>,
+}
+
+impl Chain {
+    /// Draws the setting, its key and `changes + 1` distinct values.
+    fn new(g: &mut Gen<'_>, changes: usize) -> Chain {
+        let setting = [Setting::Port, Setting::Version, Setting::Path, Setting::Policy][g.rng.gen_range(0..4)];
+        let key = format!("{}_{}_{}", g.pick(MODULES), setting.suffix(), g.tag());
+        let mut values: Vec<String> = Vec::new();
+        while values.len() <= changes {
+            let v = match (setting, values.last()) {
+                (Setting::Port, _) => g.rng.gen_range(1024..=65535u32).to_string(),
+                (Setting::Version, None) => format!("{}.{}.{}", g.rng.gen_range(0..=3), g.rng.gen_range(1..=20), g.rng.gen_range(0..=12)),
+                (Setting::Version, Some(last)) => {
+                    let [major, minor, _] = version(last);
+                    format!("{major}.{}.{}", minor + g.rng.gen_range(1..=3), g.rng.gen_range(0..=12))
+                }
+                (Setting::Path, _) => format!("{}/{}_{}.rs", g.pick(DIRS), g.pick(MODULES), g.pick(NOUNS)),
+                (Setting::Policy, _) => g.pick(POLICIES).to_owned(),
+            };
+            if !values.contains(&v) {
+                values.push(v);
+            }
+        }
+        Chain { setting, key, values }
+    }
+
+    /// The `k`-th value as the session asserts it.
+    fn assertion(&self, k: usize) -> String {
+        format!("{} = `{}`", self.key, self.values[k])
+    }
+
+    /// The statement that replaces value `k - 1` by value `k`.
+    fn change(&self, k: usize) -> String {
+        format!("{} = `{}` (was `{}`)", self.key, self.values[k], self.values[k - 1])
+    }
+
+    /// Every value but the last, each with the statement that replaced it.
+    fn stale(&self) -> Vec<Stale> {
+        (1..self.values.len()).map(|k| Stale { value: self.assertion(k - 1), superseded_by: self.change(k) }).collect()
+    }
+
+    /// `n` sentences stating look-alike settings: the same kind of setting of another module
+    /// (with its own tag), set to a value close to one this fact takes.
+    fn distractors(&self, g: &mut Gen<'_>, n: u32) -> String {
+        let mut out = String::new();
+        for _ in 0..n {
+            let module = self.key.split('_').next().expect("keys start with a module");
+            let other = loop {
+                let m = g.pick(MODULES);
+                if m != module {
+                    break m;
+                }
+            };
+            let near = self.values[g.rng.gen_range(0..self.values.len())].clone();
+            let value = match self.setting {
+                Setting::Port => {
+                    let p: u32 = near.parse().expect("ports are numbers");
+                    let d = g.rng.gen_range(1..=99);
+                    (if p + d <= 65535 { p + d } else { p - d }).to_string()
+                }
+                Setting::Version => {
+                    let [major, minor, patch] = version(&near);
+                    format!("{major}.{minor}.{}", patch + g.rng.gen_range(1..=3))
+                }
+                Setting::Path => {
+                    let stem = &near[..near.rfind('_').expect("generated paths are dir/module_noun.rs")];
+                    format!("{stem}_{}.rs", g.pick(NOUNS))
+                }
+                Setting::Policy => g.pick(POLICIES).to_owned(),
+            };
+            let d = format!("{other}_{}_{} = `{value}`", self.setting.suffix(), g.tag());
+            let sentence = match g.rng.gen_range(0..3) {
+                0 => format!(" Leave {d} as it is."),
+                1 => format!(" Note that {d} is a different setting."),
+                _ => format!(" Keep {d} unchanged."),
+            };
+            out.push_str(&sentence);
+        }
+        out
+    }
+}
+
+impl Setting {
+    fn suffix(self) -> &'static str {
+        match self {
+            Setting::Port => "port",
+            Setting::Version => "version",
+            Setting::Path => "path",
+            Setting::Policy => "policy",
+        }
+    }
+}
+
+/// `major.minor.patch` of a generated version.
+fn version(v: &str) -> [u32; 3] {
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().expect("generated versions are numeric"));
+    [(); 3].map(|()| parts.next().expect("three parts"))
 }
 
 fn system_prompt(g: &mut Gen<'_>) -> Message {
@@ -324,6 +442,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
     let mut planted: Vec<Planted> = Vec::new();
     let mut turn_last_step = Vec::new();
     let mut spans = Vec::new();
+    let mut chains: Vec<Option<Chain>> = scenario.facts.iter().map(|_| None).collect();
     for turn in 0..turns {
         let here: Vec<&FactSpec> = scenario.facts.iter().filter(|f| f.turn == turn).collect();
         let until = |f: &FactSpec| f.until_turn.unwrap_or(turns - 1);
@@ -334,7 +453,31 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
         for f in here.iter().filter(|f| f.kind == FactKind::UserConstraint) {
             let needle = format!("do not change the public API of {}::{}_{}", g.pick(MODULES), g.ident(), g.tag());
             text.push_str(&format!(" Important: {needle}; other crates depend on it."));
-            planted.push(Planted { kind: f.kind, needle, step: g.steps.len(), until_turn: until(f) });
+            planted.push(Planted { kind: f.kind, needle, step: g.steps.len(), until_turn: until(f), stale: Vec::new() });
+        }
+        // A superseded value is set in the user message of its turn, then changed in later
+        // turns, by the user or in the closing answer; each statement names the value it
+        // replaces and sits beside look-alike settings. The fact, needed as its last value,
+        // is planted by its last change.
+        let mut closing_changes = Vec::new();
+        for (i, f) in scenario.facts.iter().enumerate().filter(|(_, f)| f.kind == FactKind::SupersededValue) {
+            if f.turn == turn {
+                let chain = Chain::new(&mut g, f.changes.len());
+                text.push_str(&format!(" Setting: {} for now.", chain.assertion(0)));
+                text.push_str(&chain.distractors(&mut g, f.distractors()));
+                chains[i] = Some(chain);
+            } else if let Some(k) = f.changes.iter().position(|&c| c == turn) {
+                if g.rng.gen_bool(0.5) {
+                    let chain = chains[i].as_ref().expect("set before it changes");
+                    text.push_str(&format!(" Change of plan: {}; use the new value from here on.", chain.change(k + 1)));
+                    text.push_str(&chain.distractors(&mut g, f.distractors()));
+                    if k + 1 == f.changes.len() {
+                        planted.push(Planted { kind: f.kind, needle: chain.assertion(k + 1), step: g.steps.len(), until_turn: until(f), stale: chain.stale() });
+                    }
+                } else {
+                    closing_changes.push((i, k + 1));
+                }
+            }
         }
         g.steps.push(Step::User(Message::user(text)));
 
@@ -360,7 +503,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                     let name = format!("{}_{tag}", g.ident());
                     Some((Call::Read { path: g.path(), defines: Some(name.clone()) }, name))
                 }
-                FactKind::UserConstraint | FactKind::UnresolvedStep | FactKind::Decision | FactKind::RejectedHypothesis => None,
+                FactKind::UserConstraint | FactKind::UnresolvedStep | FactKind::Decision | FactKind::RejectedHypothesis | FactKind::SupersededValue => None,
             };
             if let Some((call, needle)) = entry {
                 forced.push((call, Some((f.kind, needle, until(f)))));
@@ -383,7 +526,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                     Some((call, fact)) => {
                         g.tool_step(vec![call]);
                         if let Some((kind, needle, until_turn)) = fact {
-                            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn });
+                            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn, stale: Vec::new() });
                         }
                     }
                     None => {
@@ -414,7 +557,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                         // An edited path first appears in the call (the assistant step before
                         // its single result); other needles first appear in the result.
                         let back = if kind == FactKind::FilePath { 2 } else { 1 };
-                        planted.push(Planted { kind, needle, step: g.steps.len() - back, until_turn });
+                        planted.push(Planted { kind, needle, step: g.steps.len() - back, until_turn, stale: Vec::new() });
                     }
                 }
                 None => {
@@ -442,6 +585,12 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             text.push_str(&sentence);
             closing.push((f.kind, needle, until(f)));
         }
+        for &(i, k) in &closing_changes {
+            let (f, chain) = (&scenario.facts[i], chains[i].as_ref().expect("set before it changes"));
+            let why = g.pick(CHANGE_REASONS);
+            text.push_str(&format!(" Changed: {} because {why}.", chain.change(k)));
+            text.push_str(&chain.distractors(&mut g, f.distractors()));
+        }
         // A ruled-out hypothesis lives only in the closing answer's reasoning, ahead of its text.
         let mut parts = Vec::new();
         for f in here.iter().filter(|f| f.kind == FactKind::RejectedHypothesis) {
@@ -460,7 +609,13 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
         };
         g.steps.push(Step::Assistant(message));
         for (kind, needle, until_turn) in closing {
-            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn });
+            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn, stale: Vec::new() });
+        }
+        for (i, k) in closing_changes {
+            let (f, chain) = (&scenario.facts[i], chains[i].as_ref().expect("set before it changes"));
+            if k == f.changes.len() {
+                planted.push(Planted { kind: f.kind, needle: chain.assertion(k), step: g.steps.len() - 1, until_turn: until(f), stale: chain.stale() });
+            }
         }
         turn_last_step.push(g.steps.len() - 1);
     }
@@ -475,6 +630,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             planted_step: p.step,
             needed_from: p.step + 1,
             needed_until: turn_last_step[p.until_turn as usize],
+            stale: p.stale,
         })
         .collect();
     Session { system, steps: g.steps, facts, spans }

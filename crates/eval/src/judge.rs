@@ -70,6 +70,7 @@ pub fn question(kind: FactKind) -> &'static str {
         FactKind::Decision => "Which design decisions were made, and why? Quote each decision exactly.",
         FactKind::Identifier => "Which function or flag names are defined in the code the assistant read? Give each name exactly.",
         FactKind::RejectedHypothesis => "Which suspected causes of the failure were ruled out? Quote each exactly.",
+        FactKind::SupersededValue => "Which settings (ports, versions, paths, policies) changed during the conversation? Give each one's current value exactly.",
     }
 }
 

@@ -21,4 +21,6 @@ pub mod variant;
 #[cfg(test)]
 mod shape_tests;
 #[cfg(test)]
+mod stale_tests;
+#[cfg(test)]
 mod tests;

@@ -71,6 +71,7 @@ pub fn mine(steps: &[Step]) -> Vec<Fact> {
                 planted_step: step,
                 needed_from: step + 1,
                 needed_until: until.max(step + 1),
+                stale: Vec::new(),
             });
         }
     };

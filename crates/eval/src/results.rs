@@ -24,6 +24,11 @@ pub enum Status {
     Recoverable,
     /// Neither.
     Lost,
+    /// A value the fact replaced is in the request without the statement that superseded it
+    /// (`superseded_value` facts): the request presents an old value as current, whether or not
+    /// the current one is there too. Ordered after `Lost`: a stale value misleads, a lost one
+    /// only has to be found again.
+    Stale,
 }
 
 impl Status {
@@ -40,6 +45,7 @@ impl Status {
             Status::VerbatimSummary => "verbatim_summary",
             Status::Recoverable => "recoverable",
             Status::Lost => "lost",
+            Status::Stale => "stale",
         }
     }
 }

@@ -192,6 +192,27 @@ pub struct FactSpec {
     /// Last turn in which it is still needed (inclusive); default: the last turn.
     #[serde(default)]
     pub until_turn: Option<u32>,
+    /// `superseded_value` only: the turns (after `turn`, increasing, before `until_turn`) in
+    /// which the value changes; the fact is needed as its last value from the last change on.
+    #[serde(default)]
+    pub changes: Vec<u32>,
+    /// `superseded_value` only: look-alike settings stated beside each statement of the value
+    /// (0–3, default 1).
+    #[serde(default)]
+    pub distractors: Option<u32>,
+}
+
+/// Most changes a `superseded_value` fact may have.
+pub const MAX_CHANGES: usize = 4;
+
+/// Most distractors per statement of a `superseded_value` fact.
+pub const MAX_DISTRACTORS: u32 = 3;
+
+impl FactSpec {
+    /// Look-alike settings stated beside each statement of a `superseded_value` fact.
+    pub fn distractors(&self) -> u32 {
+        self.distractors.unwrap_or(1)
+    }
 }
 
 /// A scenario file could not be used.
@@ -315,6 +336,30 @@ impl Scenario {
                 if u < f.turn || u >= s.turns {
                     return fail(&format!("facts[{i}].until_turn"), format!("expected {}..{}, got {u}", f.turn, s.turns));
                 }
+            }
+            if f.kind != FactKind::SupersededValue {
+                if !f.changes.is_empty() || f.distractors.is_some() {
+                    let field = if f.changes.is_empty() { "distractors" } else { "changes" };
+                    return fail(&format!("facts[{i}].{field}"), format!("only a superseded_value fact has {field}, this one is {}", f.kind.as_str()));
+                }
+                continue;
+            }
+            let until = f.until_turn.unwrap_or(s.turns - 1);
+            if f.changes.is_empty() || f.changes.len() > MAX_CHANGES {
+                return fail(&format!("facts[{i}].changes"), format!("expected 1 to {MAX_CHANGES} turns in which the value changes, got {}", f.changes.len()));
+            }
+            let mut after = f.turn;
+            for &c in &f.changes {
+                if c <= after || c >= until {
+                    return fail(
+                        &format!("facts[{i}].changes"),
+                        format!("expected increasing turns after turn = {} and before the last turn it is needed ({until}), got {:?}", f.turn, f.changes),
+                    );
+                }
+                after = c;
+            }
+            if f.distractors() > MAX_DISTRACTORS {
+                return fail(&format!("facts[{i}].distractors"), format!("expected 0..={MAX_DISTRACTORS}, got {}", f.distractors()));
             }
         }
         Ok(())

@@ -393,6 +393,7 @@ fn build(spec: &Spec) -> Built {
             planted_step: planted,
             needed_from,
             needed_until,
+            stale: Vec::new(),
         });
     }
     let system_text: String =

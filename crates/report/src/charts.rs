@@ -18,24 +18,32 @@ pub(crate) struct Split {
     pub(crate) verbatim: u32,
     pub(crate) recoverable: u32,
     pub(crate) lost: u32,
+    /// An old value shown as current (`superseded_value` facts).
+    pub(crate) stale: u32,
 }
 
 impl Split {
     fn add(&mut self, s: Status) {
         match s {
+            Status::VerbatimKept | Status::VerbatimInjected | Status::VerbatimSummary => self.verbatim += 1,
             Status::Recoverable => self.recoverable += 1,
             Status::Lost => self.lost += 1,
-            _ => self.verbatim += 1,
+            Status::Stale => self.stale += 1,
         }
     }
 
     pub(crate) fn total(self) -> u32 {
-        self.verbatim + self.recoverable + self.lost
+        self.verbatim + self.recoverable + self.lost + self.stale
     }
 
+    /// `verbatim/recoverable/lost`, with `/stale` when any.
     #[cfg(test)]
     fn text(self) -> String {
-        if self.total() == 0 { "–".to_owned() } else { format!("{}/{}/{}", self.verbatim, self.recoverable, self.lost) }
+        match (self.total(), self.stale) {
+            (0, _) => "–".to_owned(),
+            (_, 0) => format!("{}/{}/{}", self.verbatim, self.recoverable, self.lost),
+            _ => format!("{}/{}/{}/{}", self.verbatim, self.recoverable, self.lost, self.stale),
+        }
     }
 }
 
@@ -198,11 +206,11 @@ impl Charts {
             }
         }
         let kinds: Vec<&str> = self.kinds.iter().map(|k| k.as_str()).chain(["all"]).collect();
-        let _ = writeln!(out, "retention by kind, verbatim/recoverable/lost: {}", kinds.join(" "));
+        let _ = writeln!(out, "retention by kind, verbatim/recoverable/lost[/stale]: {}", kinds.join(" "));
         for (st, splits) in self.strategies.iter().zip(&self.by_kind) {
             let _ = writeln!(out, "  {st}: {}", splits.iter().map(|s| s.text()).collect::<Vec<_>>().join(" "));
         }
-        let _ = writeln!(out, "drift, verbatim/recoverable/lost after round 1..{DRIFT_ROUNDS}");
+        let _ = writeln!(out, "drift, verbatim/recoverable/lost[/stale] after round 1..{DRIFT_ROUNDS}");
         for (st, splits) in self.strategies.iter().zip(&self.drift) {
             let _ = writeln!(out, "  {st}: {}", splits.iter().map(|s| s.text()).collect::<Vec<_>>().join(" "));
         }

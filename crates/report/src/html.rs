@@ -45,6 +45,7 @@ const PALETTE: [RGBColor; 10] = [
 const VERBATIM: RGBColor = RGBColor(0x3b, 0x8e, 0x4a);
 const RECOVERABLE: RGBColor = RGBColor(0xe6, 0xa8, 0x2e);
 const LOST: RGBColor = RGBColor(0xcc, 0x44, 0x3c);
+const STALE: RGBColor = RGBColor(0x6a, 0x3d, 0x9a);
 const GREY: RGBColor = RGBColor(0x88, 0x88, 0x88);
 const FAINT: RGBColor = RGBColor(0xee, 0xee, 0xee);
 const SHAPES: [&str; 4] = ["OpenAI Chat", "OpenAI Responses", "Anthropic", "Gemini"];
@@ -258,13 +259,22 @@ fn retention_grid(charts: &Charts) -> BarGrid {
     let cell = |s: &Split| {
         let n = f64::from(s.total());
         (s.total() > 0).then(|| Cell {
-            segments: vec![(f64::from(s.verbatim) / n, VERBATIM), (f64::from(s.recoverable) / n, RECOVERABLE), (f64::from(s.lost) / n, LOST)],
+            segments: vec![
+                (f64::from(s.verbatim) / n, VERBATIM),
+                (f64::from(s.recoverable) / n, RECOVERABLE),
+                (f64::from(s.lost) / n, LOST),
+                (f64::from(s.stale) / n, STALE),
+            ],
             note: None,
         })
     };
+    let mut legend = vec![(Key::Block(VERBATIM), "verbatim".into()), (Key::Block(RECOVERABLE), "recoverable (from an offloaded file)".into()), (Key::Block(LOST), "lost".into())];
+    if charts.by_kind.iter().flatten().any(|s| s.stale > 0) {
+        legend.push((Key::Block(STALE), "stale (an old value shown as current)".into()));
+    }
     BarGrid {
         title: "Retention by fact kind — state at the last request that needed each fact, all scenarios and seeds".into(),
-        legend: vec![(Key::Block(VERBATIM), "verbatim".into()), (Key::Block(RECOVERABLE), "recoverable (from an offloaded file)".into()), (Key::Block(LOST), "lost".into())],
+        legend,
         columns,
         rows: charts.strategies.clone(),
         cells: charts.by_kind.iter().map(|splits| splits.iter().map(cell).collect()).collect(),
@@ -301,16 +311,17 @@ fn drift_svg(charts: &Charts) -> io::Result<String> {
     let shown: Vec<(&String, &Vec<Split>)> = charts.strategies.iter().zip(&charts.drift).filter(|(_, d)| d.iter().any(|s| s.total() > 0)).collect();
     let rows = shown.len().div_ceil(COLS).max(1) as u32;
     let rounds = charts.drift.first().map_or(1, Vec::len);
+    let any_stale = shown.iter().any(|(_, d)| d.iter().any(|s| s.stale > 0));
     svg((WIDTH, 64 + rows * PANEL), |root| {
-        let body = header(
-            root,
-            "Retention after a fact's 1st, 2nd, … compaction (the drift curve) — all scenarios and seeds",
-            &[
-                (Key::Line(PALETTE[0]), "retained (verbatim or recoverable) %".into()),
-                (Key::Dashed(PALETTE[0]), "verbatim only %".into()),
-                (Key::Block(GREY), "grey numbers: facts that went through that many compactions".into()),
-            ],
-        )?;
+        let mut keys = vec![
+            (Key::Line(PALETTE[0]), "retained (verbatim or recoverable) %".into()),
+            (Key::Dashed(PALETTE[0]), "verbatim only %".into()),
+            (Key::Block(GREY), "grey numbers: facts that went through that many compactions".into()),
+        ];
+        if any_stale {
+            keys.push((Key::Line(STALE), "stale % (an old value shown as current)".into()));
+        }
+        let body = header(root, "Retention after a fact's 1st, 2nd, … compaction (the drift curve) — all scenarios and seeds", &keys)?;
         for (area, (st, splits)) in grid(&body, shown.len()).iter().zip(&shown) {
             let c = color(charts, st);
             let mut chart = ChartBuilder::on(area)
@@ -346,6 +357,11 @@ fn drift_svg(charts: &Charts) -> io::Result<String> {
             };
             chart.draw_series(DashedLineSeries::new(pts(true), 4, 3, c.stroke_width(1)))?;
             chart.draw_series(LineSeries::new(pts(false), c.stroke_width(2)).point_size(3))?;
+            if splits.iter().any(|s| s.stale > 0) {
+                let stale = splits.iter().enumerate().filter(|(_, s)| s.total() > 0);
+                let stale: Vec<(f64, f64)> = stale.map(|(k, s)| (k as f64 + 1.0, 100.0 * f64::from(s.stale) / f64::from(s.total()))).collect();
+                chart.draw_series(LineSeries::new(stale, STALE.stroke_width(1)).point_size(2))?;
+            }
             let counts = splits.iter().enumerate().filter(|(_, s)| s.total() > 0);
             chart.draw_series(counts.map(|(k, s)| Text::new(s.total().to_string(), (k as f64 + 1.0, 114.0), style(9, &GREY, HPos::Center))))?;
         }

@@ -33,21 +33,21 @@ fn chart_data_snapshot() {
           sum: 1500 700 | 1:1900>700 | 1900
           sum+delegate: 1500 700 | 1:1900>700 | 1900
           trunc: 1500 900 | 0:1900>1500x 1:1900>900 | 1900
-        retention by kind, verbatim/recoverable/lost: error_message decision all
-          none: 2/0/0 2/0/0 4/0/0
-          sum: 1/0/0 0/0/1 1/0/1
-          sum+delegate: 1/0/0 0/0/1 1/0/1
-          trunc: 0/0/1 0/1/0 0/1/1
-        drift, verbatim/recoverable/lost after round 1..8
+        retention by kind, verbatim/recoverable/lost[/stale]: error_message decision superseded_value all
+          none: 2/0/0 2/0/0 2/0/0 6/0/0
+          sum: 1/0/0 0/0/1 0/0/0/1 1/0/1/1
+          sum+delegate: 1/0/0 0/0/1 0/0/0/1 1/0/1/1
+          trunc: 0/0/1 0/1/0 0/0/1 0/1/2
+        drift, verbatim/recoverable/lost[/stale] after round 1..8
           none: – – – – – – – –
-          sum: 1/0/1 – – – – – – –
-          sum+delegate: 1/0/1 – – – – – – –
-          trunc: 0/1/1 – – – – – – –
+          sum: 1/0/1/1 – – – – – – –
+          sum+delegate: 1/0/1/1 – – – – – – –
+          trunc: 0/1/2 – – – – – – –
         cost $ vs retained % (* Pareto front)
           none: 0.009 100.0 *
-          sum: 0.016 50.0
-          sum+delegate: 0.019 50.0
-          trunc: 0.008 50.0 *
+          sum: 0.016 33.3
+          sum+delegate: 0.019 33.3
+          trunc: 0.008 33.3 *
         violations chat/resp/anth/gem
           none: 0/0/4/0
           sum: 0/0/2/0

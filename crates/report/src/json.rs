@@ -181,7 +181,7 @@ impl<'a> From<&'a FactOutcome> for Fact<'a> {
 }
 
 /// A map written in the order given: states in report order (kept, injected, summary,
-/// recoverable, lost), not by name.
+/// recoverable, lost, stale), not by name.
 struct InOrder(Vec<(&'static str, u32)>);
 
 impl Serialize for InOrder {

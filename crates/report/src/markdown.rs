@@ -15,18 +15,25 @@ fn num(x: f64) -> String {
 /// Rounds shown in the drift table (and the drift chart of report.html).
 pub(crate) const DRIFT_ROUNDS: usize = 8;
 
+/// Verbatim or recoverable: not lost, and not a stale value shown as current.
 fn retained(s: Status) -> bool {
-    s != Status::Lost
+    s.is_verbatim() || s == Status::Recoverable
 }
 
-/// `kept/needed` for facts matching `pred`, or `–` when none.
+/// `kept/needed` for facts matching `pred`, with the stale ones named (`1/4, 2 stale`), or `–`
+/// when none.
 pub(crate) fn share<'a>(facts: impl Iterator<Item = &'a Status>) -> String {
-    let (mut kept, mut all) = (0, 0);
+    let (mut kept, mut stale, mut all) = (0, 0, 0);
     for s in facts {
         all += 1;
         kept += usize::from(retained(*s));
+        stale += usize::from(*s == Status::Stale);
     }
-    if all == 0 { "–".to_owned() } else { format!("{kept}/{all}") }
+    match (all, stale) {
+        (0, _) => "–".to_owned(),
+        (_, 0) => format!("{kept}/{all}"),
+        _ => format!("{kept}/{all}, {stale} stale"),
+    }
 }
 
 /// Per strategy: retention by the quarter of the session a fact was planted in.
@@ -48,6 +55,7 @@ fn position(out: &mut String, runs: &[&RunResult], strategies: &[&str]) {
 /// Per strategy: retention by fact kind, then by compaction round (the drift curve).
 fn retention_tables(out: &mut String, runs: &[&RunResult], strategies: &[&str]) {
     let kinds: Vec<FactKind> = FactKind::ALL.into_iter().filter(|k| runs.iter().any(|r| r.facts.iter().any(|f| f.kind == *k))).collect();
+    let stale = runs.iter().any(|r| r.facts.iter().any(|f| f.last == Status::Stale || f.after_round.contains(&Status::Stale)));
     let _ = writeln!(out, "\nRetained (verbatim or recoverable) at the last request that needed it, by fact kind:\n");
     let _ = writeln!(out, "| strategy | {} |", kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" | "));
     let _ = writeln!(out, "|---|{}", "---:|".repeat(kinds.len()));
@@ -63,6 +71,9 @@ fn retention_tables(out: &mut String, runs: &[&RunResult], strategies: &[&str]) 
         let mine: Vec<&&RunResult> = runs.iter().filter(|r| r.strategy == *st).collect();
         let cells: Vec<String> = (0..DRIFT_ROUNDS).map(|k| share(mine.iter().flat_map(|r| r.facts.iter().filter_map(|f| f.after_round.get(k))))).collect();
         let _ = writeln!(out, "| {st} | {} |", cells.join(" | "));
+    }
+    if stale {
+        let _ = writeln!(out, "\n`n stale`: of those facts, how many had a request showing a value the fact replaced without the statement that replaced it (`superseded_value` facts): not retained, and worse than lost.");
     }
 }
 
@@ -167,10 +178,10 @@ fn discrimination(out: &mut String, runs: &[&RunResult]) {
         for f in &r.facts {
             let others = compacting.iter().filter(|o| o.seed == r.seed && o.strategy != r.strategy);
             let kept_elsewhere = others.clone().any(|o| o.facts.iter().any(|g| g.id == f.id && retained(g.last)));
-            if f.last == Status::Lost && kept_elsewhere {
+            if !retained(f.last) && kept_elsewhere {
                 lose.push(&r.strategy);
             }
-            if retained(f.last) && others.clone().any(|o| o.facts.iter().any(|g| g.id == f.id && g.last == Status::Lost)) {
+            if retained(f.last) && others.clone().any(|o| o.facts.iter().any(|g| g.id == f.id && !retained(g.last))) {
                 keep.push(&r.strategy);
             }
         }
@@ -187,7 +198,7 @@ fn discrimination(out: &mut String, runs: &[&RunResult]) {
 }
 
 /// Column heads of the per-scenario table (report.md and report.html show the same table).
-pub(crate) const MAIN_HEADER: [&str; 17] = [
+pub(crate) const MAIN_HEADER: [&str; 18] = [
     "strategy",
     "requests",
     "compactions",
@@ -204,11 +215,12 @@ pub(crate) const MAIN_HEADER: [&str; 17] = [
     "verbatim %",
     "recoverable %",
     "lost %",
+    "stale %",
     "summarizer in/out",
 ];
 
 /// One row of the per-scenario table, formatted, in [`MAIN_HEADER`] order.
-pub(crate) fn main_cells(r: &Row) -> [String; 17] {
+pub(crate) fn main_cells(r: &Row) -> [String; 18] {
     [
         r.strategy.clone(),
         num(r.requests),
@@ -226,6 +238,7 @@ pub(crate) fn main_cells(r: &Row) -> [String; 17] {
         format!("{:.0}", r.verbatim_pct),
         format!("{:.0}", r.recoverable_pct),
         format!("{:.0}", r.lost_pct),
+        format!("{:.0}", r.stale_pct),
         format!("{}/{}", num(r.summarizer_input_tokens.round()), num(r.summarizer_output_tokens.round())),
     ]
 }
@@ -275,7 +288,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
             sc.model.provider.as_str()
         );
         let _ = writeln!(out, "| {} |", MAIN_HEADER.join(" | "));
-        let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|");
+        let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|");
         for r in &here {
             let _ = writeln!(out, "| {} |", main_cells(r).join(" | "));
         }

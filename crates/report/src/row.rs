@@ -52,6 +52,9 @@ pub struct Row {
     pub verbatim_pct: f64,
     pub recoverable_pct: f64,
     pub lost_pct: f64,
+    /// Share of facts whose last request showed a value they replaced as if it were current
+    /// (`superseded_value` facts only).
+    pub stale_pct: f64,
     pub summarizer_input_tokens: f64,
     pub summarizer_output_tokens: f64,
     pub injected_tokens: f64,
@@ -150,6 +153,7 @@ fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
         verbatim_pct: pct(&|s| s.is_verbatim()),
         recoverable_pct: pct(&|s| s == Status::Recoverable),
         lost_pct: pct(&|s| s == Status::Lost),
+        stale_pct: pct(&|s| s == Status::Stale),
         summarizer_input_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.summarizer_input).sum::<u64>() as f64), n),
         summarizer_output_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.summarizer_output).sum::<u64>() as f64), n),
         injected_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.injected_tokens).sum::<u64>() as f64), n),

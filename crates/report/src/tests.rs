@@ -86,13 +86,19 @@ pub(crate) fn runs() -> Vec<RunResult> {
     };
     let mut none = base("none");
     none.requests = vec![request(0, 1500, 0, 0), request(1, 2500, 1500, 0)];
-    none.facts = vec![fact("f0", FactKind::ErrorMessage, Status::VerbatimKept, vec![]), fact("f1", FactKind::Decision, Status::VerbatimKept, vec![])];
+    none.facts = vec![
+        fact("f0", FactKind::ErrorMessage, Status::VerbatimKept, vec![]),
+        fact("f1", FactKind::Decision, Status::VerbatimKept, vec![]),
+        fact("f2", FactKind::SupersededValue, Status::VerbatimKept, vec![]),
+    ];
     let mut s = base("sum");
     s.requests = vec![request(0, 1500, 0, 0), request(1, 700, 0, 1)];
     s.compactions = vec![compaction];
     s.facts = vec![
         fact("f0", FactKind::ErrorMessage, Status::VerbatimSummary, vec![Status::VerbatimSummary]),
         fact("f1", FactKind::Decision, Status::Lost, vec![Status::Lost]),
+        // The summary kept an old value without the change that replaced it.
+        fact("f2", FactKind::SupersededValue, Status::Stale, vec![Status::Stale]),
     ];
     let mut t = base("trunc");
     t.requests = vec![request(0, 1500, 0, 0), request(1, 900, 0, 1)];
@@ -100,6 +106,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
     t.facts = vec![
         fact("f0", FactKind::ErrorMessage, Status::Lost, vec![Status::Lost]),
         fact("f1", FactKind::Decision, Status::Recoverable, vec![Status::Recoverable]),
+        fact("f2", FactKind::SupersededValue, Status::Lost, vec![Status::Lost]),
     ];
     let mut oracle = s.clone();
     oracle.summarizer = "oracle".into();
@@ -127,9 +134,9 @@ fn markdown_report_snapshot() {
         | strategy | fidelity | retained % (extractive) | prompted | oracle | cost $ (one session of each scenario) | violations | agreement with the original's code |
         |---|---|---:|---:|---:|---:|---:|---|
         | none | – | 100 | – | – | 0.01 | 2 | – |
-        | sum | source | 50 | – | 100 | 0.02 | 2 | – |
-        | sum+delegate | source | 50 | – | – | 0.02 | 2 | – |
-        | trunc | – | 50 | – | – | 0.01 | 2 | – |
+        | sum | source | 33 | – | 67 | 0.02 | 2 | – |
+        | sum+delegate | source | 33 | – | – | 0.02 | 2 | – |
+        | trunc | – | 33 | – | – | 0.01 | 2 | – |
 
         ## Strategies
 
@@ -171,39 +178,41 @@ fn markdown_report_snapshot() {
 
         | strategy | 1st quarter | 2nd | 3rd | 4th |
         |---|---:|---:|---:|---:|
-        | none | 1/1 | – | 1/1 | – |
-        | sum | 1/1 | – | 0/1 | – |
-        | sum+delegate | 1/1 | – | 0/1 | – |
-        | trunc | 0/1 | – | 1/1 | – |
+        | none | 1/1 | – | 2/2 | – |
+        | sum | 1/1 | – | 0/2, 1 stale | – |
+        | sum+delegate | 1/1 | – | 0/2, 1 stale | – |
+        | trunc | 0/1 | – | 1/2 | – |
 
         ## tiny
 
         A hand-built scenario. Model `m`: window 2000, max output 100, provider anthropic.
 
-        | strategy | requests | compactions | events | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | summarizer in/out |
-        |---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|
-        | none | 2 | 0 | – | 0 | 2500 | 2000 | 4000 | 38% | 1 | 0.01 | 0/0/2/0 | 2 | 100 | 0 | 0 | 0/0 |
-        | sum | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 2 | 50 | 0 | 50 | 1800/200 |
-        | sum+delegate | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 2 | 50 | 0 | 50 | 1800/200 |
-        | trunc | 2 | 1 | truncate 1 | 0 | 1500 | 1200 | 2400 | 0% | 0 | 0.01 | 0/0/2/0 | 2 | 0 | 50 | 50 | 0/0 |
+        | strategy | requests | compactions | events | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | stale % | summarizer in/out |
+        |---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|
+        | none | 2 | 0 | – | 0 | 2500 | 2000 | 4000 | 38% | 1 | 0.01 | 0/0/2/0 | 3 | 100 | 0 | 0 | 0 | 0/0 |
+        | sum | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 3 | 33 | 0 | 33 | 33 | 1800/200 |
+        | sum+delegate | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 3 | 33 | 0 | 33 | 33 | 1800/200 |
+        | trunc | 2 | 1 | truncate 1 | 0 | 1500 | 1200 | 2400 | 0% | 0 | 0.01 | 0/0/2/0 | 3 | 0 | 33 | 67 | 0 | 0/0 |
 
         Retained (verbatim or recoverable) at the last request that needed it, by fact kind:
 
-        | strategy | error_message | decision |
-        |---|---:|---:|
-        | none | 1/1 | 1/1 |
-        | sum | 1/1 | 0/1 |
-        | sum+delegate | 1/1 | 0/1 |
-        | trunc | 0/1 | 1/1 |
+        | strategy | error_message | decision | superseded_value |
+        |---|---:|---:|---:|
+        | none | 1/1 | 1/1 | 1/1 |
+        | sum | 1/1 | 0/1 | 0/1, 1 stale |
+        | sum+delegate | 1/1 | 0/1 | 0/1, 1 stale |
+        | trunc | 0/1 | 1/1 | 0/1 |
 
         Retained after the fact's 1st, 2nd, … compaction (facts that went through that many):
 
         | strategy | r1 | r2 | r3 | r4 | r5 | r6 | r7 | r8 |
         |---|---:|---:|---:|---:|---:|---:|---:|---:|
         | none | – | – | – | – | – | – | – | – |
-        | sum | 1/2 | – | – | – | – | – | – | – |
-        | sum+delegate | 1/2 | – | – | – | – | – | – | – |
-        | trunc | 1/2 | – | – | – | – | – | – | – |
+        | sum | 1/3, 1 stale | – | – | – | – | – | – | – |
+        | sum+delegate | 1/3, 1 stale | – | – | – | – | – | – | – |
+        | trunc | 1/3 | – | – | – | – | – | – | – |
+
+        `n stale`: of those facts, how many had a request showing a value the fact replaced without the statement that replaced it (`superseded_value` facts): not retained, and worse than lost.
 
         Discriminates: **yes** — facts kept by some strategies are lost by sum, sum+delegate, trunc; kept by sum, sum+delegate, trunc.
 
@@ -211,14 +220,14 @@ fn markdown_report_snapshot() {
 
         | strategy | extractive | prompted | null | oracle |
         |---|---:|---:|---:|---:|
-        | sum | 50 | – | – | 100 |
+        | sum | 33 | – | – | 67 |
 
         Thread isolation vs in-place compaction (per session; cost includes subagents and prompt caching):
 
         | strategy | parent input tokens | subagent input tokens | cached | cost $ | retained % | compactions | handoffs |
         |---|---:|---:|---:|---:|---:|---:|---:|
-        | sum | 2200 | 0 | 0% | 0.02 | 50 | 1.0 | 0 |
-        | sum+delegate | 2200 | 900 | 0% | 0.02 | 50 | 1.0 | 0 |
+        | sum | 2200 | 0 | 0% | 0.02 | 33 | 1.0 | 0 |
+        | sum+delegate | 2200 | 900 | 0% | 0.02 | 33 | 1.0 | 0 |
     "#]].assert_eq(&md);
 }
 
@@ -262,12 +271,12 @@ fn csv_rows_snapshot() {
         w.serialize(r).unwrap();
     }
     expect![[r#"
-        scenario,strategy,summarizer,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens,child_input_tokens
-        tiny,none,extractive,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,2,100.0,0.0,0.0,0.0,0.0,0.0,0.0
-        tiny,sum,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0,0.0
-        tiny,sum,oracle,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,2,100.0,0.0,0.0,1800.0,200.0,0.0,0.0
-        tiny,sum+delegate,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.019,0,0,2,0,2,50.0,0.0,50.0,1800.0,200.0,0.0,900.0
-        tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,2,0.0,50.0,50.0,0.0,0.0,0.0,0.0
+        scenario,strategy,summarizer,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,stale_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens,child_input_tokens
+        tiny,none,extractive,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,3,100.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0
+        tiny,sum,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,3,33.333,0.0,33.333,33.333,1800.0,200.0,0.0,0.0
+        tiny,sum,oracle,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,3,66.667,0.0,0.0,33.333,1800.0,200.0,0.0,0.0
+        tiny,sum+delegate,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.019,0,0,2,0,3,33.333,0.0,33.333,33.333,1800.0,200.0,0.0,900.0
+        tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,3,0.0,33.333,66.667,0.0,0.0,0.0,0.0,0.0
     "#]].assert_eq(&String::from_utf8(w.into_inner().unwrap()).unwrap());
 }
 
@@ -319,6 +328,7 @@ fn results_json_snapshot() {
     run.compactions[0].error = Some("summarizer timed out".into());
     // States in report order, not by name.
     run.facts[1].probes = BTreeMap::from([(Status::VerbatimKept, 1), (Status::Lost, 1)]);
+    run.facts[2].probes = BTreeMap::from([(Status::Stale, 1), (Status::VerbatimSummary, 1)]);
     run.violations.entry("anthropic").or_default().insert("orphan_result", 3);
     run.violation_examples = vec![ViolationExample { shape: "anthropic", rule: "orphan_result", request: 1, detail: "result for c1 has no call".into(), entries: vec![4] }];
     let dir = std::env::temp_dir().join(format!("compactbench-report-json-{}", std::process::id()));
@@ -332,7 +342,7 @@ fn results_json_snapshot() {
           "summarizer": "extractive",
           "rows": [],
           "runs": [
-            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out","mid_loop":false}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"planted_quarter":1,"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"],"planted_quarter":3}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
+            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out","mid_loop":false}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"planted_quarter":1,"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"],"planted_quarter":3},{"id":"f2","kind":"superseded_value","needed":2,"probes":{"verbatim_summary":1,"stale":1},"last":"stale","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["stale"],"planted_quarter":3}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
           ]
         }
     "#]].assert_eq(&written);

@@ -23,6 +23,8 @@ pub(super) struct Info {
     pub(super) paths: Vec<usize>,
     /// Its searchable text, kept for the path checks to come (compactions add paths).
     pub(super) text: String,
+    /// Indices into [`Contents::stale_finders`] of the stale values and supersessions it holds.
+    pub(super) stale_marks: Vec<usize>,
 }
 
 /// Every content seen in a run, described once: a message is counted and searched for
@@ -32,22 +34,39 @@ pub(super) struct Contents {
     pub(super) infos: Vec<Info>,
     /// A searcher for each planted fact's needle.
     pub(super) needle_finders: Vec<Finder<'static>>,
+    /// Searchers for every stale value of every fact and for the statement that superseded it:
+    /// the `k`-th stale value of fact `f` at `stale_first[f] + 2 * k`, its supersession next.
+    /// Empty when no fact has stale values (so a session without them searches nothing more).
+    pub(super) stale_finders: Vec<Finder<'static>>,
+    /// Per fact, the index of its first stale value in `stale_finders`.
+    pub(super) stale_first: Vec<usize>,
 }
 
 impl Contents {
     pub(super) fn new(facts: &[Fact]) -> Contents {
         let needle_finders = facts.iter().map(|f| Finder::new(f.needle.as_bytes()).into_owned()).collect();
-        Contents { by_key: FxHashMap::default(), infos: Vec::new(), needle_finders }
+        let (mut stale_finders, mut stale_first) = (Vec::new(), Vec::with_capacity(facts.len()));
+        for f in facts {
+            stale_first.push(stale_finders.len());
+            for s in &f.stale {
+                stale_finders.push(Finder::new(s.value.as_bytes()).into_owned());
+                stale_finders.push(Finder::new(s.superseded_by.as_bytes()).into_owned());
+            }
+        }
+        Contents { by_key: FxHashMap::default(), infos: Vec::new(), needle_finders, stale_finders, stale_first }
     }
 
     /// The index in `infos` of what is known of the content `key` names (`message`),
     /// described when first seen.
     fn describe(&mut self, counter: &TokenCounter, key: Key, message: &Message) -> usize {
-        let (infos, finders) = (&mut self.infos, &self.needle_finders);
+        let (infos, finders, stale) = (&mut self.infos, &self.needle_finders, &self.stale_finders);
         *self.by_key.entry(key).or_insert_with(|| {
             let text = message.searchable_text();
-            let needles = finders.iter().enumerate().filter(|(_, f)| f.find(text.as_bytes()).is_some()).map(|(i, _)| i).collect();
-            infos.push(Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new(), text });
+            let found = |finders: &[Finder<'static>]| -> Vec<usize> {
+                finders.iter().enumerate().filter(|(_, f)| f.find(text.as_bytes()).is_some()).map(|(i, _)| i).collect()
+            };
+            let (needles, stale_marks) = (found(finders), found(stale));
+            infos.push(Info { tokens: counter.count_message(message), needles, paths_checked: 0, paths: Vec::new(), text, stale_marks });
             infos.len() - 1
         })
     }

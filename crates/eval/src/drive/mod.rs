@@ -21,6 +21,8 @@ use compactbench_tokens::TokenCounter;
 
 pub use delegate::SUBAGENT_REPORT_TOKENS;
 pub use probe::MAX_POINTER_HOPS;
+#[cfg(test)]
+pub(crate) use probe::leaks;
 
 use crate::generate::{Session, Step};
 use crate::judge::Judged;

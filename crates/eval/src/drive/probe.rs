@@ -97,6 +97,21 @@ impl Prober {
                 out[f] = Some(if recoverable[f] { Status::Recoverable } else { Status::Lost });
             }
         }
+        if !contents.stale_finders.is_empty() {
+            // Stale values and supersessions anywhere in the request (offloaded files do not
+            // count: what the request itself says is what the model takes as current).
+            let mut present = vec![false; contents.stale_finders.len()];
+            for &info in &measured.infos {
+                for &m in &contents.infos[info].stale_marks {
+                    present[m] = true;
+                }
+            }
+            for &f in &needed {
+                if leaks(&present[contents.stale_first[f]..], facts[f].stale.len()) {
+                    out[f] = Some(Status::Stale);
+                }
+            }
+        }
         for (i, s) in out.iter_mut().enumerate() {
             if !needed.contains(&i) {
                 *s = None;
@@ -134,6 +149,14 @@ impl Prober {
             frontier = next;
         }
     }
+}
+
+/// Whether a request leaks a stale value: of a fact's `n` stale values, with `present[2k]` saying
+/// whether its `k`-th is in the request and `present[2k + 1]` whether the statement that
+/// superseded it is, some value is there without its supersession. The fact is kept only when
+/// its current value is there and every old value beside it is marked as replaced.
+pub(crate) fn leaks(present: &[bool], n: usize) -> bool {
+    (0..n).any(|k| present[2 * k] && !present[2 * k + 1])
 }
 
 /// What happened to `fact` over the run (of a session of `steps` steps), from its probes.
