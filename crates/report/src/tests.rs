@@ -66,6 +66,12 @@ pub(crate) fn runs() -> Vec<RunResult> {
         summarizer_output: 200,
         // Used although cut off: the failure-mode table must say so.
         summaries_cut_off: 1,
+        // The view as the request's own prefix (1,900) plus the instruction (100), 1,500 of it
+        // shared with the last main request.
+        summary_context: "prefix",
+        summary_request_tokens: 2000,
+        summary_cached_tokens: 1500,
+        summary_output_tokens: 200,
         error: None,
     };
     let base = |strategy: &str| RunResult {
@@ -96,7 +102,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
     ];
     let mut t = base("trunc");
     t.requests = vec![request(0, 1500, 0, 0), request(1, 900, 0, 1)];
-    t.compactions = vec![CompactionRecord { kinds: vec!["truncate"], summarizer_calls: 0, summarizer_input: 0, summarizer_output: 0, summaries_cut_off: 0, ..s.compactions[0].clone() }];
+    t.compactions = vec![CompactionRecord { kinds: vec!["truncate"], summarizer_calls: 0, summarizer_input: 0, summarizer_output: 0, summaries_cut_off: 0, summary_context: "", summary_request_tokens: 0, summary_cached_tokens: 0, summary_output_tokens: 0, ..s.compactions[0].clone() }];
     t.facts = vec![
         fact("f0", FactKind::ErrorMessage, Status::Lost, vec![Status::Lost]),
         fact("f1", FactKind::Decision, Status::Recoverable, vec![Status::Recoverable]),
@@ -332,7 +338,7 @@ fn results_json_snapshot() {
           "summarizer": "extractive",
           "rows": [],
           "runs": [
-            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out","mid_loop":false}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"planted_quarter":1,"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"],"planted_quarter":3}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
+            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out","mid_loop":false,"summary_context":"prefix","summary_request_tokens":2000,"summary_cached_tokens":1500,"summary_output_tokens":200}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"planted_quarter":1,"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"],"planted_quarter":3}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
           ]
         }
     "#]].assert_eq(&written);
