@@ -45,8 +45,8 @@ fn chart_data_snapshot() {
           trunc: 0/1/1 – – – – – – –
         cost $ vs retained % (* Pareto front)
           none: 0.009 100.0 *
-          sum: 0.016 50.0
-          sum+delegate: 0.019 50.0
+          sum: 0.012 50.0
+          sum+delegate: 0.016 50.0
           trunc: 0.008 50.0 *
         violations chat/resp/anth/gem
           none: 0/0/4/0

@@ -187,7 +187,7 @@ fn discrimination(out: &mut String, runs: &[&RunResult]) {
 }
 
 /// Column heads of the per-scenario table (report.md and report.html show the same table).
-pub(crate) const MAIN_HEADER: [&str; 17] = [
+pub(crate) const MAIN_HEADER: [&str; 18] = [
     "strategy",
     "requests",
     "compactions",
@@ -199,6 +199,7 @@ pub(crate) const MAIN_HEADER: [&str; 17] = [
     "cached",
     "over window",
     "cost $",
+    "compaction $ (share)",
     "violations chat/resp/anth/gem",
     "facts",
     "verbatim %",
@@ -208,7 +209,7 @@ pub(crate) const MAIN_HEADER: [&str; 17] = [
 ];
 
 /// One row of the per-scenario table, formatted, in [`MAIN_HEADER`] order.
-pub(crate) fn main_cells(r: &Row) -> [String; 17] {
+pub(crate) fn main_cells(r: &Row) -> [String; 18] {
     [
         r.strategy.clone(),
         num(r.requests),
@@ -221,6 +222,7 @@ pub(crate) fn main_cells(r: &Row) -> [String; 17] {
         format!("{:.0}%", 100.0 * r.cached_share),
         num(r.over_window_requests),
         format!("{:.2}", r.cost_usd),
+        if r.compaction_input_tokens == 0.0 { "–".to_owned() } else { format!("{:.3} ({:.0}%)", r.compaction_cost_usd, 100.0 * r.compaction_cost_share) },
         format!("{}/{}/{}/{}", r.violations_openai_chat, r.violations_openai_responses, r.violations_anthropic, r.violations_gemini),
         r.facts.to_string(),
         format!("{:.0}", r.verbatim_pct),
@@ -275,7 +277,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
             sc.model.provider.as_str()
         );
         let _ = writeln!(out, "| {} |", MAIN_HEADER.join(" | "));
-        let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|");
+        let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|");
         for r in &here {
             let _ = writeln!(out, "| {} |", main_cells(r).join(" | "));
         }
