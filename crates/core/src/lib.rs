@@ -42,7 +42,7 @@ pub use model::{ModelProfile, Pricing, Shape};
 pub use replay::{DefaultView, Incremental, Plan, Replay, Reprojected, ViewState};
 pub use store::VirtualStore;
 pub use strategy::{Cx, Decision, Fidelity, Moment, Strategy, StrategyInfo};
-pub use summarizer::{StopReason, Summarizer, Summary, SummaryRequest};
+pub use summarizer::{StopReason, Summarizer, Summary, SummaryContext, SummaryRequest};
 pub use text_chat::{TextChat, TextEdit};
 pub use tokenizer::{Encoding, Tokenizer};
 pub use view::{default_projection, Origin, View, ViewMessage};

@@ -2,11 +2,50 @@
 
 use crate::Error;
 
+/// How the harness sends a summary call, which decides what of it a provider's prompt cache
+/// already holds. The text a summarizer reads is the same whichever it is (so it is no part of
+/// a cached answer's key); the eval prices the call by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SummaryContext {
+    /// The conversation as the call's own prefix: the same system prompt and messages as the
+    /// main request before it, the summary instruction appended as a final user turn (Claude
+    /// Code, Codex local compaction). The provider's cache holds that prefix.
+    Prefix,
+    /// A fresh prompt: its own system prompt (or none) and the history serialized into one user
+    /// message (Pi, OpenCode). Nothing of the conversation's cached prefix is reused; at most
+    /// the fixed start it shares with the run's previous summary call.
+    Fresh,
+    /// A forked or handoff thread that starts from the conversation as it stands (a handoff
+    /// draft, a side question): its first request replays the parent's messages, so it reuses
+    /// the parent's cached prefix as [`SummaryContext::Prefix`] does, and its answer seeds a new
+    /// thread.
+    Fork,
+}
+
+impl SummaryContext {
+    /// Snake-case name (`prefix`, `fresh`, `fork`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryContext::Prefix => "prefix",
+            SummaryContext::Fresh => "fresh",
+            SummaryContext::Fork => "fork",
+        }
+    }
+
+    /// Whether the call replays the conversation's own prefix (`Prefix` and `Fork`).
+    pub fn reuses_prefix(self) -> bool {
+        matches!(self, SummaryContext::Prefix | SummaryContext::Fork)
+    }
+}
+
 /// What a strategy sends to its summarizer, shaped as the original harness shapes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SummaryRequest {
     /// Short name of the call (e.g. `history`, `turn-prefix`), for logs and caches.
     pub purpose: String,
+    /// How the harness sends it: as the conversation's own prefix, as a fresh prompt, or in a
+    /// forked thread. Each strategy sets it from its original (the reason cited beside it).
+    pub context: SummaryContext,
     /// The system prompt of the summarization call.
     pub system: String,
     /// The material to summarize, serialized as the harness serializes it (conversation,

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use compactbench_core::{Part, Role, Summarizer, SummaryRequest, View};
+use compactbench_core::{Part, Role, Summarizer, SummaryContext, SummaryRequest, View};
 use serde::{Deserialize, Serialize};
 
 use crate::facts::{Fact, FactKind};
@@ -144,6 +144,7 @@ pub(crate) fn ask(judge: &dyn Summarizer, view: &View, all: &[Fact], facts: &[us
             let answer = answers.entry(kind).or_insert_with(|| {
                 let request = SummaryRequest {
                     purpose: format!("judge-{}", kind.as_str()),
+                    context: SummaryContext::Fresh,
                     system: SYSTEM.into(),
                     transcript: transcript.clone(),
                     instructions: question(kind).into(),

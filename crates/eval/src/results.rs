@@ -105,13 +105,30 @@ pub struct CompactionRecord {
     pub injected_tokens: u64,
     /// Summarizer calls.
     pub summarizer_calls: u32,
-    /// Summarizer input tokens.
+    /// Summarizer input tokens, as the strategy reports them (its checkpoints' usage).
     pub summarizer_input: u64,
-    /// Summarizer output tokens.
+    /// Summarizer output tokens, as the strategy reports them.
     pub summarizer_output: u64,
     /// Summaries that stopped at their output cap (`stop == Length`), whether or not the
     /// strategy then used them: the seed article's "truncation loop".
     pub summaries_cut_off: u32,
+    /// How its summary calls were sent (`prefix`, `fresh`, `fork`; the first call's when they
+    /// differ; empty when it made none): `SummaryRequest::context`.
+    #[serde(default, deserialize_with = "names::one")]
+    pub summary_context: StaticName,
+    /// Exact tokens its summary calls sent, measured as requests: for a `prefix` or `fork` call
+    /// the view as the main request would send it plus the instruction as a final user turn;
+    /// for a `fresh` call its system prompt and user message.
+    #[serde(default)]
+    pub summary_request_tokens: u64,
+    /// Of those, served from the prompt cache: the prefix a `prefix`/`fork` call shares with the
+    /// last main request (as `RequestRecord::cached_tokens`), the prefix a `fresh` call shares
+    /// with the run's previous fresh call.
+    #[serde(default)]
+    pub summary_cached_tokens: u64,
+    /// Exact tokens of the summary calls' answers.
+    #[serde(default)]
+    pub summary_output_tokens: u64,
     /// The error, if the compaction failed (nothing was appended).
     pub error: Option<String>,
 }

@@ -642,3 +642,34 @@ fn null_bound_never_beats_the_real_summary_and_every_violation_is_explained() {
         assert!(kept(n) <= kept(e), "{id}: null keeps {} facts, the real summary {}", kept(n), kept(e));
     }
 }
+
+/// A summary call is measured as the request its harness sends: one that replays the
+/// conversation as its own prefix (Claude Code, Codex) finds nearly all of it in the prompt
+/// cache; one that serializes the history into a fresh prompt (Pi, OpenCode) finds at most its
+/// fixed system prompt there.
+#[test]
+fn summary_calls_are_priced_by_how_their_harness_sends_them() {
+    let sc = small();
+    let session = generate(&sc, 0);
+    let (counter, extractive) = env_parts();
+    let env = Env { counter: &counter, summarizer: &extractive };
+    for (id, context) in [("claude-code", "prefix"), ("codex", "prefix"), ("pi", "fresh"), ("opencode-v1", "fresh")] {
+        let strategy = compactbench_registry::find(id).unwrap();
+        let r = run(strategy.as_ref(), &sc, &session, 0, &env, |_| {});
+        let summarized: Vec<_> = r.compactions.iter().filter(|c| c.summarizer_calls > 0).collect();
+        assert!(!summarized.is_empty(), "{id} never summarized");
+        for c in summarized {
+            assert_eq!(c.summary_context, context, "{id}");
+            assert!(c.summary_cached_tokens <= c.summary_request_tokens, "{id}: {c:?}");
+            assert!(c.summary_output_tokens > 0, "{id}: {c:?}");
+            let cached = c.summary_cached_tokens as f64 / c.summary_request_tokens as f64;
+            if context == "prefix" {
+                // The view before it, plus the instruction, with the prefix the last request sent.
+                assert!(c.summary_request_tokens > c.tokens_before, "{id}: {c:?}");
+                assert!(cached > 0.8, "{id} reuses {cached:.2} of its summary request: {c:?}");
+            } else {
+                assert!(cached < 0.05, "{id} reuses {cached:.2} of its summary request: {c:?}");
+            }
+        }
+    }
+}

@@ -524,10 +524,10 @@ pub(crate) fn html(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], 
         charts.timelines.iter().map(|t| format!("<a href=\"#{}\">{}</a>", anchor(&t.scenario), esc(&t.scenario))).collect::<Vec<_>>().join(" · "));
     let _ = writeln!(out, "<h2 id=\"glance\">At a glance</h2>\n<table>\n<tr>{}</tr>", glance::header(summarizer).iter().map(|h| format!("<th>{}</th>", esc(h))).collect::<String>());
     for g in glance::glance(meta, rows, summarizer) {
-        let tds: String = glance::cells(&g).iter().enumerate().map(|(i, c)| format!("<td{}>{}</td>", if (2..7).contains(&i) { " class=\"n\"" } else { "" }, esc(c))).collect();
+        let tds: String = glance::cells(&g).iter().enumerate().map(|(i, c)| format!("<td{}>{}</td>", if (2..8).contains(&i) { " class=\"n\"" } else { "" }, esc(c))).collect();
         let _ = writeln!(out, "<tr>{tds}</tr>");
     }
-    let _ = writeln!(out, "</table>\n<p>Pooled over every scenario and seed. Retained: facts verbatim in, or recoverable from, the last request that needed them; prompted and oracle are the summary bounds. Cost: a session of each scenario. Violations: provider rules broken, all four shapes. <code>modelled</code>: closed source, our reading of its documentation.</p>");
+    let _ = writeln!(out, "</table>\n<p>Pooled over every scenario and seed. Retained: facts verbatim in, or recoverable from, the last request that needed them; prompted and oracle are the summary bounds. Cost: a session of each scenario; of which compaction: its summary calls, each priced as the request its harness sends. Violations: provider rules broken, all four shapes. <code>modelled</code>: closed source, our reading of its documentation.</p>");
     let figure = |out: &mut String, id: &str, title: &str, svg: String, caption: &str| {
         let _ = writeln!(out, "<h2 id=\"{id}\">{title}</h2>\n<figure>\n{svg}\n<figcaption>{caption}</figcaption>\n</figure>");
     };

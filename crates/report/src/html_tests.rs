@@ -45,8 +45,8 @@ fn chart_data_snapshot() {
           trunc: 0/1/2 – – – – – – –
         cost $ vs retained % (* Pareto front)
           none: 0.009 100.0 *
-          sum: 0.016 33.3
-          sum+delegate: 0.019 33.3
+          sum: 0.012 33.3
+          sum+delegate: 0.016 33.3
           trunc: 0.008 33.3 *
         violations chat/resp/anth/gem
           none: 0/0/4/0

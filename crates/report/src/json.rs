@@ -118,6 +118,14 @@ struct Compaction<'a> {
     summaries_cut_off: u32,
     error: Option<&'a str>,
     mid_loop: bool,
+    /// How the summary calls were sent (`prefix`, `fresh`, `fork`; empty without calls).
+    summary_context: &'a str,
+    /// Exact tokens the summary calls sent, measured as requests.
+    summary_request_tokens: u64,
+    /// Of those, served from the prompt cache.
+    summary_cached_tokens: u64,
+    /// Exact tokens of their answers.
+    summary_output_tokens: u64,
 }
 
 impl<'a> From<&'a CompactionRecord> for Compaction<'a> {
@@ -139,6 +147,10 @@ impl<'a> From<&'a CompactionRecord> for Compaction<'a> {
             summaries_cut_off: c.summaries_cut_off,
             error: c.error.as_deref(),
             mid_loop: c.mid_loop,
+            summary_context: c.summary_context,
+            summary_request_tokens: c.summary_request_tokens,
+            summary_cached_tokens: c.summary_cached_tokens,
+            summary_output_tokens: c.summary_output_tokens,
         }
     }
 }

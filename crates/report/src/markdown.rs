@@ -198,7 +198,7 @@ fn discrimination(out: &mut String, runs: &[&RunResult]) {
 }
 
 /// Column heads of the per-scenario table (report.md and report.html show the same table).
-pub(crate) const MAIN_HEADER: [&str; 18] = [
+pub(crate) const MAIN_HEADER: [&str; 19] = [
     "strategy",
     "requests",
     "compactions",
@@ -210,6 +210,7 @@ pub(crate) const MAIN_HEADER: [&str; 18] = [
     "cached",
     "over window",
     "cost $",
+    "compaction $ (share)",
     "violations chat/resp/anth/gem",
     "facts",
     "verbatim %",
@@ -220,7 +221,7 @@ pub(crate) const MAIN_HEADER: [&str; 18] = [
 ];
 
 /// One row of the per-scenario table, formatted, in [`MAIN_HEADER`] order.
-pub(crate) fn main_cells(r: &Row) -> [String; 18] {
+pub(crate) fn main_cells(r: &Row) -> [String; 19] {
     [
         r.strategy.clone(),
         num(r.requests),
@@ -233,6 +234,7 @@ pub(crate) fn main_cells(r: &Row) -> [String; 18] {
         format!("{:.0}%", 100.0 * r.cached_share),
         num(r.over_window_requests),
         format!("{:.2}", r.cost_usd),
+        if r.compaction_input_tokens == 0.0 { "–".to_owned() } else { format!("{:.3} ({:.0}%)", r.compaction_cost_usd, 100.0 * r.compaction_cost_share) },
         format!("{}/{}/{}/{}", r.violations_openai_chat, r.violations_openai_responses, r.violations_anthropic, r.violations_gemini),
         r.facts.to_string(),
         format!("{:.0}", r.verbatim_pct),
@@ -288,7 +290,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
             sc.model.provider.as_str()
         );
         let _ = writeln!(out, "| {} |", MAIN_HEADER.join(" | "));
-        let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|");
+        let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|");
         for r in &here {
             let _ = writeln!(out, "| {} |", main_cells(r).join(" | "));
         }

@@ -1,7 +1,8 @@
 //! Flat report rows, converted by hand from run results.
 
 use compactbench_core::Shape;
-use compactbench_eval::results::{RunResult, Status};
+use compactbench_core::Pricing;
+use compactbench_eval::results::{CompactionRecord, RunResult, Status};
 use compactbench_eval::scenario::Scenario;
 use serde::Serialize;
 
@@ -60,6 +61,15 @@ pub struct Row {
     pub injected_tokens: f64,
     /// Subagent requests' input tokens per session (delegation rows), mean.
     pub child_input_tokens: f64,
+    /// Exact tokens the compactions' summary calls sent per session, measured as requests
+    /// ([`CompactionRecord::summary_request_tokens`]), mean.
+    pub compaction_input_tokens: f64,
+    /// Share of those served from the prompt cache.
+    pub compaction_cached_share: f64,
+    /// Dollar cost of the summary calls per session (uncached input, cached input, output), mean.
+    pub compaction_cost_usd: f64,
+    /// `compaction_cost_usd` as a share of `cost_usd` (pooled over seeds).
+    pub compaction_cost_share: f64,
 }
 
 fn mean(xs: impl Iterator<Item = f64>, n: usize) -> f64 {
@@ -71,17 +81,34 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// Dollars for `tokens` at `price` per million.
+fn per(tokens: u64, price: f64) -> f64 {
+    tokens as f64 * price / 1e6
+}
+
+/// Dollar cost of one compaction's summary calls, measured as requests: the input the prompt
+/// cache did not hold at the input price, the input it held at the cached price, the answers at
+/// the output price.
+pub(crate) fn compaction_cost(c: &CompactionRecord, p: Pricing) -> f64 {
+    let cached = c.summary_cached_tokens.min(c.summary_request_tokens);
+    per(c.summary_request_tokens - cached, p.input) + per(cached, p.cached_input) + per(c.summary_output_tokens, p.output)
+}
+
 /// Dollar cost of a run under `scenario`'s pricing: uncached input, cached input, output of
-/// the session's own replies, the summarizer's input and output, and any subagents' input
-/// (cached and not) and output.
+/// the session's own replies, the compactions' summary calls measured as requests
+/// ([`compaction_cost`]), and any subagents' input (cached and not) and output.
 pub(crate) fn cost(run: &RunResult, scenario: &Scenario) -> f64 {
     let p = scenario.model.pricing;
-    let per = |tokens: u64, price: f64| tokens as f64 * price / 1e6;
     let input: f64 = run.requests.iter().map(|r| per(r.tokens - r.cached_tokens, p.input) + per(r.cached_tokens, p.cached_input)).sum();
-    let summarizer: f64 = run.compactions.iter().map(|c| per(c.summarizer_input, p.input) + per(c.summarizer_output, p.output)).sum();
     let c = run.child;
     let child = per(c.input_tokens - c.cached_tokens, p.input) + per(c.cached_tokens, p.cached_input) + per(c.output_tokens, p.output);
-    input + summarizer + child + per(run.output_tokens, p.output)
+    input + run_compaction_cost(run, p) + child + per(run.output_tokens, p.output)
+}
+
+/// Dollar cost of a run's summary calls.
+fn run_compaction_cost(run: &RunResult, p: Pricing) -> f64 {
+    // Folded from +0.0: an empty `sum` of floats is -0.0.
+    run.compactions.iter().fold(0.0, |total, c| total + compaction_cost(c, p))
 }
 
 /// Rows for every (scenario, strategy, summarizer) present in `runs`, in run order (runs of
@@ -130,6 +157,11 @@ fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
     };
     let total_tokens: u64 = all_requests().map(|r| r.tokens).sum();
     let cached: u64 = all_requests().map(|r| r.cached_tokens).sum();
+    let all_compactions = || group.iter().flat_map(|r| &r.compactions);
+    let summary_sent: u64 = all_compactions().map(|c| c.summary_request_tokens).sum();
+    let summary_cached: u64 = all_compactions().map(|c| c.summary_cached_tokens).sum();
+    let session_cost: f64 = group.iter().map(|r| cost(r, scenario)).sum();
+    let compaction_cost: f64 = group.iter().map(|r| run_compaction_cost(r, scenario.model.pricing)).sum();
     Row {
         scenario: scenario.name.clone(),
         strategy: group[0].strategy.clone(),
@@ -158,5 +190,9 @@ fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
         summarizer_output_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.summarizer_output).sum::<u64>() as f64), n),
         injected_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.injected_tokens).sum::<u64>() as f64), n),
         child_input_tokens: mean(group.iter().map(|r| r.child.input_tokens as f64), n),
+        compaction_input_tokens: mean(group.iter().map(|r| r.compactions.iter().map(|c| c.summary_request_tokens).sum::<u64>() as f64), n),
+        compaction_cached_share: if summary_sent == 0 { 0.0 } else { round3(summary_cached as f64 / summary_sent as f64) },
+        compaction_cost_usd: mean(group.iter().map(|r| run_compaction_cost(r, scenario.model.pricing)), n),
+        compaction_cost_share: if session_cost == 0.0 { 0.0 } else { round3(compaction_cost / session_cost) },
     }
 }

@@ -66,6 +66,12 @@ pub(crate) fn runs() -> Vec<RunResult> {
         summarizer_output: 200,
         // Used although cut off: the failure-mode table must say so.
         summaries_cut_off: 1,
+        // The view as the request's own prefix (1,900) plus the instruction (100), 1,500 of it
+        // shared with the last main request.
+        summary_context: "prefix",
+        summary_request_tokens: 2000,
+        summary_cached_tokens: 1500,
+        summary_output_tokens: 200,
         error: None,
     };
     let base = |strategy: &str| RunResult {
@@ -102,7 +108,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
     ];
     let mut t = base("trunc");
     t.requests = vec![request(0, 1500, 0, 0), request(1, 900, 0, 1)];
-    t.compactions = vec![CompactionRecord { kinds: vec!["truncate"], summarizer_calls: 0, summarizer_input: 0, summarizer_output: 0, summaries_cut_off: 0, ..s.compactions[0].clone() }];
+    t.compactions = vec![CompactionRecord { kinds: vec!["truncate"], summarizer_calls: 0, summarizer_input: 0, summarizer_output: 0, summaries_cut_off: 0, summary_context: "", summary_request_tokens: 0, summary_cached_tokens: 0, summary_output_tokens: 0, ..s.compactions[0].clone() }];
     t.facts = vec![
         fact("f0", FactKind::ErrorMessage, Status::Lost, vec![Status::Lost]),
         fact("f1", FactKind::Decision, Status::Recoverable, vec![Status::Recoverable]),
@@ -129,14 +135,14 @@ fn markdown_report_snapshot() {
 
         ## At a glance
 
-        Pooled over every scenario and seed. Retained: facts verbatim in, or recoverable from, the last request that needed them (prompted: the offline summarizer that fills the sections the strategy's own prompt asks for; oracle: a summary that keeps every fact that fits). Cost: a session of each scenario under its pricing. Violations: provider rules broken, all four shapes. `modelled` strategies are closed source: their rows are our reading of their documentation.
+        Pooled over every scenario and seed. Retained: facts verbatim in, or recoverable from, the last request that needed them (prompted: the offline summarizer that fills the sections the strategy's own prompt asks for; oracle: a summary that keeps every fact that fits). Cost: a session of each scenario under its pricing; of which compaction: its summary calls, each priced as the request its harness sends (the conversation as its own cached prefix, or a fresh prompt that misses the cache). Violations: provider rules broken, all four shapes. `modelled` strategies are closed source: their rows are our reading of their documentation.
 
-        | strategy | fidelity | retained % (extractive) | prompted | oracle | cost $ (one session of each scenario) | violations | agreement with the original's code |
-        |---|---|---:|---:|---:|---:|---:|---|
-        | none | – | 100 | – | – | 0.01 | 2 | – |
-        | sum | source | 33 | – | 67 | 0.02 | 2 | – |
-        | sum+delegate | source | 33 | – | – | 0.02 | 2 | – |
-        | trunc | – | 33 | – | – | 0.01 | 2 | – |
+        | strategy | fidelity | retained % (extractive) | prompted | oracle | cost $ (one session of each scenario) | of which compaction $ (share) | violations | agreement with the original's code |
+        |---|---|---:|---:|---:|---:|---:|---:|---|
+        | none | – | 100 | – | – | 0.01 | – | 2 | – |
+        | sum | source | 33 | – | 67 | 0.01 | 0.01 (42%) | 2 | – |
+        | sum+delegate | source | 33 | – | – | 0.02 | 0.01 (31%) | 2 | – |
+        | trunc | – | 33 | – | – | 0.01 | – | 2 | – |
 
         ## Strategies
 
@@ -187,12 +193,12 @@ fn markdown_report_snapshot() {
 
         A hand-built scenario. Model `m`: window 2000, max output 100, provider anthropic.
 
-        | strategy | requests | compactions | events | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | stale % | summarizer in/out |
-        |---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|
-        | none | 2 | 0 | – | 0 | 2500 | 2000 | 4000 | 38% | 1 | 0.01 | 0/0/2/0 | 3 | 100 | 0 | 0 | 0 | 0/0 |
-        | sum | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 3 | 33 | 0 | 33 | 33 | 1800/200 |
-        | sum+delegate | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0/0/2/0 | 3 | 33 | 0 | 33 | 33 | 1800/200 |
-        | trunc | 2 | 1 | truncate 1 | 0 | 1500 | 1200 | 2400 | 0% | 0 | 0.01 | 0/0/2/0 | 3 | 0 | 33 | 67 | 0 | 0/0 |
+        | strategy | requests | compactions | events | failed | peak tokens | mean tokens | total input | cached | over window | cost $ | compaction $ (share) | violations chat/resp/anth/gem | facts | verbatim % | recoverable % | lost % | stale % | summarizer in/out |
+        |---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|
+        | none | 2 | 0 | – | 0 | 2500 | 2000 | 4000 | 38% | 1 | 0.01 | – | 0/0/2/0 | 3 | 100 | 0 | 0 | 0 | 0/0 |
+        | sum | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.01 | 0.005 (40%) | 0/0/2/0 | 3 | 33 | 0 | 33 | 33 | 1800/200 |
+        | sum+delegate | 2 | 1 | summary 1 | 0 | 1500 | 1100 | 2200 | 0% | 0 | 0.02 | 0.005 (32%) | 0/0/2/0 | 3 | 33 | 0 | 33 | 33 | 1800/200 |
+        | trunc | 2 | 1 | truncate 1 | 0 | 1500 | 1200 | 2400 | 0% | 0 | 0.01 | – | 0/0/2/0 | 3 | 0 | 33 | 67 | 0 | 0/0 |
 
         Retained (verbatim or recoverable) at the last request that needed it, by fact kind:
 
@@ -226,7 +232,7 @@ fn markdown_report_snapshot() {
 
         | strategy | parent input tokens | subagent input tokens | cached | cost $ | retained % | compactions | handoffs |
         |---|---:|---:|---:|---:|---:|---:|---:|
-        | sum | 2200 | 0 | 0% | 0.02 | 33 | 1.0 | 0 |
+        | sum | 2200 | 0 | 0% | 0.01 | 33 | 1.0 | 0 |
         | sum+delegate | 2200 | 900 | 0% | 0.02 | 33 | 1.0 | 0 |
     "#]].assert_eq(&md);
 }
@@ -271,12 +277,12 @@ fn csv_rows_snapshot() {
         w.serialize(r).unwrap();
     }
     expect![[r#"
-        scenario,strategy,summarizer,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,stale_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens,child_input_tokens
-        tiny,none,extractive,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,3,100.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0
-        tiny,sum,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,3,33.333,0.0,33.333,33.333,1800.0,200.0,0.0,0.0
-        tiny,sum,oracle,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,3,66.667,0.0,0.0,33.333,1800.0,200.0,0.0,0.0
-        tiny,sum+delegate,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.019,0,0,2,0,3,33.333,0.0,33.333,33.333,1800.0,200.0,0.0,900.0
-        tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,3,0.0,33.333,66.667,0.0,0.0,0.0,0.0,0.0
+        scenario,strategy,summarizer,seeds,requests,compactions,events,failed_compactions,peak_tokens,mean_tokens,total_input_tokens,cached_share,over_window_requests,cost_usd,violations_openai_chat,violations_openai_responses,violations_anthropic,violations_gemini,facts,verbatim_pct,recoverable_pct,lost_pct,stale_pct,summarizer_input_tokens,summarizer_output_tokens,injected_tokens,child_input_tokens,compaction_input_tokens,compaction_cached_share,compaction_cost_usd,compaction_cost_share
+        tiny,none,extractive,1,2.0,0.0,,0.0,2500,2000.0,4000.0,0.375,1.0,0.009,0,0,2,0,3,100.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0
+        tiny,sum,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.012,0,0,2,0,3,33.333,0.0,33.333,33.333,1800.0,200.0,0.0,0.0,2000.0,0.75,0.005,0.402
+        tiny,sum,oracle,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.012,0,0,2,0,3,66.667,0.0,0.0,33.333,1800.0,200.0,0.0,0.0,2000.0,0.75,0.005,0.402
+        tiny,sum+delegate,extractive,1,2.0,1.0,summary 1,0.0,1500,1100.0,2200.0,0.0,0.0,0.016,0,0,2,0,3,33.333,0.0,33.333,33.333,1800.0,200.0,0.0,900.0,2000.0,0.75,0.005,0.315
+        tiny,trunc,extractive,1,2.0,1.0,truncate 1,0.0,1500,1200.0,2400.0,0.0,0.0,0.008,0,0,2,0,3,0.0,33.333,66.667,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0,0.0
     "#]].assert_eq(&String::from_utf8(w.into_inner().unwrap()).unwrap());
 }
 
@@ -342,8 +348,30 @@ fn results_json_snapshot() {
           "summarizer": "extractive",
           "rows": [],
           "runs": [
-            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out","mid_loop":false}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"planted_quarter":1,"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"],"planted_quarter":3},{"id":"f2","kind":"superseded_value","needed":2,"probes":{"verbatim_summary":1,"stale":1},"last":"stale","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["stale"],"planted_quarter":3}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
+            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out","mid_loop":false,"summary_context":"prefix","summary_request_tokens":2000,"summary_cached_tokens":1500,"summary_output_tokens":200}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"planted_quarter":1,"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"],"planted_quarter":3},{"id":"f2","kind":"superseded_value","needed":2,"probes":{"verbatim_summary":1,"stale":1},"last":"stale","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["stale"],"planted_quarter":3}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
           ]
         }
     "#]].assert_eq(&written);
+}
+
+/// A summary call's dollars: the input the cache did not hold at the input price, what it held at
+/// the cached price, the answer at the output price; a call sent as the conversation's prefix is
+/// cheaper than the same tokens sent as a fresh prompt.
+#[test]
+fn compaction_cost_prices_uncached_cached_and_output_tokens() {
+    let pricing = scenario().model.pricing;
+    let prefix = runs()[1].compactions[0].clone();
+    // 500 uncached × $3 + 1,500 cached × $0.30 + 200 out × $15, per million.
+    let expected = (500.0 * 3.0 + 1500.0 * 0.3 + 200.0 * 15.0) / 1e6;
+    assert!((crate::row::compaction_cost(&prefix, pricing) - expected).abs() < 1e-12);
+    let fresh = CompactionRecord { summary_context: "fresh", summary_cached_tokens: 100, ..prefix.clone() };
+    let expected = (1900.0 * 3.0 + 100.0 * 0.3 + 200.0 * 15.0) / 1e6;
+    assert!((crate::row::compaction_cost(&fresh, pricing) - expected).abs() < 1e-12);
+    assert!(crate::row::compaction_cost(&prefix, pricing) < crate::row::compaction_cost(&fresh, pricing));
+    // The share in a row is of the session's whole cost, which includes it.
+    let row = rows(&[scenario()], &runs()).into_iter().find(|r| r.strategy == "sum" && r.summarizer == "extractive").unwrap();
+    assert_eq!(row.compaction_cost_usd, 0.005);
+    assert!(row.compaction_cost_share > 0.0 && row.compaction_cost_share < 1.0);
+    let session = crate::row::cost(&runs()[1], &scenario());
+    assert_eq!(row.compaction_cost_share, ((0.00495 / session) * 1000.0_f64).round() / 1000.0);
 }

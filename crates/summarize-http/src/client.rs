@@ -251,7 +251,7 @@ mod tests {
     use super::*;
 
     fn request() -> SummaryRequest {
-        SummaryRequest { purpose: "history".into(), system: "S".into(), transcript: "T".into(), instructions: "I".into(), max_output_tokens: 10 }
+        SummaryRequest { purpose: "history".into(), context: compactbench_core::SummaryContext::Fresh, system: "S".into(), transcript: "T".into(), instructions: "I".into(), max_output_tokens: 10 }
     }
 
     #[test]

@@ -101,7 +101,7 @@ mod tests {
     use super::*;
 
     fn request(system: &str) -> SummaryRequest {
-        SummaryRequest { purpose: "history".into(), system: system.into(), transcript: "T".into(), instructions: "I".into(), max_output_tokens: 10 }
+        SummaryRequest { purpose: "history".into(), context: compactbench_core::SummaryContext::Fresh, system: system.into(), transcript: "T".into(), instructions: "I".into(), max_output_tokens: 10 }
     }
 
     fn roles_and_contents(r: &ChatRequest<'_>) -> Vec<(&'static str, String)> {

@@ -14,6 +14,7 @@ fn summarizes_a_short_transcript_through_a_real_server() {
     let client = OpenAi::new(OpenAiConfig::from_env().expect("set COMPACTBENCH_OPENAI_MODEL too")).unwrap();
     let request = SummaryRequest {
         purpose: "history".into(),
+        context: compactbench_core::SummaryContext::Fresh,
         system: "You summarize coding-agent conversations for the agent itself.".into(),
         transcript: "[User]: the build fails with error E0425 in src/parser.rs\n\n[Assistant]: I renamed `lexx` to `lex` in src/parser.rs line 12; the build passes now.".into(),
         instructions: "Summarize the conversation in at most three sentences. Keep file names and error codes.".into(),

@@ -45,6 +45,7 @@ impl Fixture {
 fn request() -> SummaryRequest {
     SummaryRequest {
         purpose: "history".into(),
+        context: compactbench_core::SummaryContext::Fresh,
         system: "You are a summarizer.".into(),
         transcript: "[User]: fix the parser".into(),
         instructions: "Summarize the conversation.".into(),

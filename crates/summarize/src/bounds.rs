@@ -121,7 +121,7 @@ mod tests {
     use super::*;
 
     fn request(transcript: &str, cap: u64) -> SummaryRequest {
-        SummaryRequest { purpose: "history".into(), system: String::new(), transcript: transcript.into(), instructions: "Summarize.".into(), max_output_tokens: cap }
+        SummaryRequest { purpose: "history".into(), context: compactbench_core::SummaryContext::Fresh, system: String::new(), transcript: transcript.into(), instructions: "Summarize.".into(), max_output_tokens: cap }
     }
 
     #[test]

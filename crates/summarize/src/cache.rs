@@ -47,7 +47,9 @@ pub struct CacheStats {
 /// Key: SHA-256 of the inner summarizer's name and the request's `system`, `transcript`,
 /// `instructions` and `max_output_tokens`, each length-prefixed so that no two different
 /// requests encode to the same bytes. `purpose` is a label for logs, not model input, so it
-/// is neither hashed nor stored: a file's content is then a function of its key alone.
+/// is neither hashed nor stored: a file's content is then a function of its key alone. Nor is
+/// `context`: it says how the harness sends the call (what a prompt cache holds of it, which the
+/// eval prices), not what the model reads.
 ///
 /// Files: `<root>/<name>/<key>.json` (root [`DEFAULT_ROOT`] unless configured, name the inner
 /// summarizer's with characters outside `[A-Za-z0-9._-]` replaced by `_`), pretty JSON with
@@ -290,7 +292,7 @@ mod tests {
     }
 
     fn request(transcript: &str) -> SummaryRequest {
-        SummaryRequest { purpose: "history".into(), system: "sys".into(), transcript: transcript.into(), instructions: "Summarize.".into(), max_output_tokens: 64 }
+        SummaryRequest { purpose: "history".into(), context: compactbench_core::SummaryContext::Fresh, system: "sys".into(), transcript: transcript.into(), instructions: "Summarize.".into(), max_output_tokens: 64 }
     }
 
     #[test]
@@ -320,7 +322,7 @@ mod tests {
         let a = request("abc");
         let key = cache_key("m", &a);
         assert_eq!(key.len(), 64);
-        assert_eq!(cache_key("m", &SummaryRequest { purpose: "turn-prefix".into(), ..a.clone() }), key);
+        assert_eq!(cache_key("m", &SummaryRequest { purpose: "turn-prefix".into(), context: compactbench_core::SummaryContext::Fresh, ..a.clone() }), key);
         for changed in [
             SummaryRequest { system: "other".into(), ..a.clone() },
             SummaryRequest { transcript: "abd".into(), ..a.clone() },

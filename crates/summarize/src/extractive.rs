@@ -138,6 +138,7 @@ mod tests {
     fn request(transcript: &str, cap: u64) -> SummaryRequest {
         SummaryRequest {
             purpose: "history".into(),
+            context: compactbench_core::SummaryContext::Fresh,
             system: "You summarize.".into(),
             transcript: transcript.into(),
             instructions: "Write a summary.".into(),

@@ -229,6 +229,7 @@ mod tests {
     fn request(cap: u64) -> SummaryRequest {
         SummaryRequest {
             purpose: "history".into(),
+            context: compactbench_core::SummaryContext::Fresh,
             system: "You summarize.".into(),
             transcript: "[User]: fix the café parser\n\n[Assistant]: done".into(),
             instructions: "Summarize.".into(),

@@ -514,7 +514,7 @@ mod tests {
     use super::*;
 
     fn request(system: &str, transcript: &str, instructions: &str, cap: u64) -> SummaryRequest {
-        SummaryRequest { purpose: "history".into(), system: system.into(), transcript: transcript.into(), instructions: instructions.into(), max_output_tokens: cap }
+        SummaryRequest { purpose: "history".into(), context: compactbench_core::SummaryContext::Fresh, system: system.into(), transcript: transcript.into(), instructions: instructions.into(), max_output_tokens: cap }
     }
 
     /// The first summary request `dir`'s default strategy (from the registry) sends when it

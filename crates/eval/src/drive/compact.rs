@@ -1,8 +1,10 @@
 //! Asking the strategy to compact at a moment, and recording the attempt.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
-use compactbench_core::{Cx, Error, ErrorKind, Moment, Role, StopReason, Summarizer, Summary, SummaryRequest, Window};
+use compactbench_core::{Cx, Error, ErrorKind, Moment, Role, StopReason, Summarizer, Summary, SummaryContext, SummaryRequest, Window};
+use compactbench_tokens::{TokenCounter, PER_MESSAGE_OVERHEAD, PER_REQUEST_OVERHEAD};
 
 use super::{timed, Run};
 use crate::results::CompactionRecord;
@@ -25,7 +27,18 @@ impl Run<'_> {
         let Some(plan) = plan else { return false };
         let reason = plan.reason().to_owned();
         let tokens_before = self.measure();
-        let observed = CutOffCounter { inner: self.env.summarizer, cut_off: AtomicU32::new(0), micros: AtomicU64::new(0) };
+        // A summary call sent as the conversation's own prefix reuses what the last main request
+        // left in the cache, counted as that request's `cached_tokens` is.
+        let shared = self.measured.keys.iter().zip(&self.prev_keys).take_while(|(a, b)| a == b).count();
+        let prefix = Prefix { tokens: tokens_before, cached: self.measured.tokens[..shared].iter().sum() };
+        let observed = Observed {
+            inner: self.env.summarizer,
+            counter: self.env.counter,
+            prefix,
+            cut_off: AtomicU32::new(0),
+            micros: AtomicU64::new(0),
+            cost: Mutex::new(CallCost { last_fresh: self.last_fresh.take(), ..CallCost::default() }),
+        };
         let result = timed(&mut self.phases.compact, || {
             let mut cx = Cx {
                 model: &self.scenario.model,
@@ -37,6 +50,9 @@ impl Run<'_> {
             self.replay.compact(&self.log, plan, &mut cx)
         });
         self.phases.summarize += observed.micros.load(Ordering::Relaxed);
+        let cut_off = observed.cut_off.into_inner();
+        let cost = observed.cost.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.last_fresh = cost.last_fresh;
         let newest = self.log.messages().next_back().map(|(_, m)| m);
         let mid_loop = newest.is_some_and(|m| m.role == Role::Tool || m.tool_result_ids().next().is_some());
         let mut record = CompactionRecord {
@@ -58,7 +74,11 @@ impl Run<'_> {
             summarizer_calls: 0,
             summarizer_input: 0,
             summarizer_output: 0,
-            summaries_cut_off: observed.cut_off.into_inner(),
+            summaries_cut_off: cut_off,
+            summary_context: cost.context.map_or("", SummaryContext::as_str),
+            summary_request_tokens: cost.input,
+            summary_cached_tokens: cost.cached,
+            summary_output_tokens: cost.output,
             error: None,
         };
         let compacted = match result {
@@ -100,17 +120,96 @@ impl Run<'_> {
     }
 }
 
-/// The run's summarizer, counting the summaries that stopped at their output cap: strategies
-/// report calls and tokens in their checkpoints, but a cut-off summary they rejected leaves no
-/// checkpoint, and the report must count it all the same.
-struct CutOffCounter<'a> {
+/// The view a compaction starts from, as a summary call sent with the conversation as its
+/// prefix sees it.
+#[derive(Clone, Copy)]
+struct Prefix {
+    /// Exact tokens of the view as a request (per-request overhead included).
+    tokens: u64,
+    /// Of those, the prefix shared with the last main request.
+    cached: u64,
+}
+
+/// What the summary calls of one compaction sent and got back, measured as requests.
+#[derive(Default)]
+struct CallCost {
+    /// The one context of its calls (`None` before the first; calls of mixed contexts keep the
+    /// first).
+    context: Option<SummaryContext>,
+    /// Exact tokens sent, per-request overhead included.
+    input: u64,
+    /// Of those, served from the prompt cache.
+    cached: u64,
+    /// Exact tokens of the answers.
+    output: u64,
+    /// A prefix call of this compaction has been sent: a second one finds the whole view cached.
+    prefix_sent: bool,
+    /// The run's previous fresh call (system prompt, user message): the only prefix a fresh call
+    /// can share.
+    last_fresh: Option<(String, String)>,
+}
+
+impl CallCost {
+    /// Adds `request`, sent as its context says, to the calls' input and cached tokens.
+    fn send(&mut self, request: &SummaryRequest, prefix: Prefix, counter: &TokenCounter) {
+        self.context.get_or_insert(request.context);
+        match request.context {
+            SummaryContext::Prefix | SummaryContext::Fork => {
+                // The view as the main request would send it, the instruction appended as a final
+                // user turn.
+                let instruction = if request.instructions.is_empty() { 0 } else { user_tokens(counter, &request.instructions) };
+                self.input += prefix.tokens + instruction;
+                self.cached += if self.prefix_sent { prefix.tokens - PER_REQUEST_OVERHEAD } else { prefix.cached };
+                self.prefix_sent = true;
+            }
+            SummaryContext::Fresh => {
+                let user = request.user_message();
+                let system = if request.system.is_empty() { 0 } else { user_tokens(counter, &request.system) };
+                self.input += system + user_tokens(counter, &user) + PER_REQUEST_OVERHEAD;
+                self.cached += match &self.last_fresh {
+                    Some((s, u)) if *s == request.system => system + shared_tokens(counter, u, &user),
+                    _ => 0,
+                };
+                self.last_fresh = Some((request.system.clone(), user));
+            }
+        }
+    }
+}
+
+/// Exact tokens of a message holding `text` (a summary call's system prompt or user message):
+/// counted by segments, since a transcript mostly repeats lines counted before.
+fn user_tokens(counter: &TokenCounter, text: &str) -> u64 {
+    counter.count_text_segmented(text) + PER_MESSAGE_OVERHEAD
+}
+
+/// Tokens of the prefix `a` and `b` share, cut back to its last line break (a whole message
+/// when they are equal).
+fn shared_tokens(counter: &TokenCounter, a: &str, b: &str) -> u64 {
+    if a == b {
+        return user_tokens(counter, b);
+    }
+    let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    match b[..common].rfind('\n') {
+        Some(cut) => counter.count_text_segmented(&b[..=cut]) + PER_MESSAGE_OVERHEAD,
+        None => 0,
+    }
+}
+
+/// The run's summarizer, measuring each summary call as a request (what it sends, how much of
+/// it the prompt cache holds, what comes back) and counting the summaries that stopped at their
+/// output cap: strategies report calls and tokens in their checkpoints, but a cut-off summary
+/// they rejected leaves no checkpoint, and the report must count it all the same.
+struct Observed<'a> {
     inner: &'a dyn Summarizer,
+    counter: &'a TokenCounter,
+    prefix: Prefix,
     cut_off: AtomicU32,
     /// Time spent in the summarizer (for the phase profile).
     micros: AtomicU64,
+    cost: Mutex<CallCost>,
 }
 
-impl Summarizer for CutOffCounter<'_> {
+impl Summarizer for Observed<'_> {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -119,6 +218,14 @@ impl Summarizer for CutOffCounter<'_> {
         let mut micros = 0;
         let summary = timed(&mut micros, || self.inner.summarize(request));
         self.micros.fetch_add(micros, Ordering::Relaxed);
+        {
+            // Sent whether or not it is answered; the answer's tokens counted exactly.
+            let mut cost = self.cost.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            cost.send(request, self.prefix, self.counter);
+            if let Ok(s) = &summary {
+                cost.output += self.counter.count_text_segmented(&s.text);
+            }
+        }
         let summary = summary?;
         if summary.stop == StopReason::Length {
             self.cut_off.fetch_add(1, Ordering::Relaxed);

@@ -1,7 +1,7 @@
 //! Exploration spans handed to an isolated subagent: the parent sees one `task` call and a
 //! bounded report; the child's own requests are counted as child cost.
 
-use compactbench_core::{Message, Summarizer, SummaryRequest};
+use compactbench_core::{Message, Summarizer, SummaryContext, SummaryRequest};
 use compactbench_tokens::{TokenCounter, PER_REQUEST_OVERHEAD};
 
 use crate::generate::{Session, Step};
@@ -46,6 +46,9 @@ pub(super) fn delegate(
     }
     let request = SummaryRequest {
         purpose: "subagent-report".into(),
+        // The child's last request, in its own thread: `charge` below prices it with the prefix it
+        // shares with the child's previous request.
+        context: SummaryContext::Prefix,
         system: "You are a subagent. Your final answer is the only thing the parent agent will see.".into(),
         transcript: transcript.join("\n\n"),
         instructions:

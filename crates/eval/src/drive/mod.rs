@@ -96,6 +96,9 @@ struct Run<'a> {
     rounds: u32,
     /// Consecutive failed compactions (handed to strategies as `Cx::failures`).
     failures: u32,
+    /// The run's last summary call sent as a fresh prompt (system prompt, user message): what
+    /// the next fresh call can find in the prompt cache.
+    last_fresh: Option<(String, String)>,
 
     // The stages' own state.
     contents: Contents,
@@ -236,6 +239,7 @@ pub fn run_with(
         request: 0,
         rounds: 0,
         failures: 0,
+        last_fresh: None,
         contents: Contents::new(facts),
         measured: Measured::default(),
         prev_keys: Vec::new(),

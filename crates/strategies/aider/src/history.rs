@@ -1,6 +1,6 @@
 //! `ChatSummary` from `aider/history.py`: the split-half recursion and `summarize_all`.
 
-use compactbench_core::{Cx, EntryId, Error, Message, Summarizer, SummarizerUsage, SummaryRequest};
+use compactbench_core::{Cx, EntryId, Error, Message, Summarizer, SummarizerUsage, SummaryContext, SummaryRequest};
 
 use crate::prompt;
 use crate::tokens::Counter;
@@ -180,6 +180,8 @@ impl<'a> ChatSummary<'a> {
     pub(crate) fn summarize_all(&mut self, messages: &[Item]) -> Result<Vec<Item>, Error> {
         let request = SummaryRequest {
             purpose: "chat-history".into(),
+            // spec (d): system = the summarize prompt, user = the flattened transcript.
+            context: SummaryContext::Fresh,
             system: prompt::SUMMARIZE_SYSTEM.into(),
             transcript: transcript(messages),
             instructions: String::new(),

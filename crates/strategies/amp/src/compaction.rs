@@ -2,7 +2,7 @@
 //! compaction (Amp publishes no parameters): summarize the whole thread, keep nothing verbatim.
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Error, ErrorKind, Message, StopReason, SummarizerUsage, SummaryRequest, View, Window,
+    Checkpoint, CheckpointKind, Cx, Error, ErrorKind, Message, StopReason, SummarizerUsage, SummaryContext, SummaryRequest, View, Window,
 };
 use serde_json::json;
 
@@ -48,6 +48,8 @@ pub(crate) fn run(view: &View, trigger: &str, tokens_before: u64, cx: &mut Cx<'_
     let fitted = fit(&system, &messages, PROMPT, cap, cx.model.window);
     let request = SummaryRequest {
         purpose: "compaction".into(),
+        // modelled: the thread's system prompt and messages with the prompt appended (parameters unpublished).
+        context: SummaryContext::Prefix,
         system,
         transcript: fitted.transcript,
         instructions: PROMPT.into(),

@@ -4,7 +4,7 @@
 use compactbench_core::tools::{tool_kind, tool_path, ToolKind};
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Error, ErrorKind, Log, Message, Offload, Part, Role, StopReason, SummarizerUsage,
-    SummaryRequest, View, Window,
+    SummaryContext, SummaryRequest, View, Window,
 };
 use serde_json::json;
 
@@ -127,6 +127,8 @@ pub(crate) fn run(
     let fitted = fit(&system, &messages, &instructions, DRAFT_MAX_TOKENS, cx.model.window);
     let request = SummaryRequest {
         purpose: "handoff".into(),
+        // spec (d) [assume]: the whole old thread (native messages) plus a final instruction seeds a new thread.
+        context: SummaryContext::Fork,
         system,
         transcript: fitted.transcript,
         instructions,

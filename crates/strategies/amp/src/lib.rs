@@ -115,6 +115,10 @@
 //!   modelled: a replay has no UI.
 //! - Deliberate: the estimator is provider usage plus `chars / 4`, not the benchmark
 //!   tokenizer the spec names (strategies decide with their own estimate).
+//! - Modelled: how the summary calls are sent (`SummaryRequest::context`). The handoff draft is a
+//!   `Fork` (spec (d) \[assume\]: the old thread's messages plus a final instruction, its answer
+//!   seeding a new thread); in-thread compaction a `Prefix` (parameters unpublished, as Claude
+//!   Code's); `read_thread` a `Fresh` prompt (a subagent with its own system prompt).
 
 use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, Summarizer, View, VirtualStore};
 

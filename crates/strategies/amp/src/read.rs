@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use compactbench_core::{Error, ErrorKind, Summarizer, SummaryRequest, VirtualStore};
+use compactbench_core::{Error, ErrorKind, Summarizer, SummaryContext, SummaryRequest, VirtualStore};
 
 use crate::thread::{self, StoredMessage, StoredThread};
 
@@ -167,6 +167,8 @@ pub(crate) fn read_thread(
     }
     let request = SummaryRequest {
         purpose: "read_thread".into(),
+        // a read_thread subagent: its own system prompt over the old thread's text, not the live prefix.
+        context: SummaryContext::Fresh,
         system: SYSTEM.into(),
         transcript,
         instructions: RULES.into(),

@@ -3,7 +3,7 @@
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Message, Part, Role, StopReason, SummarizerUsage,
-    SummaryRequest, View, Window,
+    SummaryContext, SummaryRequest, View, Window,
 };
 use serde_json::json;
 
@@ -82,6 +82,8 @@ pub(crate) fn run(view: &View, retain: u64, trigger: &str, tokens_before: u64, c
     transcript.push_str(&lines.join("\n"));
     let request = SummaryRequest {
         purpose: "history".into(),
+        // modelled, spec (d) [assume]: compacted messages serialized as role-prefixed text.
+        context: SummaryContext::Fresh,
         system: SYSTEM.into(),
         transcript,
         instructions: INSTRUCTIONS.into(),

@@ -100,6 +100,9 @@
 //! - Deliberate: the deprecated `CapabilitiesConfig.compaction_threshold` (Python SDK) is not
 //!   exposed; `checkpoint_interval_tokens` stands for the deprecated-alias path.
 //! - Deliberate: side paths are methods, not commands in the replay (sessions have none).
+//! - Modelled: how the summary calls are sent (`SummaryRequest::context`): compaction as a `Fresh`
+//!   prompt (spec (d) \[assume\]: role-prefixed text under its own instruction), `/btw` as a `Fork`
+//!   of the conversation as it stands.
 
 use compactbench_core::{Checkpoint, Cx, Decision, EntryId, Error, Fidelity, Incremental, Log, Moment, Replay, Strategy, StrategyInfo, Summarizer, View};
 

@@ -1,7 +1,7 @@
 //! Side paths of the CLI that touch the conversation: `/btw` (answered out of band, nothing
 //! added) and `/rewind` (the view truncated at a message).
 
-use compactbench_core::{Checkpoint, CheckpointKind, EntryId, Error, ErrorKind, Origin, Role, Summarizer, SummaryRequest, View, Window};
+use compactbench_core::{Checkpoint, CheckpointKind, EntryId, Error, ErrorKind, Origin, Role, Summarizer, SummaryContext, SummaryRequest, View, Window};
 use serde_json::json;
 
 use crate::compact::{serialize, system_text};
@@ -14,6 +14,8 @@ pub(crate) fn btw(view: &View, question: &str, summarizer: &dyn Summarizer) -> R
         view.messages.iter().skip_while(|m| m.message.role == Role::System).map(|m| serialize(&m.message)).collect();
     let request = SummaryRequest {
         purpose: "btw".into(),
+        // modelled: `/btw` answers beside the task from the conversation as it stands.
+        context: SummaryContext::Fork,
         system: system_text(view),
         transcript: lines.join("\n"),
         instructions: format!(

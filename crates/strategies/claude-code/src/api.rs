@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Message, Moment, Origin, Part, Replacement, Role, SummarizerUsage,
-    SummaryRequest, View, Window,
+    SummaryContext, SummaryRequest, View, Window,
 };
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
@@ -201,6 +201,8 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, view: &View, edits: &Edits, cx:
         let (system, messages) = split_system(&seen);
         let request = SummaryRequest {
             purpose: "compaction".into(),
+            // server-side compaction of the request as sent: the request is its own prefix.
+            context: SummaryContext::Prefix,
             system,
             transcript: wire::transcript(&messages),
             instructions: config.api_compact_instructions.clone().unwrap_or_else(|| prompt::API_COMPACT_PROMPT.to_owned()),

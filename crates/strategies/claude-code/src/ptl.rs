@@ -2,7 +2,7 @@
 //! (`truncateHeadForPTLRetry`, `groupMessagesByApiRound`, `MAX_PTL_RETRIES`, as reverse
 //! engineered).
 
-use compactbench_core::{Error, ErrorKind, Message, Role, StopReason, Summarizer, SummarizerUsage, SummaryRequest};
+use compactbench_core::{Error, ErrorKind, Message, Role, StopReason, Summarizer, SummarizerUsage, SummaryContext, SummaryRequest};
 
 use crate::count::{message_tokens, text_tokens};
 use crate::wire;
@@ -135,6 +135,8 @@ pub(crate) fn summarize(summarizer: &dyn Summarizer, call: &Call<'_>, messages: 
         } else {
             let request = SummaryRequest {
                 purpose: call.purpose.into(),
+                // spec (d): a forked call that replays the conversation (prompt-cache reuse) with the instruction appended.
+                context: SummaryContext::Prefix,
                 system: call.system.into(),
                 transcript: wire::transcript(&messages),
                 instructions: call.instructions.into(),

@@ -9,7 +9,7 @@
 //! the section names and the tool shape are kept because the model and the handler rely on them.
 
 use compactbench_core::request::{lower, Block, WireMessage};
-use compactbench_core::{Message, Role, Shape, SummaryRequest, View};
+use compactbench_core::{Message, Role, Shape, SummaryContext, SummaryRequest, View};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
@@ -114,6 +114,8 @@ pub(crate) fn request(view: &View, max_output_tokens: u64) -> SummaryRequest {
     let lowered = lower(view, Shape::Anthropic);
     SummaryRequest {
         purpose: "summarize_task".into(),
+        // spec (d): the same agent model, normal system prompt and current view, instruction block appended.
+        context: SummaryContext::Prefix,
         system: system.join("\n\n"),
         transcript: transcript(&lowered.messages),
         instructions: SUMMARIZE_TASK.into(),

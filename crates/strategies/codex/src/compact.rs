@@ -2,7 +2,7 @@
 //! modelled remote one (`compact_remote.rs` `run_remote_compact_task_inner_impl` @683f0a68).
 
 use compactbench_core::{
-    Checkpoint, Cx, Error, ErrorKind, Log, Message, Moment, Origin, Role, SummarizerUsage, SummaryRequest, View,
+    Checkpoint, Cx, Error, ErrorKind, Log, Message, Moment, Origin, Role, SummarizerUsage, SummaryContext, SummaryRequest, View,
 };
 
 use crate::history::{
@@ -143,6 +143,8 @@ fn local(
         } else {
             let request = SummaryRequest {
                 purpose: "compact".into(),
+                // spec (d): the full in-memory history with base_instructions, plus one user message with the prompt.
+                context: SummaryContext::Prefix,
                 system: base.clone(),
                 transcript: transcript(&request_items),
                 instructions: prompt.to_owned(),
@@ -252,6 +254,8 @@ fn remote(
     }
     let request = SummaryRequest {
         purpose: "remote-compact".into(),
+        // modelled: spec (d) remote sends the same history and base_instructions to /responses/compact.
+        context: SummaryContext::Prefix,
         system: base.clone(),
         transcript: transcript(&request_items),
         // `compact_prompt` is not applied on this path.

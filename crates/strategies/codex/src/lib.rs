@@ -108,6 +108,10 @@
 //!   are modelled, not reproduced; see Variants.
 //! - Not reproduced: the Nov-2025 replacement layout (initial context always first); only its
 //!   uncapped limit is a switch.
+//! - Modelled (remote): the `/responses/compact` call is priced as a `Prefix` request
+//!   (`SummaryRequest::context`): it sends the same history and base instructions as the turn, and
+//!   whether the server reuses their cache is not published. Local compaction is a `Prefix` from
+//!   the source (the history plus one user message with the prompt).
 
 use compactbench_core::{Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Replay, Shape, Strategy, StrategyInfo, View};
 

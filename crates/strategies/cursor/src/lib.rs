@@ -88,6 +88,8 @@
 //!   offload too (one error for the step); it is redone before the next request.
 //! - Deliberate: "excluded" attachments (the third condensation level) are not separated from
 //!   name-only ones; folder condensation is not modelled (no folders are attached in a replay).
+//! - Modelled: the summary call is sent as a `Fresh` prompt (`SummaryRequest::context`; spec (d)
+//!   \[assume\]: role-prefixed text under a generic instruction).
 
 use std::borrow::Cow;
 

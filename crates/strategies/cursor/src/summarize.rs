@@ -3,7 +3,7 @@
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Message, Offload, Origin, Part, Role, StopReason,
-    SummarizerUsage, SummaryRequest, View, Window,
+    SummarizerUsage, SummaryContext, SummaryRequest, View, Window,
 };
 use serde_json::json;
 
@@ -114,6 +114,8 @@ pub(crate) fn run(log: &Log, view: &View, trigger: &str, tokens_before: u64, cx:
     transcript.push_str(&lines.join("\n"));
     let request = SummaryRequest {
         purpose: "history".into(),
+        // modelled, spec (d) [assume]: summarized messages as role-prefixed text under a generic instruction.
+        context: SummaryContext::Fresh,
         system: SYSTEM.into(),
         transcript,
         instructions: format!("{INSTRUCTIONS}\nThe complete conversation is saved in {path} for later reference."),

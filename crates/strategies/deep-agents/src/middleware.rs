@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 
 use compactbench_core::{
     default_projection, Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, Offload, Origin, Part,
-    Replacement, Role, Summarizer, SummarizerUsage, SummaryRequest, View, ViewMessage, VirtualStore, Window,
+    Replacement, Role, Summarizer, SummarizerUsage, SummaryContext, SummaryRequest, View, ViewMessage, VirtualStore, Window,
 };
 use serde_json::{json, Value};
 
@@ -680,6 +680,8 @@ fn summarize(
 ) -> Result<String, Error> {
     let request = SummaryRequest {
         purpose: "history".into(),
+        // spec (d) 5: one user-role string, no system prompt, no tools, no history.
+        context: SummaryContext::Fresh,
         system: String::new(),
         transcript: prompt::render(messages_xml),
         instructions: String::new(),

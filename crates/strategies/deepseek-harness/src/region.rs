@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Role, StopReason, Strategy, SummarizerUsage,
-    SummaryPosition, SummaryRequest, View, Window,
+    SummaryContext, SummaryPosition, SummaryRequest, View, Window,
 };
 use serde_json::{json, Value};
 
@@ -230,6 +230,8 @@ fn compact_region(
     let shadowed_tokens: u64 = shadowed.iter().map(|n| n.tokens).sum();
     let request = SummaryRequest {
         purpose: "compaction".into(),
+        // spec (d): the last request's system prompt and tools, then the messages verbatim, "designed so the prefix cache is reused".
+        context: SummaryContext::Prefix,
         system: system.to_owned(),
         transcript: prompt::transcript(shadowed.iter().map(|n| &view.messages[n.at].message)),
         instructions: prompt::COMPACTION_INSTRUCTION.into(),

@@ -2,7 +2,7 @@
 //! `GeminiClient.tryCompressChat` (`context/chatCompressionService.ts`, `core/client.ts`).
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Error, ErrorKind, Message, SummarizerUsage, SummaryPosition, SummaryRequest, View,
+    Checkpoint, CheckpointKind, Error, ErrorKind, Message, SummarizerUsage, SummaryContext, SummaryPosition, SummaryRequest, View,
     VirtualStore, Window,
 };
 use serde_json::json;
@@ -143,6 +143,8 @@ pub(crate) fn try_compress(
     let mut usage = SummarizerUsage::default();
     let first = summarizer.summarize(&SummaryRequest {
         purpose: "chat-compression".into(),
+        // spec (d): the compression prompt as system instruction; the agent's own system prompt and tools are not sent.
+        context: SummaryContext::Fresh,
         system: prompt::SYSTEM.into(),
         transcript: slice.clone(),
         instructions: prompt::snapshot_instruction(previous_snapshot),
@@ -158,6 +160,8 @@ pub(crate) fn try_compress(
     let draft = Content { role: Speaker::Model, parts: vec![GPart::text(first.text.clone())], members: Vec::new() };
     let verified = summarizer.summarize(&SummaryRequest {
         purpose: "chat-compression-verify".into(),
+        // spec (d): the verification call replays call 1's system and slice, then the draft.
+        context: SummaryContext::Fresh,
         system: prompt::SYSTEM.into(),
         transcript: format!("{slice}\n{}", content_json(&draft)),
         instructions: prompt::VERIFY.into(),

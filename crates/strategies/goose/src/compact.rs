@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use compactbench_core::tools::{tool_kind, tool_path, ToolKind};
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Error, ErrorKind, Message, Part, SummarizerUsage, SummaryPosition, SummaryRequest,
+    Checkpoint, CheckpointKind, Cx, Error, ErrorKind, Message, Part, SummarizerUsage, SummaryContext, SummaryPosition, SummaryRequest,
     Window,
 };
 use serde_json::json;
@@ -129,6 +129,8 @@ fn do_compact(visible: &[&GooseMessage<'_>], cx: &Cx<'_>) -> Result<Summarized, 
             filter_tool_responses(visible, percent).iter().map(|m| m.format()).collect::<Vec<_>>().join("\n");
         let request = SummaryRequest {
             purpose: "compaction".into(),
+            // spec (d): system prompt = rendered compaction.md holding the messages, one user ask.
+            context: SummaryContext::Fresh,
             system: system.clone(),
             transcript,
             instructions: SUMMARY_ASK.into(),

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, EntryId, Log, Message, Part, SummarizerUsage, SummaryRequest, Window};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, EntryId, Log, Message, Part, SummarizerUsage, SummaryContext, SummaryRequest, Window};
 use serde_json::json;
 
 use crate::conversation::{kickoff, Conversation, GooseMessage, OP_TOOL_PAIRS};
@@ -92,6 +92,8 @@ pub(crate) fn summarize_pairs(
         }
         let request = SummaryRequest {
             purpose: "tool-pair".into(),
+            // `summarize_tool_call`: its own system prompt over one formatted tool pair.
+            context: SummaryContext::Fresh,
             system: TOOL_PAIR_SYSTEM.into(),
             transcript: pair.iter().map(|(_, m)| m.format()).collect::<Vec<_>>().join("\n"),
             instructions: String::new(),

@@ -3,7 +3,7 @@
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Error, ErrorKind, Log, Message, Part, Role, Summarizer, SummarizerUsage, Summary,
-    SummaryRequest, View, ViewMessage, Window,
+    SummaryContext, SummaryRequest, View, ViewMessage, Window,
 };
 use serde_json::json;
 
@@ -93,6 +93,8 @@ pub(crate) fn compact_context(
 
     let request = SummaryRequest {
         purpose: "compaction".into(),
+        // spec (d): COMPACTION_SYSTEM_PROMPT, one user message; the agent's system prompt is not sent.
+        context: SummaryContext::Fresh,
         system: prompt::SYSTEM.into(),
         transcript: prepared.transcript(),
         // `user_message()` puts a blank line between transcript and instructions; Kimi's last

@@ -7,7 +7,7 @@
 //! Prompt texts are our paraphrases; headings, tags and markers are oh-my-pi's literals.
 
 use compactbench_core::estimate::utf16_len;
-use compactbench_core::{Error, Message, Part, Role, Summarizer, SummarizerUsage, SummaryRequest};
+use compactbench_core::{Error, Message, Part, Role, Summarizer, SummarizerUsage, SummaryContext, SummaryRequest};
 use serde_json::{json, Value};
 
 use crate::branch::{result_units, summary_text, Ctx, Item, Work};
@@ -405,6 +405,8 @@ impl<'s> Calls<'s> {
         }
         SummaryRequest {
             purpose: "history".into(),
+            // spec (d): Pi's request shape, the conversation serialized into one user message.
+            context: SummaryContext::Fresh,
             system: SYSTEM_PROMPT.into(),
             transcript,
             instructions: if previous.is_some() { UPDATE_PROMPT } else { INITIAL_PROMPT }.into(),
@@ -435,6 +437,8 @@ impl<'s> Calls<'s> {
     fn turn_prefix(&mut self, messages: &[&Message]) -> Result<String, Error> {
         let request = SummaryRequest {
             purpose: "turn-prefix".into(),
+            // spec (d): as the history call.
+            context: SummaryContext::Fresh,
             system: SYSTEM_PROMPT.into(),
             transcript: format!("<conversation>\n{}\n</conversation>", serialize(messages)),
             instructions: TURN_PREFIX_PROMPT.into(),
@@ -448,6 +452,8 @@ impl<'s> Calls<'s> {
     fn short_summary(&mut self, recent: &[&Message], summary: &str) -> Result<String, Error> {
         let request = SummaryRequest {
             purpose: "short-summary".into(),
+            // spec (d): as the history call.
+            context: SummaryContext::Fresh,
             system: SYSTEM_PROMPT.into(),
             transcript: format!(
                 "<conversation>\n{}\n</conversation>\n\n<previous-summary>\n{}\n</previous-summary>",
@@ -504,6 +510,8 @@ impl<'s> Calls<'s> {
             context.iter().flat_map(|&c| message_json(work, c)).map(|v| v.to_string()).collect::<Vec<_>>().join("\n");
         let request = SummaryRequest {
             purpose: "handoff".into(),
+            // spec (d) handoff: the live context (system prompt, every message) plus a final user message seeds a new session.
+            context: SummaryContext::Fork,
             system,
             transcript,
             instructions: format!(

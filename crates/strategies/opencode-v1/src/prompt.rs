@@ -5,7 +5,7 @@
 //! the template headings are literal.
 
 use compactbench_core::estimate::utf16_len;
-use compactbench_core::{Message, Part, SummaryRequest};
+use compactbench_core::{Message, Part, SummaryContext, SummaryRequest};
 
 use crate::session::{Kind, OcMsg, CLEARED};
 
@@ -198,5 +198,14 @@ pub(crate) fn request(head: &[&OcMsg<'_>], previous_summary: Option<&str>, max_o
             format!("{UPDATE_INSTRUCTIONS}\n\n{TEMPLATE}"),
         ),
     };
-    SummaryRequest { purpose: "compaction".into(), system: SYSTEM.into(), transcript, instructions, max_output_tokens }
+    SummaryRequest {
+        purpose: "compaction".into(),
+        // spec (d): the compaction agent's prompt as system, one user message with the serialized conversation (a
+        // prompt-cache miss: anomalyco/opencode #25120).
+        context: SummaryContext::Fresh,
+        system: SYSTEM.into(),
+        transcript,
+        instructions,
+        max_output_tokens,
+    }
 }

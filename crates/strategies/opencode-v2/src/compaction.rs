@@ -1,7 +1,7 @@
 //! `select`, the previous checkpoint, and the plan `compactAfterOverflow` makes before it
 //! publishes `Compaction.Started` (every early `return false` of the original lives here).
 
-use compactbench_core::{Entry, EntryId, Log, ModelProfile, SummaryRequest};
+use compactbench_core::{Entry, EntryId, Log, ModelProfile, SummaryContext, SummaryRequest};
 
 use crate::history::{est_oc, rows, serialize, Row};
 use crate::prompt::{build_prompt, SUMMARY_OUTPUT_TOKENS};
@@ -122,6 +122,8 @@ pub(crate) fn plan(log: &Log, config: &OpencodeV2Config, model: &ModelProfile) -
     let max_output_tokens = summary_output(request_output(config, model));
     let request = SummaryRequest {
         purpose: "compaction".into(),
+        // spec (d) prepend mode: one user message with the serialized conversation, no system prompt.
+        context: SummaryContext::Fresh,
         // V2 sends one user message and no system prompt.
         system: String::new(),
         transcript: prompt.transcript,

@@ -5,7 +5,7 @@
 use compactbench_core::estimate::utf16_len;
 use compactbench_core::{
     Checkpoint, CheckpointKind, Error, ErrorKind, Message, Part, Role, StopReason, Summarizer, SummarizerUsage,
-    SummaryPosition, SummaryRequest, Window,
+    SummaryContext, SummaryPosition, SummaryRequest, Window,
 };
 use serde_json::json;
 
@@ -259,6 +259,8 @@ pub(crate) fn history_request(
     }
     SummaryRequest {
         purpose: "history".into(),
+        // spec (d): SUMMARIZATION_SYSTEM_PROMPT and one user message from serializeConversation.
+        context: SummaryContext::Fresh,
         system: system_prompt(release).into(),
         transcript,
         instructions: if previous_summary.is_some() { UPDATE_PROMPT } else { INITIAL_PROMPT }.into(),
@@ -279,6 +281,8 @@ pub(crate) fn turn_prefix_request(messages: &[Context<'_>], cap: u64, release: R
     };
     SummaryRequest {
         purpose: "turn-prefix".into(),
+        // spec (d): as the history call.
+        context: SummaryContext::Fresh,
         system: system_prompt(release).into(),
         transcript,
         instructions,

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, SummarizerUsage, SummaryPosition,
-    SummaryRequest, Window,
+    SummaryContext, SummaryRequest, Window,
 };
 use serde_json::json;
 
@@ -257,6 +257,8 @@ fn generate(
         .collect();
     let request = SummaryRequest {
         purpose: purpose.to_owned(),
+        // spec (d): the condenser LLM gets one message of rules and <EVENT> blocks.
+        context: SummaryContext::Fresh,
         system: prompt::summary_rules(true),
         // The template leaves a blank line between blocks and two before the closing line.
         transcript: format!("{}\n", blocks.join("\n\n")),

@@ -1,6 +1,6 @@
 //! V0 `LLMAttentionCondenser` (`impl/llm_attention_condenser.py`).
 
-use compactbench_core::{Cx, Error, ErrorKind, Log, SummarizerUsage, SummaryRequest};
+use compactbench_core::{Cx, Error, ErrorKind, Log, SummarizerUsage, SummaryContext, SummaryRequest};
 
 use crate::event::Event;
 use crate::prompt;
@@ -30,6 +30,8 @@ impl LlmAttention {
             .collect();
         let request = SummaryRequest {
             purpose: "attention".to_owned(),
+            // spec (d): the condenser LLM (its own config, prompt caching forced off).
+            context: SummaryContext::Fresh,
             // V0 sends the rules as the first user message, then one message per event.
             system: prompt::ATTENTION_RULES.to_owned(),
             transcript: items.join("\n\n"),

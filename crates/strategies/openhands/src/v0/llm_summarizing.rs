@@ -1,6 +1,6 @@
 //! V0 `LLMSummarizingCondenser` (`impl/llm_summarizing_condenser.py`).
 
-use compactbench_core::{Cx, Error, ErrorKind, Log, Summary, SummarizerUsage, SummaryRequest};
+use compactbench_core::{Cx, Error, ErrorKind, Log, Summary, SummarizerUsage, SummaryContext, SummaryRequest};
 
 use crate::event::Event;
 use crate::prompt;
@@ -24,6 +24,8 @@ impl LlmSummarizing {
         let (forgotten, transcript) = self.forget(log, view)?;
         let request = SummaryRequest {
             purpose: "condensation".to_owned(),
+            // spec (d): the condenser LLM (its own config, prompt caching forced off), one user message.
+            context: SummaryContext::Fresh,
             // V0 sends one user message that opens with the rules; the seam sends instructions
             // after the material, so the rules go in the system text instead.
             system: prompt::summary_rules(false),

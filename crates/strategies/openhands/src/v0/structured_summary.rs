@@ -1,6 +1,6 @@
 //! V0 `StructuredSummaryCondenser` (`impl/structured_summary_condenser.py`).
 
-use compactbench_core::{Cx, Error, Log, SummaryRequest};
+use compactbench_core::{Cx, Error, Log, SummaryContext, SummaryRequest};
 
 use crate::event::Event;
 use crate::prompt;
@@ -20,6 +20,8 @@ impl StructuredSummary {
         let (forgotten, transcript) = self.0.forget(log, view)?;
         let request = SummaryRequest {
             purpose: "structured-summary".to_owned(),
+            // spec (d): as LLMSummarizing, with a forced function call.
+            context: SummaryContext::Fresh,
             system: prompt::STRUCTURED_RULES.to_owned(),
             transcript,
             instructions: prompt::structured_instructions(),
