@@ -46,11 +46,11 @@
 //! blocks for the fold's savings test.
 //!
 //! # Layers
-//! The algorithm is plain functions of Cline's task (`task.rs`: the history it stored, the
-//! `ContextManager` state, the previous request's usage): the checks and steps below, the fold
-//! (`fold.rs`), the range and view (`truncate.rs`), the repair (`repair.rs`). The `Strategy`
-//! methods build the task from the whole log; a run's `Replay` (`replay.rs`) keeps the task
-//! and the view as entries arrive.
+//! The algorithm is plain functions of the log and of Cline's task (`task.rs`: the history it
+//! stored, the `ContextManager` state), which a compaction builds from the whole log: the checks
+//! and steps below, the fold (`fold.rs`), the range and view (`truncate.rs`), the repair
+//! (`repair.rs`). The trigger reads the previous request's usage off the log; a run keeps only
+//! the view (`replay.rs`).
 //!
 //! # Mapping Cline's history onto our model
 //! Cline's index space is the Anthropic-format history (see `history.rs`): each assistant log
@@ -112,13 +112,13 @@ mod tests;
 
 use std::collections::HashMap;
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window, default_projection};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Incremental, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window, default_projection};
 
 use crate::history::{speakers, Src};
-use crate::replay::ClineReplay;
+use crate::replay::ClineView;
 use crate::state::State;
 use crate::task::Task;
-use crate::trigger::{over_limit, quarter, should_compact_context_window, window_info, WindowInfo};
+use crate::trigger::{over_limit, previous_usage, quarter, should_compact_context_window, window_info, WindowInfo};
 use crate::truncate::{apply_first_user_replacement, apply_truncation_notice, next_range, truncated, Keep};
 
 /// Settings of Cline's classic context management, with the extension's defaults (both off).
@@ -169,51 +169,6 @@ impl ClineStrategy {
         self.config.use_auto_condense && trigger::is_next_gen(&model.name)
     }
 
-    /// The checks Cline makes at `at`, given its task as it stands.
-    fn decide_in(&self, task: &Task, at: Moment, model: &ModelProfile) -> Decision {
-        match at {
-            // Cline checks per request, once the new user content exists.
-            Moment::TurnEnd => Decision::Skip,
-            // Any context-window error gets one automatic truncate-and-retry.
-            Moment::Overflow => Decision::compact("context window exceeded"),
-            Moment::BeforeRequest => {
-                let Some(usage) = task.usage else { return Decision::Skip };
-                let info = window_info(model);
-                if self.condenses(model) {
-                    if !should_compact_context_window(usage, info, self.config.auto_condense_threshold) || task.too_few_active() {
-                        return Decision::Skip;
-                    }
-                    Decision::compact("auto-condense")
-                } else if over_limit(usage, info) {
-                    Decision::compact(if quarter(usage, info) { "usage over limit, keep quarter" } else { "usage over limit, keep half" })
-                } else {
-                    Decision::Skip
-                }
-            }
-        }
-    }
-
-    /// What Cline does at `at` to the task of `log`, whose view is `view`, as checkpoints.
-    fn compact_in(&self, log: &Log, task: &Task, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let info = window_info(cx.model);
-        let mut staged = Staged::new(log, task);
-        match at {
-            Moment::TurnEnd => {}
-            Moment::Overflow => {
-                self.overflow_step(&mut staged);
-                // The automatic retry goes through the pre-request check again.
-                if !self.condenses(cx.model) {
-                    if let Some(usage) = task.usage.filter(|u| over_limit(*u, info)) {
-                        self.truncation_step(&mut staged, usage, info);
-                    }
-                }
-            }
-            Moment::BeforeRequest if self.condenses(cx.model) => self.condense_step(&mut staged, view, cx)?,
-            Moment::BeforeRequest => self.truncation_step(&mut staged, task.usage.unwrap_or(0), info),
-        }
-        Ok(staged.out)
-    }
-
     /// Truncation mode's step in `getNewContextMessagesAndMetadata`: fold, then truncate
     /// unless the fold saved enough.
     fn truncation_step(&self, staged: &mut Staged<'_>, usage: u64, info: WindowInfo) {
@@ -239,9 +194,8 @@ impl ClineStrategy {
         staged.commit(CheckpointKind::Truncate, next, None, SummarizerUsage::default());
     }
 
-    /// The auto-condense turn: fold, then the in-band summary of the view (`view` before the
-    /// fold's checkpoint).
-    fn condense_step(&self, staged: &mut Staged<'_>, view: &View, cx: &mut Cx<'_>) -> Result<(), Error> {
+    /// The auto-condense turn: fold, then the in-band summary.
+    fn condense_step(&self, staged: &mut Staged<'_>, cx: &mut Cx<'_>) -> Result<(), Error> {
         // Cline decides before the new user content is stored.
         let before_new_content = staged.task.settled_len();
         let mut next = staged.state.clone();
@@ -252,20 +206,17 @@ impl ClineStrategy {
         if !need_summary {
             return Ok(());
         }
-        // The view as it will be with the staged checkpoints (the log copied only when there
-        // are some).
-        let folded_view;
+        // The log as it will be with the staged checkpoints (copied only when there are some).
         let view = if staged.out.is_empty() {
-            view
+            self.project(staged.log)
         } else {
             let mut log = staged.log.clone();
             for cp in &staged.out {
                 log.push_checkpoint(cp.clone());
             }
-            folded_view = self.project(&log);
-            &folded_view
+            self.project(&log)
         };
-        let request = condense::request(view, cx.model.max_output);
+        let request = condense::request(&view, cx.model.max_output);
         let answer = cx.summarizer.summarize(&request).and_then(|s| {
             if s.text.trim().is_empty() {
                 Err(Error::new(ErrorKind::EmptySummary, "summarize_task was called without its context parameter"))
@@ -305,15 +256,16 @@ impl ClineStrategy {
 struct Staged<'a> {
     log: &'a Log,
     task: &'a Task,
-    /// Log message -> what the staged checkpoints show instead (over `task.shown`).
+    /// Log message -> what earlier checkpoints (and staged ones) show instead.
     shown: HashMap<EntryId, Message>,
     state: State,
     out: Vec<Checkpoint>,
+    tokens_before: u64,
 }
 
 impl<'a> Staged<'a> {
-    fn new(log: &'a Log, task: &'a Task) -> Staged<'a> {
-        Staged { log, task, shown: HashMap::new(), state: task.state.clone(), out: Vec::new() }
+    fn new(log: &'a Log, task: &'a Task, tokens_before: u64) -> Staged<'a> {
+        Staged { log, task, shown: task.shown.clone(), state: task.state.clone(), out: Vec::new(), tokens_before }
     }
 
     /// Stages a checkpoint of `kind` moving the state to `next`; does nothing when `next`
@@ -360,8 +312,7 @@ impl<'a> Staged<'a> {
             for (entry, message) in desired {
                 kept.push(entry);
                 let original = self.log.message(entry).expect("history entries are messages");
-                let shown = self.shown.get(&entry).or_else(|| self.task.shown.get(&entry));
-                if shown.unwrap_or(original) != &message {
+                if self.shown.get(&entry).unwrap_or(original) != &message {
                     self.shown.insert(entry, message.clone());
                     replacements.push(Replacement { entry, message });
                 }
@@ -374,7 +325,7 @@ impl<'a> Staged<'a> {
             cp = cp.with_summary(message);
             cp.summary_position = SummaryPosition::AfterKept;
         }
-        cp.tokens_before = self.task.usage.unwrap_or(0);
+        cp.tokens_before = self.tokens_before;
         cp.summarizer = summarizer;
         cp.details = next.to_details();
         self.state = State { condensed: false, ..next };
@@ -398,15 +349,52 @@ impl Strategy for ClineStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(ClineReplay::new(self))
+        Box::new(Incremental::new(self, ClineView::new(self)))
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        self.decide_in(&Task::of(log), at, cx.model)
+        match at {
+            // Cline checks per request, once the new user content exists.
+            Moment::TurnEnd => Decision::Skip,
+            // Any context-window error gets one automatic truncate-and-retry.
+            Moment::Overflow => Decision::compact("context window exceeded"),
+            Moment::BeforeRequest => {
+                let Some(usage) = previous_usage(log) else { return Decision::Skip };
+                let info = window_info(cx.model);
+                if self.condenses(cx.model) {
+                    if !should_compact_context_window(usage, info, self.config.auto_condense_threshold) || Task::of(log).too_few_active() {
+                        return Decision::Skip;
+                    }
+                    Decision::compact("auto-condense")
+                } else if over_limit(usage, info) {
+                    Decision::compact(if quarter(usage, info) { "usage over limit, keep quarter" } else { "usage over limit, keep half" })
+                } else {
+                    Decision::Skip
+                }
+            }
+        }
     }
 
-    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        self.compact_in(log, &Task::of(log), view, at, cx)
+    fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let usage = previous_usage(log);
+        let info = window_info(cx.model);
+        let task = Task::of(log);
+        let mut staged = Staged::new(log, &task, usage.unwrap_or(0));
+        match at {
+            Moment::TurnEnd => {}
+            Moment::Overflow => {
+                self.overflow_step(&mut staged);
+                // The automatic retry goes through the pre-request check again.
+                if !self.condenses(cx.model) {
+                    if let Some(usage) = usage.filter(|u| over_limit(*u, info)) {
+                        self.truncation_step(&mut staged, usage, info);
+                    }
+                }
+            }
+            Moment::BeforeRequest if self.condenses(cx.model) => self.condense_step(&mut staged, cx)?,
+            Moment::BeforeRequest => self.truncation_step(&mut staged, usage.unwrap_or(0), info),
+        }
+        Ok(staged.out)
     }
 
     /// The default projection follows the checkpoints' window and replacements; Cline then

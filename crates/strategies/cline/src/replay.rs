@@ -1,21 +1,18 @@
-//! The incremental layer: one run's [`Task`] and view, kept as the log grows.
+//! The incremental layer: one run's view, kept as the log grows.
 //!
-//! The task (Cline's stored history, its `ContextManager` state, the previous request's usage)
-//! takes in every entry once. The view grows by the messages appended since it was shown
-//! when it ends with an assistant message or the first new message is one: every run of tool
-//! results before that message is closed, so the repair goes on from it over the new messages
-//! alone. Otherwise, and after a checkpoint (it moves the window and the repair's attribution)
-//! or a system message (it may join the leading ones), the view is projected afresh.
+//! The view grows by the messages appended since it was shown when it ends with an assistant
+//! message or the first new message is one: every run of tool results before that message is
+//! closed, so the repair goes on from it over the new messages alone. Otherwise, and after a
+//! checkpoint (it moves the window and the repair's attribution) or a system message (it may
+//! join the leading ones), the view is projected afresh.
 
-use compactbench_core::{Checkpoint, Cx, Entry, EntryId, Error, Log, Moment, Origin, Plan, Replay, Role, Strategy, View, ViewMessage};
+use compactbench_core::{Entry, EntryId, Log, Origin, Role, Strategy, View, ViewMessage, ViewState};
 
 use crate::repair::repair;
-use crate::task::Task;
 use crate::ClineStrategy;
 
-pub(crate) struct ClineReplay<'s> {
+pub(crate) struct ClineView<'s> {
     strategy: &'s ClineStrategy,
-    task: Task,
     /// The view of the first `shown` log entries.
     view: View,
     shown: usize,
@@ -25,17 +22,15 @@ pub(crate) struct ClineReplay<'s> {
     checkpoint: Option<EntryId>,
 }
 
-impl<'s> ClineReplay<'s> {
-    pub(crate) fn new(strategy: &'s ClineStrategy) -> ClineReplay<'s> {
-        ClineReplay { strategy, task: Task::default(), view: View::default(), shown: 0, stale: false, checkpoint: None }
+impl<'s> ClineView<'s> {
+    pub(crate) fn new(strategy: &'s ClineStrategy) -> ClineView<'s> {
+        ClineView { strategy, view: View::default(), shown: 0, stale: false, checkpoint: None }
     }
 }
 
-impl Replay for ClineReplay<'_> {
+impl ViewState for ClineView<'_> {
     fn push(&mut self, log: &Log, id: EntryId) {
-        let entry = log.get(id).expect("pushed entries are in the log");
-        self.task.push(id, entry);
-        match entry {
+        match log.get(id).expect("pushed entries are in the log") {
             Entry::Message(m) => self.stale |= m.role == Role::System,
             Entry::Checkpoint(_) => {
                 self.stale = true;
@@ -67,15 +62,5 @@ impl Replay for ClineReplay<'_> {
         self.stale = false;
         self.shown = log.len();
         &self.view
-    }
-
-    fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
-        Plan::from_decision(log, at, self.strategy.decide_in(&self.task, at, cx.model))
-    }
-
-    fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        plan.check(log);
-        self.view(log);
-        self.strategy.compact_in(log, &self.task, &self.view, plan.at(), cx)
     }
 }

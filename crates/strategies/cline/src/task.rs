@@ -1,11 +1,11 @@
 //! What Cline's `Task` holds for its context management at one log state: the API history it
-//! stored, the `ContextManager` state persisted with it, and the usage of the previous request
-//! (read from the last `api_req_started` UI message). Built entry by entry: from the whole log
-//! for the strategy's from-scratch functions, as the log grows for a replay.
+//! stored and the `ContextManager` state persisted with it, built from the whole log. Only a
+//! compaction and auto-condense's guard read it; the trigger reads the usage off the log
+//! ([`crate::trigger::previous_usage`]).
 
 use std::collections::HashMap;
 
-use compactbench_core::{Entry, EntryId, Log, Message, Role};
+use compactbench_core::{Entry, EntryId, Log, Message};
 
 use crate::history::{History, Speaker};
 use crate::state::State;
@@ -15,10 +15,6 @@ pub(crate) struct Task {
     pub(crate) history: History,
     /// The state of the newest checkpoint this strategy wrote (the empty state before one).
     pub(crate) state: State,
-    /// `tokensIn + tokensOut + cacheWrites + cacheReads` of the previous request: the usage on
-    /// the newest assistant message that carries one (our usage has no cache-write field; the
-    /// runner reports none). `None` before any request, which makes every check say no.
-    pub(crate) usage: Option<u64>,
     /// Log message -> what the checkpoints so far show instead (our mapping of the edit store
     /// and the stripped results, which a new checkpoint only restates where it changes them).
     pub(crate) shown: HashMap<EntryId, Message>,
@@ -29,30 +25,20 @@ impl Task {
     pub(crate) fn of(log: &Log) -> Task {
         let mut task = Task::default();
         for (id, entry) in log.entries() {
-            task.push(id, entry);
+            match entry {
+                Entry::Message(m) => task.history.push(id, m),
+                Entry::Checkpoint(cp) => {
+                    if let Some(state) = State::of(cp) {
+                        if state.condensed {
+                            task.history.push_condense(cp.summary.as_ref().map(Message::text).unwrap_or_default());
+                        }
+                        task.state = State { condensed: false, ..state };
+                    }
+                    task.shown.extend(cp.replacements.iter().map(|r| (r.entry, r.message.clone())));
+                }
+            }
         }
         task
-    }
-
-    /// Takes in entry `id` of the log, the entries before it taken in already.
-    pub(crate) fn push(&mut self, id: EntryId, entry: &Entry) {
-        match entry {
-            Entry::Message(m) => {
-                self.history.push(id, m);
-                if m.role == Role::Assistant {
-                    self.usage = m.usage.map(|u| u.total()).or(self.usage);
-                }
-            }
-            Entry::Checkpoint(cp) => {
-                if let Some(state) = State::of(cp) {
-                    if state.condensed {
-                        self.history.push_condense(cp.summary.as_ref().map(Message::text).unwrap_or_default());
-                    }
-                    self.state = State { condensed: false, ..state };
-                }
-                self.shown.extend(cp.replacements.iter().map(|r| (r.entry, r.message.clone())));
-            }
-        }
     }
 
     /// Length of the history without a trailing user message of our log (the content of the

@@ -69,7 +69,7 @@ fn compact_now(h: &mut Harness, s: &ClineStrategy) -> Vec<compactbench_core::Che
 fn view_with_range(messages: Vec<Message>, deleted: [i64; 2]) -> View {
     let mut log = compactbench_core::Log::from_messages(messages);
     let task = Task::of(&log);
-    let mut staged = Staged::new(&log, &task);
+    let mut staged = Staged::new(&log, &task, 0);
     let next = State { deleted_range: Some(deleted), ..State::default() };
     staged.commit(CheckpointKind::Truncate, next, None, SummarizerUsage::default());
     for cp in staged.out {

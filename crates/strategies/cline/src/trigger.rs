@@ -2,7 +2,7 @@
 //! reserve (`context-window-utils.ts`, `ContextManager.shouldCompactContextWindow`), and which
 //! models get auto-condense (`isNextGenModelFamily` in `src/utils/model-utils.ts`).
 
-use compactbench_core::{ModelProfile, Shape};
+use compactbench_core::{Log, ModelProfile, Role, Shape};
 
 /// `getContextWindowInfo`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,6 +27,14 @@ pub(crate) fn window_info(model: &ModelProfile) -> WindowInfo {
         w => (w as f64 - 40_000.0).max(w as f64 * 0.8),
     };
     WindowInfo { context_window: window, max_allowed }
+}
+
+/// `tokensIn + tokensOut + cacheWrites + cacheReads` of the previous request (read from the
+/// last `api_req_started` UI message): the usage on the newest assistant message that carries
+/// one (our usage has no cache-write field; the runner reports none). `None` when no request
+/// has been made, which makes every check say no.
+pub(crate) fn previous_usage(log: &Log) -> Option<u64> {
+    log.messages().rev().find_map(|(_, m)| (m.role == Role::Assistant).then_some(m.usage).flatten()).map(|u| u.total())
 }
 
 /// Truncation mode's test in `getNewContextMessagesAndMetadata`.

@@ -94,8 +94,8 @@
 //! (`reason_before_request`), the steps of a compaction (`Work`) and the argument truncation
 //! of the request ([`Strategy::project`]), each given the main count of the projection. The
 //! [`Strategy`] methods project and count from scratch; the run's [`Replay`] (`replay.rs`)
-//! keeps the projection (appending each logged message, projecting afresh at a checkpoint),
-//! each view message's share of the count, and the model facts recorded so far.
+//! keeps the projection (core's `DefaultView`), each view message's share of the count, and
+//! the model facts recorded so far.
 //!
 //! # Measured against the original (compactbench-fidelity)
 //! `fidelity/deep-agents/driver.py` runs the released middleware on our sessions:

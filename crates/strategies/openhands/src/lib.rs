@@ -549,41 +549,21 @@ impl Strategy for OpenhandsStrategy {
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         let Some(request) = request(at) else { return Decision::Skip };
         let stream = Stream::of(log);
-        match &self.condensers {
-            Condensers::SdkNoOp => Decision::Skip,
-            Condensers::Sdk(s) => {
-                let view = sdk::view::from_events(log, &stream);
-                let tokens = Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
-                sdk_decision(s, &view, tokens, request, cx)
-            }
-            Condensers::V0(pipeline) => v0_decision(log, &stream, &v0::view::from_events(log, &stream), pipeline, request),
-        }
+        let view = self.condensers.from_events(log, &stream);
+        let tokens = || Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
+        self.condensers.decide(log, &stream, &view, tokens, request, cx)
     }
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let stream = Stream::of(log);
-        let request = at == Moment::Overflow;
-        let checkpoint = match &self.condensers {
-            Condensers::SdkNoOp => None,
-            Condensers::Sdk(s) => {
-                let view = sdk::view::from_events(log, &stream);
-                let tokens = Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
-                s.condense(log, &view, tokens, request, cx)?
-            }
-            Condensers::V0(pipeline) => {
-                v0::pipeline::condense(log, &stream, &v0::view::from_events(log, &stream), pipeline, request, cx)?
-            }
-        };
-        Ok(checkpoint.into_iter().collect())
+        let view = self.condensers.from_events(log, &stream);
+        let tokens = || Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
+        self.condensers.condense(log, &stream, &view, tokens, at == Moment::Overflow, cx)
     }
 
     fn project(&self, log: &Log) -> View {
         let stream = Stream::of(log);
-        let view = match &self.condensers {
-            Condensers::SdkNoOp | Condensers::Sdk(_) => sdk::view::from_events(log, &stream),
-            Condensers::V0(_) => v0::view::from_events(log, &stream),
-        };
-        render::materialize(log, &self.condensers.messages(log, &stream, &view))
+        render::materialize(log, &self.condensers.messages(log, &stream, &self.condensers.from_events(log, &stream)))
     }
 }
 
@@ -597,25 +577,44 @@ fn request(at: Moment) -> Option<bool> {
     }
 }
 
-/// The SDK condenser's decision for SDK view `view`, whose token count is `tokens`.
-fn sdk_decision(s: &sdk::condenser::Summarizing, view: &[Event], tokens: u64, request: bool, cx: &Cx<'_>) -> Decision {
-    let reasons = s.reasons(view, tokens, request, cx.model.window);
-    if reasons.is_empty() {
-        return Decision::Skip;
-    }
-    Decision::compact(reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join("+"))
-}
-
-/// The V0 pipeline's decision for base view `base`.
-fn v0_decision(log: &Log, stream: &Stream, base: &[Event], pipeline: &[Condenser], request: bool) -> Decision {
-    if v0::pipeline::wants(log, stream, base, pipeline, request) {
-        Decision::compact(if request { "request" } else { "max_size" })
-    } else {
-        Decision::Skip
-    }
-}
-
 impl Condensers {
+    /// `View.from_events`: the SDK view, or the V0 base view.
+    fn from_events(&self, log: &Log, stream: &Stream) -> Vec<Event> {
+        match self {
+            Condensers::SdkNoOp | Condensers::Sdk(_) => sdk::view::from_events(log, stream),
+            Condensers::V0(_) => v0::view::from_events(log, stream),
+        }
+    }
+
+    /// The decision for `view` (the SDK view, whose token count is `tokens`, or the V0 base
+    /// view) on a condensation request or not.
+    fn decide(&self, log: &Log, stream: &Stream, view: &[Event], tokens: impl FnOnce() -> u64, request: bool, cx: &Cx<'_>) -> Decision {
+        match self {
+            Condensers::SdkNoOp => Decision::Skip,
+            Condensers::Sdk(s) => {
+                let reasons = s.reasons(view, tokens(), request, cx.model.window);
+                if reasons.is_empty() {
+                    return Decision::Skip;
+                }
+                Decision::compact(reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>().join("+"))
+            }
+            Condensers::V0(pipeline) if v0::pipeline::wants(log, stream, view, pipeline, request) => {
+                Decision::compact(if request { "request" } else { "max_size" })
+            }
+            Condensers::V0(_) => Decision::Skip,
+        }
+    }
+
+    /// The condensation of `view`, as for [`Condensers::decide`].
+    fn condense(&self, log: &Log, stream: &Stream, view: &[Event], tokens: impl FnOnce() -> u64, request: bool, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let checkpoint = match self {
+            Condensers::SdkNoOp => None,
+            Condensers::Sdk(s) => s.condense(log, view, tokens(), request, cx)?,
+            Condensers::V0(pipeline) => v0::pipeline::condense(log, stream, view, pipeline, request, cx)?,
+        };
+        Ok(checkpoint.into_iter().collect())
+    }
+
     /// The messages sent for `view` (the SDK view, or the V0 base view before the pipeline's
     /// transforms).
     fn messages(&self, log: &Log, stream: &Stream, view: &[Event]) -> Vec<Rendered> {

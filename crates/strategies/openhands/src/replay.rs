@@ -10,7 +10,7 @@ use crate::sdk::view::FromEvents;
 use crate::stream::Stream;
 use crate::tokens::Counter;
 use crate::v0::view::Kept;
-use crate::{request, sdk_decision, v0, v0_decision, Condensers};
+use crate::{request, Condensers};
 
 /// One run of an OpenHands strategy.
 pub(crate) struct OpenhandsReplay<'s> {
@@ -48,19 +48,12 @@ impl<'s> OpenhandsReplay<'s> {
 }
 
 impl Views {
-    /// The SDK view or the V0 base view at this log state.
-    fn events(&mut self) -> &[Event] {
+    /// The SDK view or the V0 base view at this log state, with the SDK view's tally.
+    fn events(&mut self) -> (&[Event], Option<&mut Tally>) {
         match self {
-            Views::Sdk { from_events, view, .. } => view.get_or_insert_with(|| from_events.view()),
-            Views::V0(kept) => kept.events(),
+            Views::Sdk { from_events, view, tally } => (view.get_or_insert_with(|| from_events.view()), Some(tally)),
+            Views::V0(kept) => (kept.events(), None),
         }
-    }
-
-    /// The SDK view at this log state and its token count.
-    fn counted(&mut self, log: &Log, cx: &Cx<'_>) -> (&[Event], u64) {
-        let Views::Sdk { from_events, view, tally } = self else { unreachable!("the views follow the condensers") };
-        let view = view.get_or_insert_with(|| from_events.view());
-        (view, tally.total(&Counter::new(cx.tokenizer, &cx.model.name), log, view))
     }
 }
 
@@ -81,7 +74,7 @@ impl Replay for OpenhandsReplay<'_> {
 
     fn view(&mut self, log: &Log) -> &View {
         if self.stale {
-            let rendered = self.condensers.messages(log, &self.stream, self.views.events());
+            let rendered = self.condensers.messages(log, &self.stream, self.views.events().0);
             render::bring_up_to_date(log, &mut self.view, &rendered);
             self.stale = false;
         }
@@ -90,29 +83,16 @@ impl Replay for OpenhandsReplay<'_> {
 
     fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
         let request = request(at)?;
-        let decision = match self.condensers {
-            Condensers::SdkNoOp => return None,
-            Condensers::Sdk(s) => {
-                let (view, tokens) = self.views.counted(log, cx);
-                sdk_decision(s, view, tokens, request, cx)
-            }
-            Condensers::V0(pipeline) => v0_decision(log, &self.stream, self.views.events(), pipeline, request),
-        };
-        Plan::from_decision(log, at, decision)
+        let (view, tally) = self.views.events();
+        let tokens = || tally.expect("the SDK view is tallied").total(&Counter::new(cx.tokenizer, &cx.model.name), log, view);
+        Plan::from_decision(log, at, self.condensers.decide(log, &self.stream, view, tokens, request, cx))
     }
 
     fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         plan.check(log);
-        let request = plan.at() == Moment::Overflow;
-        let checkpoint = match self.condensers {
-            Condensers::SdkNoOp => None,
-            Condensers::Sdk(s) => {
-                let (view, tokens) = self.views.counted(log, cx);
-                s.condense(log, view, tokens, request, cx)?
-            }
-            Condensers::V0(pipeline) => v0::pipeline::condense(log, &self.stream, self.views.events(), pipeline, request, cx)?,
-        };
-        Ok(checkpoint.into_iter().collect())
+        let (view, tally) = self.views.events();
+        let tokens = || tally.expect("the SDK view is tallied").total(&Counter::new(cx.tokenizer, &cx.model.name), log, view);
+        self.condensers.condense(log, &self.stream, view, tokens, plan.at() == Moment::Overflow, cx)
     }
 }
 
