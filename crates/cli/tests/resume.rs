@@ -7,19 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{compactbench, scratch, tiny_scenarios};
-
-const FACTS: &str = r#"
-[[facts]]
-kind = "error_message"
-turn = 0
-[[facts]]
-kind = "decision"
-turn = 1
-[[facts]]
-kind = "file_path"
-turn = 3
-"#;
+use common::{compactbench, scratch, tiny_scenarios, THREE_FACTS as FACTS};
 
 /// Primary rows, delegation rows (pi and codex delegate by default), text-chat rows (aider's, by
 /// default) and bound rows: every kind of cell the journal keeps. One worker, so the run is long

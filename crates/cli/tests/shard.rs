@@ -7,20 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{compactbench, scratch, tiny_scenarios};
+use common::{compactbench, scratch, tiny_scenarios, THREE_FACTS as FACTS};
 use serde_json::Value;
-
-const FACTS: &str = r#"
-[[facts]]
-kind = "error_message"
-turn = 0
-[[facts]]
-kind = "decision"
-turn = 1
-[[facts]]
-kind = "file_path"
-turn = 3
-"#;
 
 /// Every kind of cell: primary rows, delegation (pi, codex), text chat (aider), bounds, and
 /// strategies that never summarize (whose bounds the shards run and merge drops).

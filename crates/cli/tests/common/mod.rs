@@ -15,6 +15,20 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Three facts planted early in a tiny scenario (`[[facts]]` tables for [`tiny_scenarios`]).
+#[allow(dead_code, reason = "each test binary compiles this module; not all of them plant these")]
+pub(crate) const THREE_FACTS: &str = r#"
+[[facts]]
+kind = "error_message"
+turn = 0
+[[facts]]
+kind = "decision"
+turn = 1
+[[facts]]
+kind = "file_path"
+turn = 3
+"#;
+
 /// A tiny scenario (small window, few turns), so a real eval of a few strategies takes a
 /// moment. `facts` is appended as TOML (`[[facts]]` tables).
 pub(crate) fn tiny_scenarios(dir: &Path, facts: &str) -> PathBuf {
