@@ -126,6 +126,7 @@ struct Compaction<'a> {
     summary_cached_tokens: u64,
     /// Exact tokens of their answers.
     summary_output_tokens: u64,
+    summary_calls_over_window: u32,
 }
 
 impl<'a> From<&'a CompactionRecord> for Compaction<'a> {
@@ -151,6 +152,7 @@ impl<'a> From<&'a CompactionRecord> for Compaction<'a> {
             summary_request_tokens: c.summary_request_tokens,
             summary_cached_tokens: c.summary_cached_tokens,
             summary_output_tokens: c.summary_output_tokens,
+            summary_calls_over_window: c.summary_calls_over_window,
         }
     }
 }

@@ -72,6 +72,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
         summary_request_tokens: 2000,
         summary_cached_tokens: 1500,
         summary_output_tokens: 200,
+        summary_calls_over_window: 0,
         error: None,
     };
     let base = |strategy: &str| RunResult {
@@ -128,7 +129,7 @@ fn markdown_report_snapshot() {
     let meta = vec![StrategyMeta { id: "sum".into(), source: "owner/repo@abc1234".into(), fidelity: "source", summary: "summarizes".into(), agreement: None, violation_notes: Vec::new() }];
     let runs = runs();
     let md = markdown(&[scenario()], &meta, &rows(&[scenario()], &runs), &runs, "extractive");
-    expect![[r#"
+    expect![[r##"
         # compactbench report
 
         Summarizer: `extractive`. Tokens are exact (tiktoken) per request. Facts: state at the last request that needed each fact. Column dictionary: reports/README.md.
@@ -169,14 +170,14 @@ fn markdown_report_snapshot() {
 
         ## When compactions fire
 
-        Over every scenario and seed, successful compactions only. Usage: the context just before the compaction by the runner's exact count, % of the scenario's window (min / p10 / median / p90 / max). Mid-loop: the newest message was a tool result, so the compaction interrupted the agent's loop (TraceLab's traces of real Claude Code and Codex sessions: 86.5%). No reduction: the context was not smaller after it; loops: such a compaction followed by another attempt at the same or the next request.
+        Over every scenario and seed, successful compactions only. Usage: the context just before the compaction by the runner's exact count, % of the scenario's window (min / p10 / median / p90 / max). Mid-loop: the newest message was a tool result, so the compaction interrupted the agent's loop (TraceLab's traces of real Claude Code and Codex sessions: 86.5%). No reduction: the context was not smaller after it; loops: such a compaction followed by another attempt at the same or the next request. Summary calls over window: summary requests (measured as their harness sends them) larger than the window, which a summarizer with the main model's window would refuse ("prompt is too long").
 
-        | strategy | compactions | usage min | p10 | median | p90 | max | mid-loop | no reduction | loops |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-        | none | 0 | – | – | – | – | – | – | – | – |
-        | sum | 1 | 95.0% | 95.0% | 95.0% | 95.0% | 95.0% | 0% | 0 | 0 |
-        | sum+delegate | 1 | 95.0% | 95.0% | 95.0% | 95.0% | 95.0% | 0% | 0 | 0 |
-        | trunc | 1 | 95.0% | 95.0% | 95.0% | 95.0% | 95.0% | 0% | 0 | 0 |
+        | strategy | compactions | usage min | p10 | median | p90 | max | mid-loop | no reduction | loops | summary calls over window |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+        | none | 0 | – | – | – | – | – | – | – | – | 0 |
+        | sum | 1 | 95.0% | 95.0% | 95.0% | 95.0% | 95.0% | 0% | 0 | 0 | 0 |
+        | sum+delegate | 1 | 95.0% | 95.0% | 95.0% | 95.0% | 95.0% | 0% | 0 | 0 | 0 |
+        | trunc | 1 | 95.0% | 95.0% | 95.0% | 95.0% | 95.0% | 0% | 0 | 0 | 0 |
 
         ## Retention by position in history
 
@@ -234,7 +235,7 @@ fn markdown_report_snapshot() {
         |---|---:|---:|---:|---:|---:|---:|---:|
         | sum | 2200 | 0 | 0% | 0.01 | 33 | 1.0 | 0 |
         | sum+delegate | 2200 | 900 | 0% | 0.02 | 33 | 1.0 | 0 |
-    "#]].assert_eq(&md);
+    "##]].assert_eq(&md);
 }
 
 #[test]
@@ -348,7 +349,7 @@ fn results_json_snapshot() {
           "summarizer": "extractive",
           "rows": [],
           "runs": [
-            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out","mid_loop":false,"summary_context":"prefix","summary_request_tokens":2000,"summary_cached_tokens":1500,"summary_output_tokens":200}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"planted_quarter":1,"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"],"planted_quarter":3},{"id":"f2","kind":"superseded_value","needed":2,"probes":{"verbatim_summary":1,"stale":1},"last":"stale","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["stale"],"planted_quarter":3}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
+            {"strategy":"sum","scenario":"tiny","seed":0,"summarizer":"extractive","window":2000,"compactions":[{"request":1,"step":3,"first_kept_step":2,"moment":"turn_end","reason":"threshold","kinds":["summary"],"tokens_before":1900,"tokens_after":600,"estimated_before":1850,"injected_tokens":0,"summarizer_calls":1,"summarizer_input":1800,"summarizer_output":200,"summaries_cut_off":1,"error":"summarizer timed out","mid_loop":false,"summary_context":"prefix","summary_request_tokens":2000,"summary_cached_tokens":1500,"summary_output_tokens":200,"summary_calls_over_window":0}],"facts":[{"id":"f0","kind":"error_message","needed":2,"probes":{"verbatim_summary":2},"last":"verbatim_summary","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["verbatim_summary"],"planted_quarter":1,"judged":{"request":1,"answer":"named"}},{"id":"f1","kind":"decision","needed":2,"probes":{"verbatim_kept":1,"lost":1},"last":"lost","lost_at":1,"lost_after_rounds":1,"lost_by":0,"after_round":["lost"],"planted_quarter":3},{"id":"f2","kind":"superseded_value","needed":2,"probes":{"verbatim_summary":1,"stale":1},"last":"stale","lost_at":null,"lost_after_rounds":null,"lost_by":null,"after_round":["stale"],"planted_quarter":3}],"violations":{"anthropic":{"orphan_result":3}},"violation_examples":[{"shape":"anthropic","rule":"orphan_result","request":1,"detail":"result for c1 has no call","entries":[4]}],"log_entries":5,"output_tokens":50,"child":{"requests":0,"input_tokens":0,"cached_tokens":0,"output_tokens":0}}
           ]
         }
     "#]].assert_eq(&written);

@@ -37,7 +37,7 @@ impl Run<'_> {
             prefix,
             cut_off: AtomicU32::new(0),
             micros: AtomicU64::new(0),
-            cost: Mutex::new(CallCost { last_fresh: self.last_fresh.take(), ..CallCost::default() }),
+            cost: Mutex::new(CallCost { last_fresh: self.last_fresh.take(), window: self.scenario.model.window, ..CallCost::default() }),
         };
         let result = timed(&mut self.phases.compact, || {
             let mut cx = Cx {
@@ -79,6 +79,7 @@ impl Run<'_> {
             summary_request_tokens: cost.input,
             summary_cached_tokens: cost.cached,
             summary_output_tokens: cost.output,
+            summary_calls_over_window: cost.over_window,
             error: None,
         };
         let compacted = match result {
@@ -144,6 +145,9 @@ struct CallCost {
     output: u64,
     /// A prefix call of this compaction has been sent: a second one finds the whole view cached.
     prefix_sent: bool,
+    /// The scenario's window, and the calls whose request exceeded it.
+    window: u64,
+    over_window: u32,
     /// The run's previous fresh call (system prompt, user message): the only prefix a fresh call
     /// can share.
     last_fresh: Option<(String, String)>,
@@ -153,6 +157,7 @@ impl CallCost {
     /// Adds `request`, sent as its context says, to the calls' input and cached tokens.
     fn send(&mut self, request: &SummaryRequest, prefix: Prefix, counter: &TokenCounter) {
         self.context.get_or_insert(request.context);
+        let before = self.input;
         match request.context {
             SummaryContext::Prefix | SummaryContext::Fork => {
                 // The view as the main request would send it, the instruction appended as a final
@@ -173,6 +178,7 @@ impl CallCost {
                 self.last_fresh = Some((request.system.clone(), user));
             }
         }
+        self.over_window += u32::from(self.input - before > self.window);
     }
 }
 
