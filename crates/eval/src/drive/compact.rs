@@ -29,7 +29,7 @@ impl Run<'_> {
         let tokens_before = self.measure();
         // A summary call sent as the conversation's own prefix reuses what the last main request
         // left in the cache, counted as that request's `cached_tokens` is.
-        let shared = self.measured.keys.iter().zip(&self.prev_keys).take_while(|(a, b)| a == b).count();
+        let shared = self.shared_with_previous();
         let prefix = Prefix { tokens: tokens_before, cached: self.measured.tokens[..shared].iter().sum() };
         let observed = Observed {
             inner: self.env.summarizer,

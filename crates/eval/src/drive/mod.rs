@@ -150,6 +150,13 @@ impl Run<'_> {
         timed(&mut self.phases.measure, || self.measured.update(view, &mut self.contents, self.env.counter))
     }
 
+    /// Messages at the start of the view measured last that the previous request also began
+    /// with. Equal keys mean equal content, so this is known without comparing messages: the
+    /// prompt cache holds them, and revalidation resumes after them.
+    fn shared_with_previous(&self) -> usize {
+        self.measured.keys.iter().zip(&self.prev_keys).take_while(|(a, b)| a == b).count()
+    }
+
     /// Builds, measures, validates and probes the request answered by `answer` at `step`,
     /// then appends `answer` with its usage.
     fn request(&mut self, step: usize, answer: &Message, observe: &mut dyn FnMut(&Snapshot<'_>)) {
@@ -159,9 +166,7 @@ impl Run<'_> {
         if total > window && self.maybe_compact(Moment::Overflow) {
             total = self.measure();
         }
-        // Equal keys mean equal content, so the prefix shared with the previous request is
-        // known without comparing messages (and revalidation resumes after it).
-        let shared = self.measured.keys.iter().zip(&self.prev_keys).take_while(|(a, b)| a == b).count();
+        let shared = self.shared_with_previous();
         let view = self.replay.view(&self.log);
         let violations = timed(&mut self.phases.validate, || self.validity.check(self.request, view, shared));
         let probed =
