@@ -119,14 +119,9 @@ pub(crate) struct Charts {
 
 impl Charts {
     pub(crate) fn new(scenarios: &[Scenario], rows: &[Row], runs: &[RunResult], summarizer: &str) -> Charts {
+        let strategies: Vec<String> = crate::row::strategies(rows, summarizer).into_iter().map(str::to_owned).collect();
         let rows: Vec<&Row> = rows.iter().filter(|r| r.summarizer == summarizer).collect();
         let runs: Vec<&RunResult> = runs.iter().filter(|r| r.summarizer == summarizer).collect();
-        let mut strategies: Vec<String> = Vec::new();
-        for r in &rows {
-            if !strategies.contains(&r.strategy) {
-                strategies.push(r.strategy.clone());
-            }
-        }
         let timelines = scenarios.iter().filter_map(|sc| timeline(sc, &strategies, &runs)).collect();
         let kinds: Vec<FactKind> = FactKind::ALL.into_iter().filter(|k| runs.iter().any(|r| r.facts.iter().any(|f| f.kind == *k))).collect();
         let mine = |st: &String| runs.iter().copied().filter(|r| &r.strategy == st).collect::<Vec<_>>();
@@ -157,13 +152,11 @@ impl Charts {
         let mut scatter: Vec<Point> = strategies
             .iter()
             .map(|st| {
-                let here = rows.iter().filter(|r| &r.strategy == st);
-                let facts: u32 = here.clone().map(|r| r.facts).sum();
-                let kept: f64 = here.clone().map(|r| (r.verbatim_pct + r.recoverable_pct) / 100.0 * f64::from(r.facts)).sum();
+                let here = rows.iter().copied().filter(|r| &r.strategy == st);
                 Point {
                     strategy: st.clone(),
-                    cost: round3(here.map(|r| r.cost_usd).sum()),
-                    retained: if facts == 0 { 0.0 } else { round3(100.0 * kept / f64::from(facts)) },
+                    cost: round3(here.clone().map(|r| r.cost_usd).sum()),
+                    retained: crate::row::retained(here).map_or(0.0, round3),
                     front: false,
                 }
             })

@@ -32,7 +32,7 @@ fn cut_off(runs: &[&RunResult]) -> String {
     let (mut all, mut used) = (0, 0);
     for c in runs.iter().flat_map(|r| &r.compactions) {
         all += c.summaries_cut_off;
-        if c.summaries_cut_off > 0 && c.error.is_none() && !c.kinds.is_empty() {
+        if c.summaries_cut_off > 0 && crate::triggers::succeeded(c) {
             used += 1;
         }
     }

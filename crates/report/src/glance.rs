@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::row::retained;
 use crate::{Row, StrategyMeta};
 
 /// One strategy at a glance, pooled over scenarios.
@@ -24,25 +25,9 @@ pub(crate) struct Glance<'a> {
     pub(crate) agreement: Option<&'a str>,
 }
 
-/// Retained %, pooled over `rows`' facts.
-fn retained<'r>(rows: impl Iterator<Item = &'r Row>) -> Option<f64> {
-    let (mut kept, mut facts) = (0.0, 0u32);
-    for r in rows {
-        kept += (r.verbatim_pct + r.recoverable_pct) / 100.0 * f64::from(r.facts);
-        facts += r.facts;
-    }
-    (facts > 0).then(|| 100.0 * kept / f64::from(facts))
-}
-
 /// A row per strategy of the primary summarizer, in report order.
 pub(crate) fn glance<'a>(meta: &'a [StrategyMeta], rows: &'a [Row], primary: &'a str) -> Vec<Glance<'a>> {
-    let mut strategies: Vec<&str> = Vec::new();
-    for r in rows.iter().filter(|r| r.summarizer == primary) {
-        if !strategies.contains(&r.strategy.as_str()) {
-            strategies.push(&r.strategy);
-        }
-    }
-    strategies
+    crate::row::strategies(rows, primary)
         .into_iter()
         .map(|st| {
             let with = |summarizer: &'a str| rows.iter().filter(move |r| r.strategy == st && r.summarizer == summarizer);

@@ -264,12 +264,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
     let _ = writeln!(out, "\nAgreement: trigger decisions and selections (first kept entry, kept set, split turn) that match the original package's own functions on seeded sessions; `cargo xtask fidelity` measures it (reports/fidelity/report.md).");
     let primary: Vec<&RunResult> = runs.iter().filter(|r| r.summarizer == summarizer).collect();
     violations(&mut out, meta, runs);
-    let mut strategies: Vec<&str> = Vec::new();
-    for r in rows.iter().filter(|r| r.summarizer == summarizer) {
-        if !strategies.contains(&r.strategy.as_str()) {
-            strategies.push(&r.strategy);
-        }
-    }
+    let strategies = crate::row::strategies(rows, summarizer);
     crate::failure_modes::failure_modes(&mut out, &primary, &strategies);
     crate::triggers::triggers(&mut out, &primary, &strategies);
     position(&mut out, &primary, &strategies);

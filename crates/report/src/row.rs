@@ -72,6 +72,27 @@ pub struct Row {
     pub compaction_cost_share: f64,
 }
 
+/// The strategies of `summarizer`'s rows, in report order (first appearance).
+pub(crate) fn strategies<'a>(rows: &'a [Row], summarizer: &str) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| r.summarizer == summarizer) {
+        if !out.contains(&r.strategy.as_str()) {
+            out.push(&r.strategy);
+        }
+    }
+    out
+}
+
+/// Retained % (verbatim + recoverable), pooled over the facts of `rows`; `None` without facts.
+pub(crate) fn retained<'r>(rows: impl Iterator<Item = &'r Row>) -> Option<f64> {
+    let (mut kept, mut facts) = (0.0, 0u32);
+    for r in rows {
+        kept += (r.verbatim_pct + r.recoverable_pct) / 100.0 * f64::from(r.facts);
+        facts += r.facts;
+    }
+    (facts > 0).then(|| 100.0 * kept / f64::from(facts))
+}
+
 fn mean(xs: impl Iterator<Item = f64>, n: usize) -> f64 {
     round3(xs.sum::<f64>() / n.max(1) as f64)
 }

@@ -32,7 +32,8 @@ fn summary_calls_over_window(runs: &[&RunResult]) -> u32 {
     runs.iter().flat_map(|r| &r.compactions).map(|c| c.summary_calls_over_window).sum()
 }
 
-fn succeeded(c: &CompactionRecord) -> bool {
+/// A compaction attempt that appended checkpoints (no error, not empty).
+pub(crate) fn succeeded(c: &CompactionRecord) -> bool {
     c.error.is_none() && !c.kinds.is_empty()
 }
 
