@@ -10,6 +10,10 @@ pub enum ErrorKind {
     Timeout,
     /// The summarizer's transport or server failed.
     Transport,
+    /// The request is larger than the model's context window: the provider rejected it
+    /// ("prompt is too long", `context_length_exceeded`) without answering. Sending it again
+    /// cannot help; sending less can.
+    ContextOverflow,
     /// The summarizer answered with nothing usable (empty, garbage).
     EmptySummary,
     /// The summary was rejected (too long, cut off) by the strategy's own rule.

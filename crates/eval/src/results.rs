@@ -129,8 +129,9 @@ pub struct CompactionRecord {
     /// Exact tokens of the summary calls' answers.
     #[serde(default)]
     pub summary_output_tokens: u64,
-    /// Of its summary calls, those whose request was larger than the scenario's window: a
-    /// summarizer with the main model's window would reject them ("prompt is too long").
+    /// Of its summary calls, those whose request was larger than the scenario's window: the
+    /// runner rejects them unanswered, as the provider would ("prompt is too long"), and the
+    /// strategy's fallback takes over.
     #[serde(default)]
     pub summary_calls_over_window: u32,
     /// The error, if the compaction failed (nothing was appended).

@@ -464,19 +464,19 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         aider empty: ok 2, failed 0, calls 3, over-window requests 0
         aider over-cap: ok 2, failed 0, calls 4, over-window requests 2, cut off 4 (used 2)
         aider garbage: ok 2, failed 0, calls 3, over-window requests 0
-        amp timeout: ok 0, failed 39, calls 39, over-window requests 17
-        amp http500: ok 0, failed 39, calls 39, over-window requests 17
-        amp empty: ok 0, failed 39, calls 39, over-window requests 17
+        amp timeout: ok 0, failed 39, calls 27, over-window requests 17
+        amp http500: ok 0, failed 39, calls 27, over-window requests 17
+        amp empty: ok 0, failed 39, calls 27, over-window requests 17
         amp over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         amp garbage: ok 1, failed 0, calls 1, over-window requests 0
-        amp/compaction timeout: ok 0, failed 39, calls 39, over-window requests 17
-        amp/compaction http500: ok 0, failed 39, calls 39, over-window requests 17
-        amp/compaction empty: ok 0, failed 39, calls 39, over-window requests 17
+        amp/compaction timeout: ok 0, failed 39, calls 27, over-window requests 17
+        amp/compaction http500: ok 0, failed 39, calls 27, over-window requests 17
+        amp/compaction empty: ok 0, failed 39, calls 27, over-window requests 17
         amp/compaction over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
         amp/compaction garbage: ok 1, failed 0, calls 1, over-window requests 0
-        antigravity timeout: ok 0, failed 37, calls 37, over-window requests 17
-        antigravity http500: ok 0, failed 37, calls 37, over-window requests 17
-        antigravity empty: ok 0, failed 37, calls 37, over-window requests 17
+        antigravity timeout: ok 0, failed 37, calls 11, over-window requests 17
+        antigravity http500: ok 0, failed 37, calls 11, over-window requests 17
+        antigravity empty: ok 0, failed 37, calls 11, over-window requests 17
         antigravity over-cap: ok 3, failed 0, calls 3, over-window requests 0, cut off 3 (used 3)
         antigravity garbage: ok 1, failed 0, calls 1, over-window requests 0
         claude-code timeout: ok 0, failed 3, calls 3, over-window requests 17
@@ -489,8 +489,8 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         codex empty: ok 1, failed 0, calls 1, over-window requests 0
         codex over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         codex garbage: ok 1, failed 0, calls 1, over-window requests 0
-        codex/remote timeout: ok 0, failed 21, calls 21, over-window requests 17
-        codex/remote http500: ok 0, failed 21, calls 21, over-window requests 17
+        codex/remote timeout: ok 0, failed 21, calls 4, over-window requests 17
+        codex/remote http500: ok 0, failed 21, calls 4, over-window requests 17
         codex/remote empty: ok 1, failed 0, calls 1, over-window requests 0
         codex/remote over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         codex/remote garbage: ok 1, failed 0, calls 1, over-window requests 0
@@ -499,34 +499,34 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         cursor empty: ok 3, failed 16, calls 16, over-window requests 3
         cursor over-cap: ok 4, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         cursor garbage: ok 4, failed 0, calls 1, over-window requests 0
-        deep-agents timeout: ok 0, failed 39, calls 117, over-window requests 17
-        deep-agents http500: ok 0, failed 39, calls 117, over-window requests 17
+        deep-agents timeout: ok 0, failed 39, calls 15, over-window requests 17
+        deep-agents http500: ok 0, failed 39, calls 15, over-window requests 17
         deep-agents empty: ok 2, failed 0, calls 2, over-window requests 0
         deep-agents over-cap: ok 3, failed 0, calls 3, over-window requests 0, cut off 3 (used 3)
         deep-agents garbage: ok 2, failed 0, calls 2, over-window requests 0
-        deepseek-harness timeout: ok 2, failed 35, calls 36, over-window requests 15
-        deepseek-harness http500: ok 2, failed 35, calls 36, over-window requests 15
-        deepseek-harness empty: ok 2, failed 35, calls 36, over-window requests 15
-        deepseek-harness over-cap: ok 2, failed 35, calls 36, over-window requests 15, cut off 36 (used 1)
+        deepseek-harness timeout: ok 2, failed 35, calls 6, over-window requests 15
+        deepseek-harness http500: ok 2, failed 35, calls 6, over-window requests 15
+        deepseek-harness empty: ok 2, failed 35, calls 6, over-window requests 15
+        deepseek-harness over-cap: ok 2, failed 35, calls 6, over-window requests 15, cut off 6 (used 1)
         deepseek-harness garbage: ok 2, failed 0, calls 1, over-window requests 0
-        gemini-cli timeout: ok 0, failed 28, calls 28, over-window requests 17
-        gemini-cli http500: ok 0, failed 28, calls 28, over-window requests 17
-        gemini-cli empty: ok 0, failed 28, calls 56, over-window requests 17
-        gemini-cli over-cap: ok 8, failed 0, calls 16, over-window requests 0, cut off 16 (used 8)
+        gemini-cli timeout: ok 0, failed 28, calls 9, over-window requests 17
+        gemini-cli http500: ok 0, failed 28, calls 9, over-window requests 17
+        gemini-cli empty: ok 0, failed 28, calls 18, over-window requests 17
+        gemini-cli over-cap: ok 4, failed 19, calls 25, over-window requests 8, cut off 25 (used 4)
         gemini-cli garbage: ok 3, failed 0, calls 6, over-window requests 0
         goose timeout: ok 0, failed 38, calls 38, over-window requests 17
         goose http500: ok 0, failed 38, calls 38, over-window requests 17
         goose empty: ok 1, failed 0, calls 1, over-window requests 0
         goose over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         goose garbage: ok 1, failed 0, calls 1, over-window requests 0
-        kimi-cli timeout: ok 0, failed 41, calls 123, over-window requests 17
-        kimi-cli http500: ok 0, failed 41, calls 123, over-window requests 17
-        kimi-cli empty: ok 0, failed 41, calls 123, over-window requests 17
-        kimi-cli over-cap: ok 41, failed 0, calls 41, over-window requests 21, cut off 41 (used 41)
+        kimi-cli timeout: ok 0, failed 41, calls 75, over-window requests 17
+        kimi-cli http500: ok 0, failed 41, calls 75, over-window requests 17
+        kimi-cli empty: ok 0, failed 41, calls 75, over-window requests 17
+        kimi-cli over-cap: ok 1, failed 40, calls 1, over-window requests 41, cut off 1 (used 1)
         kimi-cli garbage: ok 41, failed 0, calls 41, over-window requests 0
-        kimi-cli/k1 timeout: ok 0, failed 41, calls 123, over-window requests 17
-        kimi-cli/k1 http500: ok 0, failed 41, calls 123, over-window requests 17
-        kimi-cli/k1 empty: ok 0, failed 41, calls 123, over-window requests 17
+        kimi-cli/k1 timeout: ok 0, failed 41, calls 75, over-window requests 17
+        kimi-cli/k1 http500: ok 0, failed 41, calls 75, over-window requests 17
+        kimi-cli/k1 empty: ok 0, failed 41, calls 75, over-window requests 17
         kimi-cli/k1 over-cap: ok 41, failed 0, calls 41, over-window requests 0, cut off 41 (used 41)
         kimi-cli/k1 garbage: ok 41, failed 0, calls 41, over-window requests 0
         opencode-v1 timeout: ok 0, failed 42, calls 42, over-window requests 17
@@ -572,7 +572,7 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         pi/v0.73 timeout: ok 0, failed 23, calls 23, over-window requests 17
         pi/v0.73 http500: ok 0, failed 23, calls 23, over-window requests 17
         pi/v0.73 empty: ok 6, failed 0, calls 8, over-window requests 0
-        pi/v0.73 over-cap: ok 36, failed 0, calls 39, over-window requests 30, cut off 39 (used 36)
+        pi/v0.73 over-cap: ok 11, failed 25, calls 12, over-window requests 30, cut off 12 (used 11)
         pi/v0.73 garbage: ok 6, failed 0, calls 8, over-window requests 0
         pi/v0.58 timeout: ok 0, failed 23, calls 23, over-window requests 17
         pi/v0.58 http500: ok 0, failed 23, calls 23, over-window requests 17

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use compactbench_core::{Cx, Error, ErrorKind, Moment, Role, StopReason, Summarizer, Summary, SummaryContext, SummaryRequest, Window};
+use compactbench_core::{Cx, Error, ErrorKind, Moment, Role, Shape, StopReason, Summarizer, Summary, SummaryContext, SummaryRequest, Window};
 use compactbench_tokens::{TokenCounter, PER_MESSAGE_OVERHEAD, PER_REQUEST_OVERHEAD};
 
 use super::{timed, Run};
@@ -37,7 +37,8 @@ impl Run<'_> {
             prefix,
             cut_off: AtomicU32::new(0),
             micros: AtomicU64::new(0),
-            cost: Mutex::new(CallCost { last_fresh: self.last_fresh.take(), window: self.scenario.model.window, ..CallCost::default() }),
+            window: (self.scenario.model.window, self.scenario.model.provider),
+            cost: Mutex::new(CallCost { last_fresh: self.last_fresh.take(), ..CallCost::default() }),
         };
         let result = timed(&mut self.phases.compact, || {
             let mut cx = Cx {
@@ -145,8 +146,7 @@ struct CallCost {
     output: u64,
     /// A prefix call of this compaction has been sent: a second one finds the whole view cached.
     prefix_sent: bool,
-    /// The scenario's window, and the calls whose request exceeded it.
-    window: u64,
+    /// Calls whose request exceeded the window, rejected as the provider would.
     over_window: u32,
     /// The run's previous fresh call (system prompt, user message): the only prefix a fresh call
     /// can share.
@@ -154,32 +154,72 @@ struct CallCost {
 }
 
 impl CallCost {
-    /// Adds `request`, sent as its context says, to the calls' input and cached tokens.
-    fn send(&mut self, request: &SummaryRequest, prefix: Prefix, counter: &TokenCounter) {
-        self.context.get_or_insert(request.context);
-        let before = self.input;
+    /// What `request`, sent as its context says, costs: its input and cached tokens, and the
+    /// fresh call it leaves as the next one's cache. Nothing is recorded yet: a request the
+    /// provider rejects is neither billed nor cached.
+    fn price(&self, request: &SummaryRequest, prefix: Prefix, counter: &TokenCounter) -> Priced {
         match request.context {
             SummaryContext::Prefix | SummaryContext::Fork => {
                 // The view as the main request would send it, the instruction appended as a final
                 // user turn.
                 let instruction = if request.instructions.is_empty() { 0 } else { user_tokens(counter, &request.instructions) };
-                self.input += prefix.tokens + instruction;
-                self.cached += if self.prefix_sent { prefix.tokens - PER_REQUEST_OVERHEAD } else { prefix.cached };
-                self.prefix_sent = true;
+                let cached = if self.prefix_sent { prefix.tokens - PER_REQUEST_OVERHEAD } else { prefix.cached };
+                Priced { input: prefix.tokens + instruction, cached, fresh: None }
             }
             SummaryContext::Fresh => {
                 let user = request.user_message();
                 let system = if request.system.is_empty() { 0 } else { user_tokens(counter, &request.system) };
-                self.input += system + user_tokens(counter, &user) + PER_REQUEST_OVERHEAD;
-                self.cached += match &self.last_fresh {
+                let cached = match &self.last_fresh {
                     Some((s, u)) if *s == request.system => system + shared_tokens(counter, u, &user),
                     _ => 0,
                 };
-                self.last_fresh = Some((request.system.clone(), user));
+                Priced { input: system + user_tokens(counter, &user) + PER_REQUEST_OVERHEAD, cached, fresh: Some((request.system.clone(), user)) }
             }
         }
-        self.over_window += u32::from(self.input - before > self.window);
     }
+
+    /// Records a sent `request` priced at `priced`.
+    fn send(&mut self, request: &SummaryRequest, priced: Priced) {
+        self.context.get_or_insert(request.context);
+        self.input += priced.input;
+        self.cached += priced.cached;
+        match priced.fresh {
+            Some(fresh) => self.last_fresh = Some(fresh),
+            None => self.prefix_sent = true,
+        }
+    }
+}
+
+/// One summary call's price (see [`CallCost::price`]).
+struct Priced {
+    input: u64,
+    cached: u64,
+    /// A fresh call's system prompt and user message.
+    fresh: Option<(String, String)>,
+}
+
+/// Exact tokens of what `request` itself holds (system prompt, transcript, instructions) as
+/// one request. A prefix call is priced as the whole view plus its instruction, but a
+/// strategy that retries with the oldest turns dropped sends less than the view: what the
+/// provider counts is what the request holds.
+fn held_tokens(counter: &TokenCounter, request: &SummaryRequest) -> u64 {
+    let system = if request.system.is_empty() { 0 } else { user_tokens(counter, &request.system) };
+    system + user_tokens(counter, &request.user_message()) + PER_REQUEST_OVERHEAD
+}
+
+/// The provider's rejection of a request of `tokens` against a window of `window`, worded as
+/// the scenario's provider words it (strategies that read the figures out of it, as Claude
+/// Code does for its retry, find them where the original finds them).
+fn context_overflow(provider: Shape, tokens: u64, window: u64) -> Error {
+    let message = match provider {
+        Shape::Anthropic => format!("prompt is too long: {tokens} tokens > {window} maximum"),
+        Shape::OpenaiChat => format!(
+            "context_length_exceeded: This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."
+        ),
+        Shape::OpenaiResponses => "context_length_exceeded: Your input exceeds the context window of this model. Please adjust your input and try again.".to_owned(),
+        Shape::Gemini => format!("The input token count ({tokens}) exceeds the maximum number of tokens allowed ({window})."),
+    };
+    Error::new(ErrorKind::ContextOverflow, message)
 }
 
 /// Exact tokens of a message holding `text` (a summary call's system prompt or user message):
@@ -205,10 +245,18 @@ fn shared_tokens(counter: &TokenCounter, a: &str, b: &str) -> u64 {
 /// it the prompt cache holds, what comes back) and counting the summaries that stopped at their
 /// output cap: strategies report calls and tokens in their checkpoints, but a cut-off summary
 /// they rejected leaves no checkpoint, and the report must count it all the same.
+///
+/// It also plays the provider's window: the summarizer is the session's own model, so a summary
+/// request larger than the window is rejected unanswered ([`ErrorKind::ContextOverflow`]), as
+/// the provider would, and the strategy's own fallback decides what happens next (retry with
+/// less, give up, try again at the next request). Offline summarizers accept any size, so
+/// without this no strategy would ever meet the failure its original was built to survive.
 struct Observed<'a> {
     inner: &'a dyn Summarizer,
     counter: &'a TokenCounter,
     prefix: Prefix,
+    /// The scenario's window and the provider that enforces it.
+    window: (u64, Shape),
     cut_off: AtomicU32,
     /// Time spent in the summarizer (for the phase profile).
     micros: AtomicU64,
@@ -221,13 +269,25 @@ impl Summarizer for Observed<'_> {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        let lock = || self.cost.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let priced = lock().price(request, self.prefix, self.counter);
+        let (window, provider) = self.window;
+        // Only a request priced over the window can be over it: the rarer exact count of what it
+        // holds is taken then.
+        if priced.input > window {
+            let held = held_tokens(self.counter, request);
+            if held > window {
+                lock().over_window += 1;
+                return Err(context_overflow(provider, priced.input.min(held), window));
+            }
+        }
         let mut micros = 0;
         let summary = timed(&mut micros, || self.inner.summarize(request));
         self.micros.fetch_add(micros, Ordering::Relaxed);
         {
             // Sent whether or not it is answered; the answer's tokens counted exactly.
-            let mut cost = self.cost.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            cost.send(request, self.prefix, self.counter);
+            let mut cost = lock();
+            cost.send(request, priced);
             if let Ok(s) = &summary {
                 cost.output += self.counter.count_text_segmented(&s.text);
             }
@@ -237,5 +297,78 @@ impl Summarizer for Observed<'_> {
             self.cut_off.fetch_add(1, Ordering::Relaxed);
         }
         Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers every call, counting them.
+    struct Counting(AtomicU32);
+
+    impl Summarizer for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+
+        fn summarize(&self, _: &SummaryRequest) -> Result<Summary, Error> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Ok(Summary { text: "S".into(), input_tokens: 0, output_tokens: 1, stop: StopReason::Complete })
+        }
+    }
+
+    fn request(context: SummaryContext, words: usize) -> SummaryRequest {
+        SummaryRequest {
+            purpose: "test".into(),
+            context,
+            system: String::new(),
+            transcript: "alpha beta gamma delta\n".repeat(words / 4),
+            instructions: "Summarize.".into(),
+            max_output_tokens: 100,
+        }
+    }
+
+    /// A summary request larger than the window never reaches the summarizer: it is refused as
+    /// the scenario's provider words it, counted, and left out of the cost; one that fits is
+    /// answered; a prefix call whose own content fits (a retry that dropped the oldest turns) is
+    /// sent even though the whole view would not fit.
+    #[test]
+    fn refuses_summary_requests_over_the_window() {
+        let counter = TokenCounter::default();
+        let inner = Counting(AtomicU32::new(0));
+        let observed = |prefix_tokens: u64| Observed {
+            inner: &inner,
+            counter: &counter,
+            prefix: Prefix { tokens: prefix_tokens, cached: 0 },
+            window: (1_000, Shape::Anthropic),
+            cut_off: AtomicU32::new(0),
+            micros: AtomicU64::new(0),
+            cost: Mutex::new(CallCost::default()),
+        };
+
+        let o = observed(0);
+        let err = o.summarize(&request(SummaryContext::Fresh, 4_000)).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::ContextOverflow);
+        let gap = err.message.strip_prefix("prompt is too long: ").and_then(|m| m.strip_suffix(" tokens > 1000 maximum"));
+        assert!(gap.and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n > 1_000), "{}", err.message);
+        let cost = o.cost.into_inner().unwrap();
+        assert_eq!((inner.0.load(Ordering::Relaxed), cost.over_window, cost.input), (0, 1, 0));
+
+        let o = observed(0);
+        assert!(o.summarize(&request(SummaryContext::Fresh, 400)).is_ok());
+        assert_eq!(inner.0.load(Ordering::Relaxed), 1);
+
+        // The view is over the window, the request's own content is not.
+        let o = observed(5_000);
+        assert!(o.summarize(&request(SummaryContext::Prefix, 400)).is_ok());
+        let cost = o.cost.into_inner().unwrap();
+        assert_eq!((inner.0.load(Ordering::Relaxed), cost.over_window), (2, 0));
+        // Both over: refused, worded as an OpenAI server words it.
+        let mut o = observed(5_000);
+        o.window.1 = Shape::OpenaiChat;
+        let err = o.summarize(&request(SummaryContext::Prefix, 4_000)).unwrap_err();
+        assert!(err.message.starts_with("context_length_exceeded"), "{}", err.message);
+        assert_eq!(inner.0.load(Ordering::Relaxed), 2);
     }
 }

@@ -116,8 +116,9 @@ pub(crate) fn truncate_head(messages: &[Message], gap: Option<u64>) -> Option<Ve
 }
 
 /// Calls the summarizer on `messages`, retrying after prompt-too-long rejections with the
-/// head truncated, at most [`MAX_PTL_RETRIES`] times. Offline summarizers accept any size, so
-/// the provider's rejection is simulated when the request's estimate exceeds the window.
+/// head truncated, at most [`MAX_PTL_RETRIES`] times. The provider's rejection is simulated
+/// when the request's estimate exceeds the window; a request the estimate lets through is
+/// still rejected by the runner when its exact count exceeds it.
 pub(crate) fn summarize(summarizer: &dyn Summarizer, call: &Call<'_>, messages: Vec<Message>) -> Result<Outcome, Error> {
     let mut messages = messages;
     let mut usage = SummarizerUsage::default();
@@ -156,7 +157,7 @@ pub(crate) fn summarize(summarizer: &dyn Summarizer, call: &Call<'_>, messages: 
                 let dropped = original.saturating_sub(messages.iter().filter(|m| !is_marker(m)).count());
                 return Ok(Outcome { text: summary.text, usage, retries, stop: summary.stop, dropped });
             }
-            Err(e) if is_prompt_too_long(&e.message) => {
+            Err(e) if e.kind == ErrorKind::ContextOverflow || is_prompt_too_long(&e.message) => {
                 usage.add(SummarizerUsage { calls: 1, failures: 1, ..SummarizerUsage::default() });
                 retries += 1;
                 let truncated = (retries <= MAX_PTL_RETRIES)

@@ -71,7 +71,7 @@ fn history_items(history: &[HistMessage]) -> Vec<Item> {
 /// from the `context_length_exceeded` error code to `ContextWindowExceeded`.
 fn is_context_window_exceeded(error: &Error) -> bool {
     let m = error.message.to_ascii_lowercase();
-    m.contains("context_length_exceeded") || m.contains("context window") || m.contains("maximum context length")
+    error.kind == ErrorKind::ContextOverflow || m.contains("context_length_exceeded") || m.contains("context window") || m.contains("maximum context length")
 }
 
 /// Where the replacement history ends and how the initial context is placed, shared by both

@@ -55,7 +55,8 @@
 //!
 //! # Failures
 //! A context-window rejection of the compaction request (an error naming
-//! `context_length_exceeded`, or, simulated, a request whose content exceeds the window)
+//! `context_length_exceeded` or of kind `ContextOverflow`, or, simulated, a request whose
+//! content exceeds the window)
 //! drops the oldest history item (and its call or output partner) and retries; with only the
 //! prompt left it fails. Other summarizer errors are retried up to `stream_max_retries` (5)
 //! times, then the compaction fails. Failures leave the log unchanged.

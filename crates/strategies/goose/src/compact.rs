@@ -117,9 +117,9 @@ struct Summarized {
 }
 
 /// `do_compact`: the summary call over the agent-visible messages, retried down the removal
-/// ladder while the call is too large for the model. The seam's summarizer cannot answer
-/// `ContextLengthExceeded`, so a call overflows when Goose's own count of it
-/// (`count_chat_tokens(system, [user])`) exceeds the model's window.
+/// ladder while the call is too large for the model: when Goose's own count of it
+/// (`count_chat_tokens(system, [user])`) exceeds the model's window (the call is not sent), or
+/// when the provider answers `ContextLengthExceeded` (the runner's `ContextOverflow`).
 fn do_compact(visible: &[&GooseMessage<'_>], cx: &Cx<'_>) -> Result<Summarized, Error> {
     let (read_files, modified_files) = extract_file_history(visible);
     let system = compaction_system(&read_files, &modified_files);
@@ -142,9 +142,17 @@ fn do_compact(visible: &[&GooseMessage<'_>], cx: &Cx<'_>) -> Result<Summarized, 
             usage.add(SummarizerUsage { calls: 1, failures: 1, input_tokens: 0, output_tokens: 0 });
             continue;
         }
-        // Any other error ends the compaction at once; a summary cut off at the output
-        // cap is used as it is (Goose checks neither).
-        let summary = cx.summarizer.summarize(&request).map_err(|e| Error::new(e.kind, failure_message(&e.message)))?;
+        // The provider's `ContextLengthExceeded` (its count above Goose's): the next rung. Any
+        // other error ends the compaction at once; a summary cut off at the output cap is used
+        // as it is (Goose checks neither).
+        let summary = match cx.summarizer.summarize(&request) {
+            Ok(summary) => summary,
+            Err(e) if e.kind == ErrorKind::ContextOverflow => {
+                usage.add(SummarizerUsage { calls: 1, failures: 1, input_tokens: 0, output_tokens: 0 });
+                continue;
+            }
+            Err(e) => return Err(Error::new(e.kind, failure_message(&e.message))),
+        };
         usage.add(SummarizerUsage {
             calls: 1,
             failures: 0,

@@ -71,7 +71,8 @@
 //!   or serialized again, so the original's flags there change nothing later (in sessions whose
 //!   compactions are automatic); skipping keeps prune events to those that save tokens.
 //! - Modelled: the summary step's `ContextOverflowError` is taken to happen when the summarizer
-//!   reports more input tokens than the model's window; the error texts are the original's.
+//!   rejects the request as larger than the window (`ErrorKind::ContextOverflow`, the runner's
+//!   provider) or reports more input tokens than it; the error texts are the original's.
 //! - Modelled: a truncated summary (`StopReason::Length`) is accepted, as the original accepts a
 //!   summary that finished with reason `length`.
 //! - Modelled: media have no bytes here; in the model-message JSON they count as an empty data

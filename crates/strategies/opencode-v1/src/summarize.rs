@@ -126,12 +126,16 @@ pub(crate) fn summarize(
 
     let request =
         prompt::request(&visible[..selected.head], previous_summary.as_deref(), max_output_tokens(config, cx.model));
-    let summary = cx.summarizer.summarize(&request)?;
-    // The provider rejects a summary request larger than the context: the summary step ends in
+    // The provider rejects a summary request larger than the context (the runner says so, or
+    // the summarizer reports more input than the window): the summary step ends in
     // `ContextOverflowError` and the loop stops.
+    let too_large = || Error::new(ErrorKind::Rejected, if replay.is_some() { TOO_LARGE_REPLAY } else { TOO_LARGE });
+    let summary = match cx.summarizer.summarize(&request) {
+        Err(e) if e.kind == ErrorKind::ContextOverflow => return Err(too_large()),
+        result => result?,
+    };
     if cx.model.window > 0 && summary.input_tokens > cx.model.window {
-        let message = if replay.is_some() { TOO_LARGE_REPLAY } else { TOO_LARGE };
-        return Err(Error::new(ErrorKind::Rejected, message));
+        return Err(too_large());
     }
 
     let (after, injected) = match (trigger.auto, replay) {
