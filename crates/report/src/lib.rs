@@ -16,6 +16,7 @@ mod html;
 mod isolation;
 mod json;
 mod markdown;
+mod pressure;
 mod row;
 mod triggers;
 

@@ -267,6 +267,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
     let strategies = crate::row::strategies(rows, summarizer);
     crate::failure_modes::failure_modes(&mut out, &primary, &strategies);
     crate::triggers::triggers(&mut out, &primary, &strategies);
+    crate::pressure::pressure_table(&mut out, &primary, &strategies);
     position(&mut out, &primary, &strategies);
     crate::judged::judged(&mut out, &primary, &strategies);
     for sc in scenarios {

@@ -26,12 +26,6 @@ pub(crate) struct Spread {
     pub(crate) loops: usize,
 }
 
-/// Summary calls of every compaction attempt of `runs` (failed ones too) whose request exceeded
-/// the window.
-fn summary_calls_over_window(runs: &[&RunResult]) -> u32 {
-    runs.iter().flat_map(|r| &r.compactions).map(|c| c.summary_calls_over_window).sum()
-}
-
 /// A compaction attempt that appended checkpoints (no error, not empty).
 pub(crate) fn succeeded(c: &CompactionRecord) -> bool {
     c.error.is_none() && !c.kinds.is_empty()
@@ -87,24 +81,22 @@ pub(crate) fn triggers(out: &mut String, runs: &[&RunResult], strategies: &[&str
         "Over every scenario and seed, successful compactions only. Usage: the context just before the compaction by the runner's exact count, \
          % of the scenario's window (min / p10 / median / p90 / max). Mid-loop: the newest message was a tool result, so the compaction \
          interrupted the agent's loop (TraceLab's traces of real Claude Code and Codex sessions: 86.5%). No reduction: the context was not \
-         smaller after it; loops: such a compaction followed by another attempt at the same or the next request. Summary calls over window: \
-         summary requests (measured as their harness sends them) larger than the window, which a summarizer with the main model's window \
-         would refuse (\"prompt is too long\").\n"
+         smaller after it; loops: such a compaction followed by another attempt at the same or the next request (refused summary \
+         requests and failed attempts: the next section).\n"
     );
-    let _ = writeln!(out, "| strategy | compactions | usage min | p10 | median | p90 | max | mid-loop | no reduction | loops | summary calls over window |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "| strategy | compactions | usage min | p10 | median | p90 | max | mid-loop | no reduction | loops |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for st in strategies {
         let mine: Vec<&RunResult> = runs.iter().copied().filter(|r| r.strategy == *st).collect();
-        let over = summary_calls_over_window(&mine);
         match spread(&mine) {
             None => {
-                let _ = writeln!(out, "| {st} | 0 | – | – | – | – | – | – | – | – | {over} |");
+                let _ = writeln!(out, "| {st} | 0 | – | – | – | – | – | – | – | – |");
             }
             Some(s) => {
                 let pct = |x: f64| format!("{x:.1}%");
                 let _ = writeln!(
                     out,
-                    "| {st} | {} | {} | {} | {} | {} | {} | {:.0}% | {} | {} | {} |",
+                    "| {st} | {} | {} | {} | {} | {} | {} | {:.0}% | {} | {} |",
                     s.compactions,
                     pct(s.min),
                     pct(s.p10),
@@ -113,8 +105,7 @@ pub(crate) fn triggers(out: &mut String, runs: &[&RunResult], strategies: &[&str
                     pct(s.max),
                     100.0 * s.mid_loop as f64 / s.compactions as f64,
                     s.no_reduction,
-                    s.loops,
-                    over
+                    s.loops
                 );
             }
         }
@@ -135,7 +126,7 @@ mod tests {
         let at = |request: u32, before: u64, after: u64, mid_loop: bool| CompactionRecord { request, tokens_before: before, tokens_after: after, mid_loop, ..base.clone() };
         run.window = 1000;
         run.compactions = vec![
-            CompactionRecord { summary_calls_over_window: 1, ..at(3, 500, 200, true) },
+            at(3, 500, 200, true),
             at(7, 900, 900, true),
             // Right after a compaction that did nothing: a loop.
             CompactionRecord { error: Some("no reduction".into()), kinds: vec![], ..at(8, 900, 900, false) },
@@ -145,9 +136,6 @@ mod tests {
         let s = spread(&[&run]).expect("it compacted");
         assert_eq!((s.compactions, s.min, s.p10, s.median, s.p90, s.max), (4, 50.0, 50.0, 70.0, 100.0, 100.0));
         assert_eq!((s.mid_loop, s.no_reduction, s.loops), (2, 2, 1));
-        // Failed attempts count too: their calls were sent.
-        run.compactions[2].summary_calls_over_window = 2;
-        assert_eq!(summary_calls_over_window(&[&run]), 3);
         run.compactions.clear();
         assert_eq!(spread(&[&run]), None);
     }
