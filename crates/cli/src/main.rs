@@ -351,6 +351,7 @@ fn eval(
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
     let primary = summarizer::Primary::new(summarizer, encoding)?;
+    let schedule = primary.schedule(summarizer);
     let delegating = chosen(&strategies, delegate);
     check_text_chat(text_chat)?;
     let texting = chosen(&strategies, text_chat);
@@ -409,7 +410,7 @@ fn eval(
             // Reused cells took no time: estimate the rest from the runs to come.
             bar.reset_eta();
         }
-        pool.install(|| run_matrix_skipping(strategies, &scenarios, seeds, &counter, factory, options, &skip, &tick))
+        pool.install(|| run_matrix_skipping(strategies, &scenarios, seeds, &counter, factory, options, schedule, &skip, &tick))
     };
     let extractive: &SummarizerFactory<'_> = &|session| primary.for_session(session);
     runs.extend(section(&strategies, extractive, RunOptions { judge: primary.judge(), ..Default::default() }, primary.name()));

@@ -7,9 +7,14 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use compactbench_core::{Error, Summarizer, Summary, SummaryRequest};
 use compactbench_eval::generate::Session;
+use compactbench_eval::matrix::{waiting, Schedule};
 use compactbench_summarize::{CacheMode, CacheStats, Extractive, FaultKind, Faulty, ReplayCache, Trigger};
 use compactbench_summarize_http::{OpenAi, OpenAiConfig};
 use compactbench_tokens::{Encoding, TokenCounter};
+
+/// Default of `--max-inflight`: enough to keep a single-GPU serving engine's batch busy, few
+/// enough not to queue past the timeout on a small one.
+const MAX_INFLIGHT: usize = 16;
 
 #[derive(clap::Args)]
 pub(crate) struct SummarizerArgs {
@@ -26,10 +31,13 @@ pub(crate) struct SummarizerArgs {
     /// API key (or COMPACTBENCH_OPENAI_API_KEY); many local servers need none.
     #[arg(long)]
     openai_api_key: Option<String>,
-    /// Summary requests in flight at once. A llama.cpp server on a CPU answers one at a time,
-    /// and queued requests spend their timeout waiting: use 1 there.
-    #[arg(long, default_value_t = OpenAiConfig::DEFAULT_MAX_CONCURRENCY, value_name = "N")]
-    openai_concurrency: usize,
+    /// Model calls (summaries and --judge questions) in flight at once, whatever --jobs: up to
+    /// N runs wait on the model while at most --jobs others compute, and a run waiting holds no
+    /// CPU thread. Fill a serving engine with it (vLLM or SGLang batch hundreds of requests);
+    /// a llama.cpp server on a CPU answers one at a time, and queued requests spend their
+    /// timeout waiting: use 1 there. Results do not depend on it.
+    #[arg(long, visible_alias = "openai-concurrency", default_value_t = MAX_INFLIGHT, value_name = "N")]
+    max_inflight: usize,
     /// Bound on one summary request, in seconds (a small model on a CPU reading 20k tokens
     /// takes minutes).
     #[arg(long, default_value_t = OpenAiConfig::DEFAULT_TIMEOUT.as_secs(), value_name = "SECS")]
@@ -72,8 +80,10 @@ impl SummarizerArgs {
     }
 }
 
-/// A summarizer shared by every session of a run (one HTTP client, one cache).
-struct Shared(Arc<dyn Summarizer>);
+/// The model shared by every run (one HTTP client, one cache). A call to it is a wait: under
+/// `Schedule::Remote` the run gives its CPU slot to another meanwhile.
+#[derive(Clone)]
+struct Shared(Arc<ReplayCache>);
 
 impl Summarizer for Shared {
     fn name(&self) -> &str {
@@ -81,15 +91,15 @@ impl Summarizer for Shared {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
-        self.0.summarize(request)
+        waiting(|| self.0.summarize(request))
     }
 }
 
 /// The primary summarizer of a run, built from the flags.
 pub(crate) struct Primary {
-    model: Option<Arc<ReplayCache>>,
+    model: Option<Shared>,
     /// The model client when `--judge` asks for model-judged probes.
-    judge: Option<Arc<ReplayCache>>,
+    judge: Option<Shared>,
     fault: Option<(FaultKind, Trigger)>,
     name: String,
     /// One memo of line counts for every offline summarizer of the run (see `TokenCounter`).
@@ -112,7 +122,7 @@ impl Primary {
             bail!("--replay-only needs --summarizer openai or --judge (the extractive summarizer needs no cache)");
         }
         // One client (and one cache) for summaries and judging alike.
-        let client = if summarizes || args.judge { Some(model_client(args)?) } else { None };
+        let client = if summarizes || args.judge { Some(Shared(model_client(args)?)) } else { None };
         let model = client.clone().filter(|_| summarizes);
         let judge = client.filter(|_| args.judge);
         let base = match &model {
@@ -133,7 +143,7 @@ impl Primary {
 
     /// The model that judges, with `--judge`.
     pub(crate) fn judge(&self) -> Option<&dyn Summarizer> {
-        self.judge.as_deref().map(|j| j as &dyn Summarizer)
+        self.judge.as_ref().map(|j| j as &dyn Summarizer)
     }
 
     /// The report name of the summarizer each session gets.
@@ -141,11 +151,11 @@ impl Primary {
         &self.name
     }
 
-    /// The summarizer for one session (fault counters are per session, so call numbering is
-    /// deterministic under parallelism).
+    /// The summarizer for one session's runs, or for one run under `Schedule::Remote` (a fault
+    /// injector numbers the calls of the runs that share it).
     pub(crate) fn for_session(&self, _: &Session) -> Box<dyn Summarizer> {
         let inner: Box<dyn Summarizer> = match &self.model {
-            Some(m) => Box::new(Shared(m.clone())),
+            Some(m) => Box::new(m.clone()),
             None => Box::new(Extractive::new(self.lines.clone())),
         };
         match self.fault {
@@ -154,9 +164,18 @@ impl Primary {
         }
     }
 
+    /// How the matrix runs: with a model to wait on (summaries or `--judge`), up to
+    /// `--max-inflight` runs wait on it at once; otherwise every run computes on the pool.
+    pub(crate) fn schedule(&self, args: &SummarizerArgs) -> Schedule {
+        match self.model.is_some() || self.judge.is_some() {
+            true => Schedule::Remote { max_inflight: args.max_inflight },
+            false => Schedule::Compute,
+        }
+    }
+
     /// Cache hits and misses, when a model is used.
     pub(crate) fn cache_stats(&self) -> Option<CacheStats> {
-        self.model.as_ref().or(self.judge.as_ref()).map(|m| m.stats())
+        self.model.as_ref().or(self.judge.as_ref()).map(|m| m.0.stats())
     }
 }
 
@@ -164,10 +183,10 @@ impl Primary {
 fn model_client(args: &SummarizerArgs) -> Result<Arc<ReplayCache>> {
     let mut config = OpenAiConfig::resolve(args.openai_base_url.clone(), args.openai_model.clone(), args.openai_api_key.clone())
         .map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    if args.openai_concurrency == 0 {
-        bail!("--openai-concurrency must be at least 1");
+    if args.max_inflight == 0 {
+        bail!("--max-inflight must be at least 1");
     }
-    config.max_concurrency = args.openai_concurrency;
+    config.max_concurrency = args.max_inflight;
     config.timeout = std::time::Duration::from_secs(args.openai_timeout);
     config.fold_system = args.openai_fold_system;
     config.max_output_tokens = args.openai_max_tokens;

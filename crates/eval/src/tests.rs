@@ -2,14 +2,17 @@
 //! every registered strategy.
 
 use std::path::Path;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::SeqCst;
 
-use compactbench_core::{Entry, Message, Origin};
+use compactbench_core::{Entry, Error, Message, Origin, Summarizer, Summary, SummaryRequest};
 use compactbench_summarize::Extractive;
 use compactbench_tokens::TokenCounter;
 
 use crate::drive::{run, Env};
-use crate::generate::{generate, Step};
-use crate::matrix::run_matrix;
+use crate::generate::{generate, Session, Step};
+use crate::matrix::{run_matrix, run_matrix_skipping, Schedule};
 use crate::scenario::Scenario;
 
 /// A small scenario every strategy compacts in: a 100k window (harness defaults such as a 50k
@@ -187,6 +190,70 @@ fn the_matrix_is_independent_of_thread_count() {
         serde_json::to_string(&runs).unwrap()
     };
     assert_eq!(go(1), go(2));
+}
+
+/// The extractive summarizer behind a 100 ms "model call" marked [`waiting`]; counts the calls
+/// waiting and the summaries computing, now and at most: `[waiting, most, computing, most]`.
+struct Remote {
+    inner: Extractive,
+    counts: Arc<[AtomicUsize; 4]>,
+}
+
+impl Summarizer for Remote {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        let [waiting, most_waiting, computing, most_computing] = &*self.counts;
+        crate::matrix::waiting(|| {
+            most_waiting.fetch_max(waiting.fetch_add(1, SeqCst) + 1, SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            waiting.fetch_sub(1, SeqCst);
+        });
+        most_computing.fetch_max(computing.fetch_add(1, SeqCst) + 1, SeqCst);
+        // Long enough for another thread to overlap it, if slots did not keep it out.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let summary = self.inner.summarize(request);
+        computing.fetch_sub(1, SeqCst);
+        summary
+    }
+}
+
+/// A scenario whose runs compute little and summarize early: a 6k window, six turns.
+const TINY: &str = r#"
+name = "tiny"
+description = "a few compactions, quickly"
+[model]
+name = "m"
+window = 6000
+max_output = 500
+provider = "anthropic"
+pricing = { input = 3.0, cached_input = 0.3, output = 15.0 }
+[session]
+turns = 6
+steps_per_turn = [2, 4]
+[[facts]]
+kind = "error_message"
+turn = 0
+"#;
+
+#[test]
+fn a_remote_schedule_waits_on_many_calls_computes_on_the_pool_and_changes_nothing() {
+    let sc = vec![Scenario::parse(Path::new("tiny.toml"), TINY).unwrap()];
+    let strategies: Vec<_> = ["pi", "codex", "claude-code", "opencode-v1"].iter().map(|id| compactbench_registry::find(id).unwrap()).collect();
+    let counter = TokenCounter::default();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let compute = pool.install(|| run_matrix(&strategies, &sc, 2, &counter, &|_| Box::new(Extractive::default()), Default::default(), &|_| {}));
+    let counts: Arc<[AtomicUsize; 4]> = Arc::default();
+    let remote = |_: &Session| -> Box<dyn Summarizer> { Box::new(Remote { inner: Extractive::default(), counts: counts.clone() }) };
+    let schedule = Schedule::Remote { max_inflight: 8 };
+    let runs = pool.install(|| run_matrix_skipping(&strategies, &sc, 2, &counter, &remote, Default::default(), schedule, &|_, _, _| false, &|_| {}));
+    assert_eq!(serde_json::to_string(&runs).unwrap(), serde_json::to_string(&compute).unwrap());
+    let (most_waiting, most_computing) = (counts[1].load(SeqCst), counts[3].load(SeqCst));
+    // 8 runs: with one pool thread, all of them can wait at once, and one computes.
+    assert!(most_waiting > 4, "at most {most_waiting} calls waited at once");
+    assert_eq!(most_computing, 1, "summaries computed at once on a one-thread pool");
 }
 
 #[test]

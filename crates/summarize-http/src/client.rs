@@ -1,6 +1,8 @@
 //! The client: one chat-completions call per summary, bounded and retried.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use compactbench_core::{estimate, Error, ErrorKind, StopReason, Summarizer, Summary, SummaryRequest};
 use tokio::sync::Semaphore;
@@ -23,19 +25,20 @@ pub struct OpenAi {
     runtime: Option<tokio::runtime::Runtime>,
 }
 
-/// One failed attempt, and whether trying again could help.
+/// One failed attempt, whether trying again could help, and when the server said to.
 struct Failure {
     error: Error,
     retryable: bool,
+    retry_after: Option<Duration>,
 }
 
 impl Failure {
     fn retry(kind: ErrorKind, message: String) -> Failure {
-        Failure { error: Error::new(kind, message), retryable: true }
+        Failure { error: Error::new(kind, message), retryable: true, retry_after: None }
     }
 
     fn fatal(kind: ErrorKind, message: String) -> Failure {
-        Failure { error: Error::new(kind, message), retryable: false }
+        Failure { error: Error::new(kind, message), retryable: false, retry_after: None }
     }
 }
 
@@ -111,7 +114,11 @@ impl OpenAi {
             match outcome {
                 Ok(summary) => return Ok(summary),
                 Err(f) if f.retryable && retry < self.config.max_retries => {
-                    tokio::time::sleep(self.config.backoff(retry)).await;
+                    let wait = match f.retry_after {
+                        Some(asked) => asked.min(self.config.max_retry_after),
+                        None => jittered(self.config.backoff(retry), &body, retry),
+                    };
+                    tokio::time::sleep(wait).await;
                     retry += 1;
                 }
                 Err(f) => {
@@ -130,6 +137,7 @@ impl OpenAi {
         }
         let response = call.send().await.map_err(|e| self.classify(e))?;
         let status = response.status();
+        let headers = response.headers().clone();
         // The timeout covers the body too: a server that stalls mid-answer times out here.
         let bytes = response.bytes().await.map_err(|e| self.classify(e))?;
         if !status.is_success() {
@@ -137,13 +145,15 @@ impl OpenAi {
             let message = format!("HTTP {}: {detail}", status.as_u16());
             // 5xx: the server failed and may recover; 429: it is busy. Anything else
             // (bad request, auth, unknown model) fails the same way every time.
-            return Err(if status.is_server_error() || status.as_u16() == 429 {
-                Failure::retry(ErrorKind::Transport, message)
-            } else {
-                Failure::fatal(ErrorKind::Transport, message)
-            });
+            if !(status.is_server_error() || status.as_u16() == 429) {
+                return Err(Failure::fatal(ErrorKind::Transport, message));
+            }
+            // A busy (429) or overloaded (503) server may say when to come back (vLLM's and
+            // SGLang's rate limiters, hosted APIs); sooner only earns another refusal.
+            let asked = matches!(status.as_u16(), 429 | 503).then(|| retry_after(&headers, SystemTime::now())).flatten();
+            return Err(Failure { retry_after: asked, ..Failure::retry(ErrorKind::Transport, message) });
         }
-        parse(&bytes, request).map_err(|e| Failure { error: e, retryable: false })
+        parse(&bytes, request).map_err(|e| Failure { error: e, retryable: false, retry_after: None })
     }
 
     fn classify(&self, e: reqwest::Error) -> Failure {
@@ -156,6 +166,29 @@ impl OpenAi {
         // Refused, reset, closed mid-body: the transport failed; a later attempt may not.
         Failure::retry(ErrorKind::Transport, format!("{} to {}: {}", if e.is_connect() { "cannot connect" } else { "request failed" }, self.endpoint, error_chain(&e)))
     }
+}
+
+/// The wait a `Retry-After` header asks for: delay-seconds (`120`) or an HTTP-date (`Fri, 31
+/// Dec 1999 23:59:59 GMT`, a date already past asking for none). `None` when absent or
+/// unreadable: the client then backs off on its own.
+fn retry_after(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// A wait between half of `longest` and all of it, fixed by the request body and the retry
+/// number. Calls that failed together (a server restarting under 64 calls in flight) then come
+/// back spread out instead of together; fixed, not random, so a rerun waits the same.
+fn jittered(longest: Duration, body: &[u8], retry: u32) -> Duration {
+    // std's `DefaultHasher::new()` is SipHash with fixed keys: the same value every run.
+    let mut hash = std::collections::hash_map::DefaultHasher::new();
+    (body, retry).hash(&mut hash);
+    let fraction = (hash.finish() >> 11) as f64 / (1u64 << 53) as f64;
+    longest.mul_f64(0.5 + 0.5 * fraction)
 }
 
 /// Reads a successful body into a summary.
@@ -274,6 +307,33 @@ mod tests {
         let e = parse(br#"{"error":{"message":"model overloaded"}}"#, &request()).unwrap_err();
         assert_eq!((e.kind, e.message.contains("model overloaded")), (ErrorKind::Transport, true));
         assert_eq!(parse(b"<html>", &request()).unwrap_err().kind, ErrorKind::Transport);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = httpdate::parse_http_date("Sun, 06 Dec 2026 22:00:00 GMT").unwrap();
+        let header = |v: &str| {
+            let mut h = reqwest::header::HeaderMap::new();
+            h.insert(reqwest::header::RETRY_AFTER, v.parse().unwrap());
+            h
+        };
+        assert_eq!(retry_after(&header("7"), now), Some(Duration::from_secs(7)));
+        assert_eq!(retry_after(&header(" 0 "), now), Some(Duration::ZERO));
+        assert_eq!(retry_after(&header("Sun, 06 Dec 2026 22:01:30 GMT"), now), Some(Duration::from_secs(90)));
+        assert_eq!(retry_after(&header("Sun, 06 Dec 2026 21:59:00 GMT"), now), Some(Duration::ZERO), "a past date asks for no wait");
+        assert_eq!(retry_after(&header("soon"), now), None);
+        assert_eq!(retry_after(&header("-3"), now), None);
+        assert_eq!(retry_after(&reqwest::header::HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn jitter_stays_between_half_and_all_and_spreads_calls() {
+        let longest = Duration::from_millis(800);
+        let waits: Vec<Duration> = (0..64u32).map(|i| jittered(longest, format!("body {i}").as_bytes(), 2)).collect();
+        assert!(waits.iter().all(|w| *w >= longest / 2 && *w <= longest), "{waits:?}");
+        let distinct: std::collections::HashSet<_> = waits.iter().collect();
+        assert!(distinct.len() > 32, "{} distinct waits of 64", distinct.len());
+        assert_eq!(jittered(longest, b"x", 1), jittered(longest, b"x", 1), "fixed by body and retry");
     }
 
     #[test]

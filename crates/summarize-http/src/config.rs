@@ -29,8 +29,11 @@ pub struct OpenAiConfig {
     pub max_retries: u32,
     /// Wait before the first retry; doubled for each further one.
     pub initial_backoff: Duration,
-    /// Longest wait between attempts.
+    /// Longest wait between attempts when the server names none.
     pub max_backoff: Duration,
+    /// Longest wait a server's `Retry-After` (on 429 or 503) is honoured for; a longer one is
+    /// cut to this, so a run is bounded whatever the server says.
+    pub max_retry_after: Duration,
     /// Requests in flight at once through this client, across all threads (at least 1).
     pub max_concurrency: usize,
     /// Send the summary request's system prompt at the start of the user message instead of
@@ -56,6 +59,9 @@ impl OpenAiConfig {
     pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
     /// Default longest backoff.
     pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(8);
+    /// Default longest `Retry-After` honoured: what hosted APIs ask for under rate limits
+    /// (seconds to a minute), not an outage's hours.
+    pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
     /// Default concurrency: what a single-GPU local server batches comfortably.
     pub const DEFAULT_MAX_CONCURRENCY: usize = 4;
 
@@ -70,6 +76,7 @@ impl OpenAiConfig {
             max_retries: Self::DEFAULT_MAX_RETRIES,
             initial_backoff: Self::DEFAULT_INITIAL_BACKOFF,
             max_backoff: Self::DEFAULT_MAX_BACKOFF,
+            max_retry_after: Self::DEFAULT_MAX_RETRY_AFTER,
             max_concurrency: Self::DEFAULT_MAX_CONCURRENCY,
             fold_system: false,
             max_output_tokens: None,
@@ -124,8 +131,9 @@ impl OpenAiConfig {
         }
     }
 
-    /// Wait before retry number `retry` (0-based): `initial_backoff * 2^retry`, at most
-    /// `max_backoff`.
+    /// Longest wait before retry number `retry` (0-based): `initial_backoff * 2^retry`, at most
+    /// `max_backoff`. The client waits between half of it and all of it (see
+    /// [`OpenAi`](crate::OpenAi)), unless the server said how long in `Retry-After`.
     pub fn backoff(&self, retry: u32) -> Duration {
         let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
         self.initial_backoff.saturating_mul(factor).min(self.max_backoff)
@@ -144,6 +152,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("max_retries", &self.max_retries)
             .field("initial_backoff", &self.initial_backoff)
             .field("max_backoff", &self.max_backoff)
+            .field("max_retry_after", &self.max_retry_after)
             .field("max_concurrency", &self.max_concurrency)
             .field("fold_system", &self.fold_system)
             .field("max_output_tokens", &self.max_output_tokens)

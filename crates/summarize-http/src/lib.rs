@@ -29,9 +29,12 @@
 //!
 //! # Failure handling
 //! - Timeouts, connection failures, HTTP 5xx and HTTP 429 are retried up to
-//!   [`OpenAiConfig::max_retries`] times, waiting `initial_backoff * 2^attempt` (capped at
-//!   `max_backoff`) between attempts. Other HTTP errors (400, 401, 404, ...) are not retried:
-//!   sending the same request again cannot fix them.
+//!   [`OpenAiConfig::max_retries`] times. A 429 or 503 with a `Retry-After` header (seconds or
+//!   an HTTP-date) waits what it asks, at most [`OpenAiConfig::max_retry_after`]; otherwise the
+//!   wait is exponential, `initial_backoff * 2^attempt` capped at `max_backoff`, less up to
+//!   half of it fixed by the request (jitter, so calls that failed together do not come back
+//!   together). Other HTTP errors (400, 401, 404, ...) are not retried: sending the same
+//!   request again cannot fix them.
 //! - Errors map to [`ErrorKind`](compactbench_core::ErrorKind): `Timeout` (the last attempt timed
 //!   out), `Transport` (connection, HTTP status, malformed or error JSON body), `EmptySummary`
 //!   (no choices, or empty content), `Other` (bad configuration, misuse).

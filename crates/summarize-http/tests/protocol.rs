@@ -128,6 +128,30 @@ fn retries_server_errors_then_succeeds() {
 }
 
 #[test]
+fn retry_after_is_honoured_on_429_and_503_and_capped() {
+    let f = Fixture::new();
+    // Backoff alone would wait 10-40 ms; the server asks for a second, then for a date 3 s on
+    // (rounded down to whole seconds: at least 2 s on, at least 1 s after the second attempt).
+    let later = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(3));
+    f.mount(chat().respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1")).up_to_n_times(1));
+    f.mount(chat().respond_with(ResponseTemplate::new(503).insert_header("retry-after", later.as_str())).up_to_n_times(1));
+    f.mount(chat().respond_with(ResponseTemplate::new(200).set_body_json(completion("patient", "stop"))));
+    let started = Instant::now();
+    assert_eq!(OpenAi::new(f.config()).unwrap().summarize(&request()).unwrap().text, "patient");
+    assert!(started.elapsed() >= Duration::from_millis(1900), "did not wait as asked: {:?}", started.elapsed());
+    assert_eq!(f.requests().len(), 3);
+
+    // An hour is cut to max_retry_after.
+    let f = Fixture::new();
+    f.mount(chat().respond_with(ResponseTemplate::new(429).insert_header("retry-after", "3600")).up_to_n_times(1));
+    f.mount(chat().respond_with(ResponseTemplate::new(200).set_body_json(completion("soon", "stop"))));
+    let config = OpenAiConfig { max_retry_after: Duration::from_millis(50), ..f.config() };
+    let started = Instant::now();
+    assert_eq!(OpenAi::new(config).unwrap().summarize(&request()).unwrap().text, "soon");
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+}
+
+#[test]
 fn gives_up_after_the_bounded_retries() {
     let f = Fixture::new();
     f.mount(chat().respond_with(ResponseTemplate::new(503).set_body_json(json!({"error": {"message": "model is loading"}}))));

@@ -3,7 +3,9 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 use compactbench_core::{Error, ErrorKind, StopReason, Summarizer, Summary, SummaryRequest};
 use serde::{Deserialize, Serialize};
@@ -57,9 +59,13 @@ pub struct CacheStats {
 /// so a crash never leaves a half-written entry. Errors are not cached: a timeout is a fact
 /// about one attempt, not about the request.
 ///
+/// Every answer is on disk before it is returned (no buffer to flush): a run killed midway
+/// keeps every answer it got, and its rerun asks the model none of them again.
+///
 /// Thread-safe: the counters are atomic and every entry is its own file, renamed into place.
-/// Two threads missing the same key at once both call the inner summarizer and the later
-/// rename wins; with one session per thread that does not happen in practice.
+/// A request is asked of the inner summarizer once however many threads want it at once (with
+/// `--max-inflight`, dozens of runs are in flight, and two strategies can send the same
+/// request): the first claims its key, the others wait for its answer and read it from disk.
 pub struct ReplayCache {
     inner: Box<dyn Summarizer>,
     dir: PathBuf,
@@ -67,6 +73,22 @@ pub struct ReplayCache {
     hits: AtomicU64,
     misses: AtomicU64,
     stored: AtomicU64,
+    /// Keys whose answer a thread is getting right now.
+    claimed: Mutex<HashSet<String>>,
+    released: Condvar,
+}
+
+/// A key claimed in a [`ReplayCache`]; released (and its waiters woken) on drop, error or not.
+struct Claim<'a> {
+    cache: &'a ReplayCache,
+    key: &'a str,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.cache.claimed.lock().unwrap_or_else(PoisonError::into_inner).remove(self.key);
+        self.cache.released.notify_all();
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -150,7 +172,16 @@ impl ReplayCache {
     /// A read-write cache for `inner` under `root` (entries go to `root/<name>/`).
     pub fn with_root(inner: Box<dyn Summarizer>, root: impl AsRef<Path>) -> ReplayCache {
         let dir = root.as_ref().join(folder_name(inner.name()));
-        ReplayCache { inner, dir, mode: CacheMode::ReadWrite, hits: AtomicU64::new(0), misses: AtomicU64::new(0), stored: AtomicU64::new(0) }
+        ReplayCache {
+            inner,
+            dir,
+            mode: CacheMode::ReadWrite,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            stored: AtomicU64::new(0),
+            claimed: Mutex::new(HashSet::new()),
+            released: Condvar::new(),
+        }
     }
 
     /// The same cache in `mode`.
@@ -172,6 +203,14 @@ impl ReplayCache {
     /// Hits, misses and writes so far.
     pub fn stats(&self) -> CacheStats {
         CacheStats { hits: self.hits.load(Ordering::Relaxed), misses: self.misses.load(Ordering::Relaxed), stored: self.stored.load(Ordering::Relaxed) }
+    }
+
+    /// Claims `key`, first waiting while another thread holds it (and so is getting its answer).
+    fn claim<'a>(&'a self, key: &'a str) -> Claim<'a> {
+        let claimed = self.claimed.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut claimed = self.released.wait_while(claimed, |c| c.contains(key)).unwrap_or_else(PoisonError::into_inner);
+        claimed.insert(key.to_owned());
+        Claim { cache: self, key }
     }
 
     fn load(&self, path: &Path, key: &str, request: &SummaryRequest) -> Result<Option<Summary>, Error> {
@@ -236,6 +275,9 @@ impl Summarizer for ReplayCache {
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
         let key = cache_key(self.inner.name(), request);
         let path = self.dir.join(format!("{key}.json"));
+        // Held until the answer is on disk, so a thread asking the same thing meanwhile finds
+        // it there instead of asking again.
+        let _claim = self.claim(&key);
         if let Some(summary) = self.load(&path, &key, request)? {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(summary);
@@ -429,6 +471,62 @@ mod tests {
         });
         assert_eq!(calls.load(Ordering::SeqCst), 8);
         assert_eq!(cache.stats(), CacheStats { hits: 32, misses: 8, stored: 8 });
+    }
+
+    #[test]
+    fn every_answer_is_on_disk_before_it_is_returned() {
+        let root = tempfile::tempdir().unwrap();
+        let (inner, _) = counting();
+        let cache = ReplayCache::with_root(inner, root.path());
+        for i in 0..3 {
+            cache.summarize(&request(&format!("t{i}"))).unwrap();
+        }
+        // Killed: no drop, nothing flushed at the end.
+        std::mem::forget(cache);
+        let (inner, calls) = counting();
+        let rerun = ReplayCache::with_root(inner, root.path()).mode(CacheMode::ReplayOnly);
+        for i in 0..3 {
+            rerun.summarize(&request(&format!("t{i}"))).unwrap();
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    }
+
+    /// Counts its calls and takes a while to answer, as a model does.
+    struct Slow {
+        calls: Arc<AtomicU64>,
+    }
+
+    impl Summarizer for Slow {
+        fn name(&self) -> &str {
+            "slow"
+        }
+
+        fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            Ok(Summary { text: request.transcript.clone(), input_tokens: 1, output_tokens: 1, stop: StopReason::Complete })
+        }
+    }
+
+    #[test]
+    fn the_same_request_from_many_threads_at_once_is_asked_once() {
+        let root = tempfile::tempdir().unwrap();
+        let calls = Arc::new(AtomicU64::new(0));
+        let cache = ReplayCache::with_root(Box::new(Slow { calls: calls.clone() }), root.path());
+        let barrier = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let (cache, barrier) = (&cache, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    assert_eq!(cache.summarize(&request("same")).unwrap().text, "same");
+                    // Distinct requests are not held up by one another.
+                    cache.summarize(&request(&format!("own {t}"))).unwrap();
+                });
+            }
+        });
+        assert_eq!(calls.load(Ordering::SeqCst), 1 + 8);
+        assert_eq!(cache.stats(), CacheStats { hits: 7, misses: 9, stored: 9 });
     }
 
     #[test]
