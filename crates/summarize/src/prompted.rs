@@ -3,8 +3,8 @@
 //!
 //! Rule (documented in README and ARCHITECTURE.md, and the only rule):
 //! 1. Read the request's `system` and `instructions` (the strategy's own summary prompt; the
-//!    system prompt only when its first line is about summarizing, since some harnesses send
-//!    the agent's own system prompt there) and find which [`Section`]s it asks for: a section is
+//!    system prompt only when its opening is about summarizing, since some harnesses send the
+//!    agent's own system prompt there) and find which [`Section`]s it asks for: a section is
 //!    asked for when one of its prompt phrases occurs (lowercase, at a word start). Sections come
 //!    in the order of their first mention. Names the prompt quotes in backticks (identifiers and
 //!    paths, [`named_terms`]: what a user's compaction instructions add) ask for a first section,
@@ -172,12 +172,17 @@ pub fn requested_sections(prompt: &str) -> Vec<Section> {
 /// prompt, which some harnesses send along, and it asks for no section).
 const SUMMARY_MARKERS: &[&str] = &["summar", "condens", "compress", "snapshot", "checkpoint", "compact"];
 
+/// How much of a system prompt's start [`prompt`] reads for what it is about: every summary
+/// system prompt of the strategies says so in its first sentence or heading.
+const OPENING_CHARS: usize = 300;
+
 /// The summary prompt of `request`: its instructions, after its system prompt when that is
-/// about summarizing. A system prompt is about summarizing when its first line says so: an
-/// agent's own system prompt sent along may mention compaction further down (a project memory's
-/// "when you compact, keep …" at its end), which makes it no summary prompt.
+/// about summarizing. A system prompt is about summarizing when its opening (the first 300
+/// characters) says so: an agent's own system prompt sent along may mention
+/// compaction further down (a project memory's "when you compact, keep …" at its end), which
+/// makes it no summary prompt.
 pub fn prompt(request: &SummaryRequest) -> String {
-    let system = request.system.lines().next().unwrap_or("").to_lowercase();
+    let system = request.system.chars().take(OPENING_CHARS).collect::<String>().to_lowercase();
     if SUMMARY_MARKERS.iter().any(|m| system.contains(m)) {
         format!("{}\n\n{}", request.system, request.instructions)
     } else {
@@ -760,8 +765,12 @@ test result: FAILED. 11 passed; 1 failed; 0 ignored
             }
         }
         assert!(seen > 40, "only {seen} summary requests");
-        let agent = "You are a coding agent.\n\n## Compact instructions\nWhen you compact, keep the lines about `cache_port_q7k2`.";
-        assert_eq!(prompt(&request(agent, "", "Summarize the errors.", 100)), "Summarize the errors.");
+        let rules: String = (0..8).map(|i| format!("- Rule {i}: keep each change small and run the module's tests afterwards.\n")).collect();
+        let agent = format!("You are a coding agent.\n{rules}\n## Compact instructions\nWhen you compact, keep the lines about `cache_port_q7k2`.");
+        assert_eq!(prompt(&request(&agent, "", "Summarize the errors.", 100)), "Summarize the errors.");
+        // A summary system prompt says what it is at once, under a heading or not.
+        let goose = "## Task\n\nThis session is being compacted. List the errors.";
+        assert_eq!(prompt(&request(goose, "", "Go.", 100)), format!("{goose}\n\nGo."));
         assert_eq!(named_terms("keep `cache_port_q7k2`, `src/net/a.rs`, `cache_port_q7k2` and `x y_z`, not `plain`"), ["cache_port_q7k2", "src/net/a.rs"]);
     }
 
