@@ -40,6 +40,12 @@ pub enum Moment {
     /// The request just built exceeds the model's window: the provider would reject it.
     /// A strategy with an overflow path compacts here and the runner retries once.
     Overflow,
+    /// The user typed the harness's manual compaction command (Claude Code's `/compact <text>`,
+    /// Pi's `/compact [instructions]`) at the prompt, after a turn ended and before the next
+    /// user message; what they typed after it is [`Cx::manual`]. A strategy whose original has
+    /// such a command decides to compact here, with no threshold; one without it skips (its
+    /// crate docs say so).
+    Manual,
 }
 
 /// A strategy's answer to "compact now?".
@@ -76,17 +82,21 @@ pub struct Cx<'a> {
     /// Failures append nothing to the log, so this is the one piece of in-memory harness
     /// state the runner keeps for strategies (e.g. Claude Code's circuit breaker).
     pub failures: u32,
+    /// At [`Moment::Manual`], the text the user typed after the command (`""` for a bare
+    /// `/compact`); `None` at every other moment. A strategy passes it to its summary call where
+    /// its original puts it, or drops it where the original's command takes no arguments.
+    pub manual: Option<&'a str>,
 }
 
 impl<'a> Cx<'a> {
-    /// A context with no failures so far.
+    /// A context with no failures so far, at a moment other than [`Moment::Manual`].
     pub fn new(
         model: &'a ModelProfile,
         summarizer: &'a dyn Summarizer,
         store: &'a mut VirtualStore,
         tokenizer: &'a dyn Tokenizer,
     ) -> Cx<'a> {
-        Cx { model, summarizer, store, tokenizer, failures: 0 }
+        Cx { model, summarizer, store, tokenizer, failures: 0, manual: None }
     }
 }
 

@@ -80,6 +80,47 @@ pub struct Fact {
     /// The values this fact's needle replaced, oldest first (`superseded_value` facts only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stale: Vec<Stale>,
+    /// The user's compaction instruction that names this fact's key, if one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub named_by: Option<NamedBy>,
+}
+
+/// Which of the user's compaction instructions names a fact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NamedBy {
+    /// The standing instruction in project memory.
+    Memory,
+    /// The text typed after a manual compaction command.
+    Manual,
+}
+
+impl NamedBy {
+    /// Snake-case name, as in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NamedBy::Memory => "memory",
+            NamedBy::Manual => "manual",
+        }
+    }
+}
+
+/// The tagged name a fact's needle is about (`cache_port_q7k2`, `parse_token_q7k2`,
+/// `src/net/auth_q7k2.rs`): the word of the needle that ends in its tag (`_`, a letter, a digit,
+/// a letter, a digit, then perhaps a file extension), which is what a user names when asking to
+/// keep it. `None` for a needle without one (a replayed transcript's).
+pub fn key(needle: &str) -> Option<&str> {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '/' | '.');
+    needle.split(|c: char| !is_word(c)).map(|w| w.trim_end_matches('.')).find(|w| {
+        let stem = w.rfind('.').filter(|&dot| w[..dot].contains('_') && !w[dot + 1..].is_empty() && w[dot + 1..].chars().all(|c| c.is_ascii_lowercase())).map_or(*w, |dot| &w[..dot]);
+        let b = stem.as_bytes();
+        b.len() >= 6
+            && b[b.len() - 5] == b'_'
+            && b[b.len() - 4].is_ascii_lowercase()
+            && b[b.len() - 3].is_ascii_digit()
+            && b[b.len() - 2].is_ascii_lowercase()
+            && b[b.len() - 1].is_ascii_digit()
+    })
 }
 
 /// A value a later statement replaced. A request that shows `value` without `superseded_by`

@@ -13,13 +13,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use crate::facts::{Fact, FactKind, Stale};
-pub use crate::session::{Session, Span, Step};
+use crate::facts::{Fact, FactKind, NamedBy, Stale};
+pub use crate::session::{Manual, Session, Span, Step, UserInstructions};
 use crate::scenario::{FactSpec, Scenario};
 
 /// A tool call a planted fact forces into a turn, with the fact it carries, if any
-/// (kind, needle, the turn the fact must be remembered until).
-type ForcedStep = (Call, Option<(FactKind, String, u32)>);
+/// (kind, needle, the turn the fact must be remembered until, its index in the scenario).
+type ForcedStep = (Call, Option<(FactKind, String, u32, usize)>);
 
 /// FNV-1a: a hash that stays the same across Rust releases (unlike `DefaultHasher`).
 pub(crate) fn stable_hash(s: &str) -> u64 {
@@ -287,6 +287,8 @@ struct Planted {
     step: usize,
     until_turn: u32,
     stale: Vec<Stale>,
+    /// Its index in the scenario's `facts`.
+    spec: usize,
 }
 
 /// What a `superseded_value` fact sets.
@@ -441,10 +443,12 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
     let turns = scenario.session.turns;
     let mut planted: Vec<Planted> = Vec::new();
     let mut turn_last_step = Vec::new();
+    let mut turn_user_step = Vec::new();
     let mut spans = Vec::new();
     let mut chains: Vec<Option<Chain>> = scenario.facts.iter().map(|_| None).collect();
     for turn in 0..turns {
         let here: Vec<&FactSpec> = scenario.facts.iter().filter(|f| f.turn == turn).collect();
+        let index = |f: &FactSpec| scenario.facts.iter().position(|x| std::ptr::eq(x, f)).expect("a fact of the scenario");
         let until = |f: &FactSpec| f.until_turn.unwrap_or(turns - 1);
 
         // The user message, with any constraint.
@@ -453,7 +457,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
         for f in here.iter().filter(|f| f.kind == FactKind::UserConstraint) {
             let needle = format!("do not change the public API of {}::{}_{}", g.pick(MODULES), g.ident(), g.tag());
             text.push_str(&format!(" Important: {needle}; other crates depend on it."));
-            planted.push(Planted { kind: f.kind, needle, step: g.steps.len(), until_turn: until(f), stale: Vec::new() });
+            planted.push(Planted { kind: f.kind, needle, step: g.steps.len(), until_turn: until(f), stale: Vec::new(), spec: index(f) });
         }
         // A superseded value is set in the user message of its turn, then changed in later
         // turns, by the user or in the closing answer; each statement names the value it
@@ -472,13 +476,14 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                     text.push_str(&format!(" Change of plan: {}; use the new value from here on.", chain.change(k + 1)));
                     text.push_str(&chain.distractors(&mut g, f.distractors()));
                     if k + 1 == f.changes.len() {
-                        planted.push(Planted { kind: f.kind, needle: chain.assertion(k + 1), step: g.steps.len(), until_turn: until(f), stale: chain.stale() });
+                        planted.push(Planted { kind: f.kind, needle: chain.assertion(k + 1), step: g.steps.len(), until_turn: until(f), stale: chain.stale(), spec: i });
                     }
                 } else {
                     closing_changes.push((i, k + 1));
                 }
             }
         }
+        turn_user_step.push(g.steps.len());
         g.steps.push(Step::User(Message::user(text)));
 
         // Steps forced by facts, placed at random positions among the turn's steps.
@@ -506,7 +511,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                 FactKind::UserConstraint | FactKind::UnresolvedStep | FactKind::Decision | FactKind::RejectedHypothesis | FactKind::SupersededValue => None,
             };
             if let Some((call, needle)) = entry {
-                forced.push((call, Some((f.kind, needle, until(f)))));
+                forced.push((call, Some((f.kind, needle, until(f), index(f)))));
             }
         }
         // An exploration span (searches and reads a harness could hand to a subagent) opens
@@ -525,8 +530,8 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                 match slot {
                     Some((call, fact)) => {
                         g.tool_step(vec![call]);
-                        if let Some((kind, needle, until_turn)) = fact {
-                            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn, stale: Vec::new() });
+                        if let Some((kind, needle, until_turn, spec)) = fact {
+                            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn, stale: Vec::new(), spec });
                         }
                     }
                     None => {
@@ -553,11 +558,11 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
                 Some(i) => {
                     let (call, fact) = forced[i].take().expect("each forced step is placed once");
                     g.tool_step(vec![call]);
-                    if let Some((kind, needle, until_turn)) = fact {
+                    if let Some((kind, needle, until_turn, spec)) = fact {
                         // An edited path first appears in the call (the assistant step before
                         // its single result); other needles first appear in the result.
                         let back = if kind == FactKind::FilePath { 2 } else { 1 };
-                        planted.push(Planted { kind, needle, step: g.steps.len() - back, until_turn, stale: Vec::new() });
+                        planted.push(Planted { kind, needle, step: g.steps.len() - back, until_turn, stale: Vec::new(), spec });
                     }
                 }
                 None => {
@@ -583,7 +588,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             };
             let sentence = if f.kind == FactKind::Decision { format!(" Decision: {needle}.") } else { format!(" Still open: {needle} once the fix lands.") };
             text.push_str(&sentence);
-            closing.push((f.kind, needle, until(f)));
+            closing.push((f.kind, needle, until(f), index(f)));
         }
         for &(i, k) in &closing_changes {
             let (f, chain) = (&scenario.facts[i], chains[i].as_ref().expect("set before it changes"));
@@ -599,7 +604,7 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             parts.push(Part::Reasoning {
                 text: format!("I suspected {name}_{tag} first, but its callers never reach the failing branch, so {needle}; do not revisit it."),
             });
-            closing.push((f.kind, needle, until(f)));
+            closing.push((f.kind, needle, until(f), index(f)));
         }
         let message = if parts.is_empty() {
             Message::assistant(text)
@@ -608,18 +613,24 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             Message::new(Role::Assistant, parts)
         };
         g.steps.push(Step::Assistant(message));
-        for (kind, needle, until_turn) in closing {
-            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn, stale: Vec::new() });
+        for (kind, needle, until_turn, spec) in closing {
+            planted.push(Planted { kind, needle, step: g.steps.len() - 1, until_turn, stale: Vec::new(), spec });
         }
         for (i, k) in closing_changes {
             let (f, chain) = (&scenario.facts[i], chains[i].as_ref().expect("set before it changes"));
             if k == f.changes.len() {
-                planted.push(Planted { kind: f.kind, needle: chain.assertion(k), step: g.steps.len() - 1, until_turn: until(f), stale: chain.stale() });
+                planted.push(Planted { kind: f.kind, needle: chain.assertion(k), step: g.steps.len() - 1, until_turn: until(f), stale: chain.stale(), spec: i });
             }
         }
         turn_last_step.push(g.steps.len() - 1);
     }
 
+    let instructions = user_instructions(scenario, &planted, &turn_user_step);
+    let named_by = |spec: usize| {
+        let memory = scenario.memory.iter().any(|m| m.names.contains(&spec));
+        let manual = scenario.manual.iter().any(|m| m.names.contains(&spec));
+        memory.then_some(NamedBy::Memory).or(manual.then_some(NamedBy::Manual))
+    };
     let facts = planted
         .into_iter()
         .enumerate()
@@ -631,7 +642,55 @@ pub fn generate(scenario: &Scenario, seed: u64) -> Session {
             needed_from: p.step + 1,
             needed_until: turn_last_step[p.until_turn as usize],
             stale: p.stale,
+            named_by: named_by(p.spec),
         })
         .collect();
-    Session { system, steps: g.steps, facts, spans }
+    // Project memory is loaded with the system prompt and travels with it (where each harness
+    // puts its own is its business: the strategy sees the system prompt).
+    let system = if instructions.memory.is_empty() { system } else { Message::system(format!("{}\n\n{}", system.text(), instructions.memory)) };
+    Session { system, steps: g.steps, facts, spans, instructions }
+}
+
+/// `keys` as a user writes them: `` `a` ``, `` `a` and `b` ``, `` `a`, `b` and `c` ``.
+fn key_list(keys: &[&str]) -> String {
+    let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The keys of the planted facts of the scenario's `facts[i]` for each `i` of `names`.
+fn named_keys<'p>(planted: &'p [Planted], names: &[usize]) -> Vec<&'p str> {
+    names
+        .iter()
+        .filter_map(|&i| planted.iter().find(|p| p.spec == i))
+        .map(|p| crate::facts::key(&p.needle).expect("generated needles carry a tagged key"))
+        .collect()
+}
+
+/// The project memory file and the manual commands the scenario asks for, naming the keys of
+/// the facts they list (built from the planted facts; no randomness, so a scenario without them
+/// generates the same session as before they existed).
+fn user_instructions(scenario: &Scenario, planted: &[Planted], turn_user_step: &[usize]) -> UserInstructions {
+    let mut out = UserInstructions::default();
+    if let Some(memory) = &scenario.memory {
+        out.memory_rule = format!(
+            "When you compact or summarize this conversation, keep the exact lines about {} verbatim: their current values, errors and decisions.",
+            key_list(&named_keys(planted, &memory.names))
+        );
+        out.memory = format!("# Project memory (CLAUDE.md / AGENTS.md / GEMINI.md)\n\n## Compact instructions\n{}", out.memory_rule);
+    }
+    for m in &scenario.manual {
+        let keys = named_keys(planted, &m.names);
+        let text = if keys.is_empty() {
+            String::new()
+        } else {
+            format!("focus on {}: keep their exact lines verbatim (current values, errors, decisions)", key_list(&keys))
+        };
+        out.manual.push(Manual { step: turn_user_step[m.turn as usize], text });
+    }
+    out.manual.sort_by_key(|m| m.step);
+    out
 }

@@ -21,6 +21,8 @@ pub mod variant;
 #[cfg(test)]
 mod shape_tests;
 #[cfg(test)]
+mod instructions_tests;
+#[cfg(test)]
 mod stale_tests;
 #[cfg(test)]
 mod tests;

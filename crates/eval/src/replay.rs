@@ -46,7 +46,7 @@ pub fn session(messages: &[Message]) -> Session {
         })
         .collect();
     let facts = mine(&steps);
-    Session { system, steps, facts, spans: Vec::new() }
+    Session { system, steps, facts, spans: Vec::new(), instructions: Default::default() }
 }
 
 fn sentences(text: &str) -> impl Iterator<Item = &str> {
@@ -72,6 +72,7 @@ pub fn mine(steps: &[Step]) -> Vec<Fact> {
                 needed_from: step + 1,
                 needed_until: until.max(step + 1),
                 stale: Vec::new(),
+                named_by: None,
             });
         }
     };

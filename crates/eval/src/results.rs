@@ -84,7 +84,7 @@ pub struct CompactionRecord {
     /// The first session step its window keeps verbatim (`None` if it keeps none or
     /// inherits the previous window).
     pub first_kept_step: Option<u32>,
-    /// `turn_end`, `before_request` or `overflow`.
+    /// `turn_end`, `before_request`, `overflow` or `manual`.
     #[serde(deserialize_with = "names::one")]
     pub moment: StaticName,
     /// The newest message when it ran was a tool result: the compaction interrupted the
@@ -167,6 +167,31 @@ pub struct FactOutcome {
     /// The model-judged probe, when the run had a judge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judged: Option<crate::judge::Judged>,
+    /// The user's compaction instruction that names it, if one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub named_by: Option<crate::facts::NamedBy>,
+}
+
+/// Where the user's compaction instructions went in one run (all zero when the session has
+/// none). A summary call carries a text "in its prompt" when its instructions hold it (what a
+/// summarizer is asked to do), "as context" when only its system prompt or transcript does (it
+/// rides along with the conversation, as project memory in a re-sent system prompt does).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instructed {
+    /// Manual compaction commands the user typed.
+    pub manual_asked: u32,
+    /// Of those, the ones the strategy acted on (decided to compact; failures included).
+    pub manual_ran: u32,
+    /// Summary calls of those compactions with the typed text in their prompt.
+    pub manual_in_prompt: u32,
+    /// ... with it only as context.
+    pub manual_in_context: u32,
+    /// Summary calls of the run with the project memory's compaction instruction in their prompt.
+    pub memory_in_prompt: u32,
+    /// ... with it only as context.
+    pub memory_in_context: u32,
+    /// Summary calls of the run.
+    pub summary_calls: u32,
 }
 
 /// One run: one strategy, one scenario, one seed.
@@ -199,6 +224,9 @@ pub struct RunResult {
     pub log_entries: usize,
     /// Output tokens of the session's assistant messages (priced as output).
     pub output_tokens: u64,
+    /// Whether the user's compaction instructions reached the run's summary calls.
+    #[serde(default)]
+    pub instructed: Instructed,
     /// What subagents cost (all zero unless the run delegated exploration spans).
     pub child: ChildCost,
     /// Where the run's wall time went (not deterministic: reported in `timing.md` only).

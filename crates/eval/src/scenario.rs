@@ -28,6 +28,35 @@ pub struct Scenario {
     /// Facts to plant (generated sessions only; replays mine theirs).
     #[serde(default, rename = "facts")]
     pub facts: Vec<FactSpec>,
+    /// A project memory file (CLAUDE.md, AGENTS.md, GEMINI.md) with a standing compaction
+    /// instruction, present from the start (generated sessions only).
+    #[serde(default)]
+    pub memory: Option<MemorySpec>,
+    /// Manual compactions the user asks for (generated sessions only).
+    #[serde(default)]
+    pub manual: Vec<ManualSpec>,
+}
+
+/// A standing compaction instruction in project memory: "when compacting, keep the exact
+/// lines about `k1`, `k2`", naming the keys of some planted facts.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySpec {
+    /// Indices into `facts` of the facts whose keys the instruction names (at least one).
+    pub names: Vec<usize>,
+}
+
+/// The user types the harness's manual compaction command (`/compact <text>`) at the prompt
+/// after turn `turn − 1` ends, before turn `turn`'s message; the text names the keys of some
+/// facts planted before it (none: a bare `/compact`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManualSpec {
+    /// The turn whose user message follows the command (1 or later).
+    pub turn: u32,
+    /// Indices into `facts` of the facts whose keys the text names.
+    #[serde(default)]
+    pub names: Vec<usize>,
 }
 
 /// Tool weights for the generator: relative frequency of each tool in ordinary steps.
@@ -281,6 +310,8 @@ impl Scenario {
                 imported: Some(Arc::new(Replay::new(imported))),
             }),
             facts: Vec::new(),
+            memory: None,
+            manual: Vec::new(),
         })
     }
 
@@ -296,8 +327,11 @@ impl Scenario {
             return fail("model.max_output", format!("expected 1..{} (below the window), got {}", self.model.window, self.model.max_output));
         }
         if self.replay.is_some() {
-            if self.session != SessionSpec::default() || !self.facts.is_empty() {
-                return fail("replay", "expected no [session] and no [[facts]] in a replay scenario (its probes are mined from the transcript)".into());
+            if self.session != SessionSpec::default() || !self.facts.is_empty() || self.memory.is_some() || !self.manual.is_empty() {
+                return fail(
+                    "replay",
+                    "expected no [session], [[facts]], [memory] or [[manual]] in a replay scenario (its probes are mined from the transcript)".into(),
+                );
             }
             return Ok(());
         }
@@ -361,6 +395,42 @@ impl Scenario {
             if f.distractors() > MAX_DISTRACTORS {
                 return fail(&format!("facts[{i}].distractors"), format!("expected 0..={MAX_DISTRACTORS}, got {}", f.distractors()));
             }
+        }
+        self.validate_instructions()
+    }
+
+    /// The `[memory]` and `[[manual]]` tables: every name a fact index, each fact named once,
+    /// a manual command after a turn and naming only facts planted before it.
+    fn validate_instructions(&self) -> Result<(), (String, String)> {
+        let fail = |field: String, what: String| Err((field, what));
+        let turns = self.session.turns;
+        let mut named = vec![None; self.facts.len()];
+        let mut check = |field: &str, names: &[usize], before: Option<u32>| -> Result<(), (String, String)> {
+            for (k, &f) in names.iter().enumerate() {
+                let field = format!("{field}.names[{k}]");
+                let Some(fact) = self.facts.get(f) else {
+                    return fail(field, format!("expected an index into [[facts]] (0..{}), got {f}", self.facts.len()));
+                };
+                if let Some(other) = named[f].replace(field.clone()) {
+                    return fail(field, format!("facts[{f}] is already named by {other}; a fact may be named once"));
+                }
+                if let Some(turn) = before.filter(|&t| fact.turn >= t) {
+                    return fail(field, format!("facts[{f}] is planted in turn {}, not before the command's turn {turn}", fact.turn));
+                }
+            }
+            Ok(())
+        };
+        if let Some(memory) = &self.memory {
+            if memory.names.is_empty() {
+                return fail("memory.names".into(), "expected at least one fact index".into());
+            }
+            check("memory", &memory.names, None)?;
+        }
+        for (i, m) in self.manual.iter().enumerate() {
+            if m.turn == 0 || m.turn >= turns {
+                return fail(format!("manual[{i}].turn"), format!("expected 1..{turns} (after a turn has ended), got {}", m.turn));
+            }
+            check(&format!("manual[{i}]"), &m.names, Some(m.turn))?;
         }
         Ok(())
     }

@@ -36,6 +36,31 @@ pub struct Session {
     pub facts: Vec<Fact>,
     /// Exploration spans a harness could delegate to a subagent, in order.
     pub spans: Vec<Span>,
+    /// What the user tells the harness about compaction.
+    pub instructions: UserInstructions,
+}
+
+/// What the user tells the harness about compaction: a standing instruction in project memory
+/// and manual compactions with instructions. The memory travels as the system prompt does (its
+/// text ends [`Session::system`]); each manual command is given to the strategy at its step.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserInstructions {
+    /// The project memory file's text, also the tail of the system prompt (`""`: none).
+    pub memory: String,
+    /// Its compaction instruction, one line of `memory` (`""`: none).
+    pub memory_rule: String,
+    /// Manual compactions, in step order.
+    pub manual: Vec<Manual>,
+}
+
+/// The user types the manual compaction command at the prompt before session step `step` (a
+/// user message), after the turn before it has ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manual {
+    /// The user step it precedes.
+    pub step: usize,
+    /// What is typed after the command (`""`: a bare `/compact`).
+    pub text: String,
 }
 
 /// A run of exploration steps (searches and reads) inside one turn: from an assistant step to

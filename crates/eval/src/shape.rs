@@ -68,7 +68,13 @@ pub fn text_chat(session: &Session, strategy: &dyn Strategy) -> Session {
             Step::Tool(m) => Step::Tool(feedback(chat, m, &calls)),
         })
         .collect();
-    Session { system: session.system.clone(), steps, facts: session.facts.clone(), spans: session.spans.clone() }
+    Session {
+        system: session.system.clone(),
+        steps,
+        facts: session.facts.clone(),
+        spans: session.spans.clone(),
+        instructions: session.instructions.clone(),
+    }
 }
 
 /// What a call became in the reply, which decides how its result comes back.

@@ -119,7 +119,7 @@ fn each_call_is_written_in_aiders_format() {
         steps.push(Step::Assistant(Message::tool_call(&id, *name, args.clone())));
         steps.push(Step::Tool(Message::tool_result(&id, *name, *result, *is_error)));
     }
-    let session = Session { system: Message::system("sys"), steps, facts: Vec::new(), spans: Vec::new() };
+    let session = Session { system: Message::system("sys"), steps, facts: Vec::new(), spans: Vec::new(), instructions: Default::default() };
     let shown: Vec<String> = aider_chat(&session)
         .steps
         .iter()
@@ -350,6 +350,6 @@ fn aider_on_its_chat_shape_compacts_without_violations() {
 #[should_panic(expected = "none declares no text chat shape")]
 fn a_strategy_without_a_chat_shape_has_no_text_rows() {
     let none = compactbench_registry::find("none").unwrap();
-    let session = Session { system: Message::system("sys"), steps: vec![Step::User(Message::user("Hi."))], facts: Vec::new(), spans: Vec::new() };
+    let session = Session { system: Message::system("sys"), steps: vec![Step::User(Message::user("Hi."))], facts: Vec::new(), spans: Vec::new(), instructions: Default::default() };
     crate::shape::text_chat(&session, none.as_ref());
 }

@@ -394,6 +394,7 @@ fn build(spec: &Spec) -> Built {
             needed_from,
             needed_until,
             stale: Vec::new(),
+            named_by: None,
         });
     }
     let system_text: String =
@@ -407,8 +408,10 @@ fn build(spec: &Spec) -> Built {
         session: SessionSpec::default(),
         replay: None,
         facts: Vec::new(),
+        memory: None,
+        manual: Vec::new(),
     };
-    Built { scenario, session: Session { system: Message::system(system_text), steps, facts, spans: Vec::new() } }
+    Built { scenario, session: Session { system: Message::system(system_text), steps, facts, spans: Vec::new(), instructions: Default::default() } }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,15 +1,15 @@
 //! The replay law (`compactbench_testkit::law`) for every registered strategy on every shipped
 //! scenario: the session of seed 1, fed entry by entry to the strategy's replay, gives the
-//! views, decisions and checkpoints of its from-scratch functions at every compaction and at
-//! a sample of other requests. The property suite (`fuzz_strategies.rs`) checks the same law
-//! on generated sessions.
+//! views, decisions and checkpoints of its from-scratch functions at every compaction, at the
+//! manual compaction commands a scenario's user types, and at a sample of other requests. The
+//! property suite (`fuzz_strategies.rs`) checks the same law on generated sessions.
 
 use std::path::Path;
 
 use compactbench_core::Message;
 use compactbench_eval::generate::{generate, Step};
 use compactbench_eval::scenario::{load_dir, Scenario};
-use compactbench_testkit::assert_replay_law;
+use compactbench_testkit::{assert_replay_law_instructed, FakeSummarizer};
 
 /// Compare at every this many requests besides every compaction: the from-scratch functions
 /// rebuild the whole view, so comparing at every request of a long session would make this
@@ -25,11 +25,15 @@ fn shipped() -> Vec<Scenario> {
 fn law_on_shipped_scenarios(part: usize) {
     let scenarios = shipped();
     assert!(scenarios.len() >= 19, "found {} shipped scenarios", scenarios.len());
-    let sessions: Vec<Vec<Message>> = scenarios
+    // Each session's messages, and its manual compaction commands at the messages they precede
+    // (message `i + 1` is step `i`: the system prompt comes first).
+    let sessions: Vec<(Vec<Message>, Vec<(usize, String)>)> = scenarios
         .iter()
         .map(|sc| {
             let session = generate(sc, 1);
-            std::iter::once(session.system.clone()).chain(session.steps.iter().map(Step::message).cloned()).collect()
+            let messages = std::iter::once(session.system.clone()).chain(session.steps.iter().map(Step::message).cloned()).collect();
+            let manual = session.instructions.manual.iter().map(|m| (m.step + 1, m.text.clone())).collect();
+            (messages, manual)
         })
         .collect();
     // `COMPACTBENCH_LAW_ONLY=id,id` narrows the test (to work on one strategy).
@@ -37,8 +41,9 @@ fn law_on_shipped_scenarios(part: usize) {
     let strategies = compactbench_registry::all().into_iter().skip(part).step_by(2);
     for strategy in strategies.filter(|s| only.as_ref().is_none_or(|o| o.contains(&s.info().id))) {
         let mut compactions = 0;
-        for (sc, session) in scenarios.iter().zip(&sessions) {
-            compactions += assert_replay_law(strategy.as_ref(), &sc.model, session, SAMPLE).compactions;
+        for (sc, (session, manual)) in scenarios.iter().zip(&sessions) {
+            let summarizer = || Box::new(FakeSummarizer::default()) as Box<dyn compactbench_core::Summarizer>;
+            compactions += assert_replay_law_instructed(strategy.as_ref(), &sc.model, session, SAMPLE, &summarizer, manual).compactions;
         }
         eprintln!("replay law/{}: {} scenarios, {compactions} compactions compared", strategy.info().id, scenarios.len());
     }

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::collections::BTreeMap;
 
 use compactbench_core::Shape;
-use compactbench_eval::results::{ChildCost, CompactionRecord, FactOutcome, RunResult, ViolationExample};
+use compactbench_eval::results::{ChildCost, CompactionRecord, FactOutcome, Instructed, RunResult, ViolationExample};
 use serde::Serialize;
 
 use crate::Row;
@@ -79,6 +79,36 @@ struct Run<'a> {
     log_entries: usize,
     output_tokens: u64,
     child: Child,
+    /// Where the user's compaction instructions went; left out of runs without any, so their
+    /// output does not change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructed: Option<Reach>,
+}
+
+/// Where the user's compaction instructions went in one run (see `Instructed` in the eval).
+#[derive(Serialize)]
+struct Reach {
+    manual_asked: u32,
+    manual_ran: u32,
+    manual_in_prompt: u32,
+    manual_in_context: u32,
+    memory_in_prompt: u32,
+    memory_in_context: u32,
+    summary_calls: u32,
+}
+
+impl From<Instructed> for Reach {
+    fn from(i: Instructed) -> Reach {
+        Reach {
+            manual_asked: i.manual_asked,
+            manual_ran: i.manual_ran,
+            manual_in_prompt: i.manual_in_prompt,
+            manual_in_context: i.manual_in_context,
+            memory_in_prompt: i.memory_in_prompt,
+            memory_in_context: i.memory_in_context,
+            summary_calls: i.summary_calls,
+        }
+    }
 }
 
 impl<'a> From<&'a RunResult> for Run<'a> {
@@ -96,6 +126,7 @@ impl<'a> From<&'a RunResult> for Run<'a> {
             log_entries: r.log_entries,
             output_tokens: r.output_tokens,
             child: Child::from(r.child),
+            instructed: (r.instructed != Instructed::default()).then(|| Reach::from(r.instructed)),
         }
     }
 }
@@ -174,6 +205,9 @@ struct Fact<'a> {
     /// Left out of judge-less runs, so their output does not change.
     #[serde(skip_serializing_if = "Option::is_none")]
     judged: Option<Judged>,
+    /// The user's instruction naming it (`memory`, `manual`); left out when none does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    named_by: Option<&'static str>,
 }
 
 impl<'a> From<&'a FactOutcome> for Fact<'a> {
@@ -190,6 +224,7 @@ impl<'a> From<&'a FactOutcome> for Fact<'a> {
             after_round: f.after_round.iter().map(|s| s.as_str()).collect(),
             planted_quarter: f.planted_quarter,
             judged: f.judged.as_ref().map(|j| Judged { request: j.request, answer: j.answer.as_str() }),
+            named_by: f.named_by.map(|n| n.as_str()),
         }
     }
 }

@@ -13,6 +13,7 @@ mod glance;
 mod judged;
 mod ground_truth;
 mod html;
+mod instructions;
 mod isolation;
 mod json;
 mod markdown;

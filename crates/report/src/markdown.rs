@@ -270,6 +270,7 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
     crate::pressure::pressure_table(&mut out, &primary, &strategies);
     position(&mut out, &primary, &strategies);
     crate::judged::judged(&mut out, &primary, &strategies);
+    crate::instructions::instructions(&mut out, runs, summarizer, &strategies);
     for sc in scenarios {
         let here: Vec<&Row> = rows.iter().filter(|r| r.scenario == sc.name && r.summarizer == summarizer).collect();
         if here.is_empty() {

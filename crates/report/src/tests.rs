@@ -45,6 +45,7 @@ fn fact(id: &str, kind: FactKind, last: Status, after_round: Vec<Status>) -> Fac
         lost_by: lost.then_some(0),
         after_round,
         judged: None,
+        named_by: None,
     }
 }
 
@@ -88,6 +89,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
         violation_examples: Vec::new(),
         log_entries: 5,
         output_tokens: 50,
+        instructed: Default::default(),
         child: Default::default(),
         phases: Default::default(),
     };

@@ -3,10 +3,13 @@
 //!
 //! Rule (documented in README and ARCHITECTURE.md, and the only rule):
 //! 1. Read the request's `system` and `instructions` (the strategy's own summary prompt; the
-//!    system prompt only when it is about summarizing, since some harnesses send the agent's
-//!    own system prompt there) and find which [`Section`]s it asks for: a section is asked
-//!    for when one of its prompt phrases occurs (lowercase, at a word start). Sections come in
-//!    the order of their first mention. If none is found, the summary is the [`Extractive`] one.
+//!    system prompt only when its opening is about summarizing, since some harnesses send the
+//!    agent's own system prompt there) and find which [`Section`]s it asks for: a section is
+//!    asked for when one of its prompt phrases occurs (lowercase, at a word start). Sections come
+//!    in the order of their first mention. Names the prompt quotes in backticks (identifiers and
+//!    paths, [`named_terms`]: what a user's compaction instructions add) ask for a first section,
+//!    `User focus`, of every line naming one (with `Recent context` after it when nothing else
+//!    is asked for). If none is found, the summary is the [`Extractive`] one.
 //! 2. Split the transcript into lines as the extractive summarizer does (every escaped `\n`
 //!    of a JSON-lines record also splits), trimmed and cut to [`MAX_LINE_CHARS`] characters,
 //!    and mark the lines of user messages (`[User]:` blocks, `User:`/`Human:` lines, JSON
@@ -62,6 +65,9 @@ pub enum Section {
     Identifiers,
     /// The latest work, whatever it is (the extractive ranking).
     Recent,
+    /// Every line naming what the prompt names in backticks (the user's "keep the lines about
+    /// `cache_port_q7k2`"): see [`named_terms`].
+    Named,
 }
 
 /// The table: each section, its heading, and the prompt phrases that ask for it.
@@ -113,6 +119,9 @@ impl Section {
 
     /// The heading the summary writes.
     pub fn heading(self) -> &'static str {
+        if self == Section::Named {
+            return "User focus";
+        }
         TABLE.iter().find(|(s, _, _)| *s == self).map(|(_, h, _)| *h).expect("every section is in the table")
     }
 }
@@ -163,15 +172,36 @@ pub fn requested_sections(prompt: &str) -> Vec<Section> {
 /// prompt, which some harnesses send along, and it asks for no section).
 const SUMMARY_MARKERS: &[&str] = &["summar", "condens", "compress", "snapshot", "checkpoint", "compact"];
 
+/// How much of a system prompt's start [`prompt`] reads for what it is about: every summary
+/// system prompt of the strategies says so in its first sentence or heading.
+const OPENING_CHARS: usize = 300;
+
 /// The summary prompt of `request`: its instructions, after its system prompt when that is
-/// about summarizing.
+/// about summarizing. A system prompt is about summarizing when its opening (the first 300
+/// characters) says so: an agent's own system prompt sent along may mention
+/// compaction further down (a project memory's "when you compact, keep …" at its end), which
+/// makes it no summary prompt.
 pub fn prompt(request: &SummaryRequest) -> String {
-    let system = request.system.to_lowercase();
+    let system = request.system.chars().take(OPENING_CHARS).collect::<String>().to_lowercase();
     if SUMMARY_MARKERS.iter().any(|m| system.contains(m)) {
         format!("{}\n\n{}", request.system, request.instructions)
     } else {
         request.instructions.clone()
     }
+}
+
+/// What `prompt` names to keep: each span in backticks without whitespace that holds `_` or `/`
+/// (an identifier or a path: `cache_port_q7k2`, `src/net/auth.rs`), once, in order. A user's
+/// compaction instructions name things this way; the strategies' own prompts name none.
+pub(crate) fn named_terms(prompt: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for (i, span) in prompt.split('`').enumerate() {
+        let quoted = i % 2 == 1;
+        if quoted && span.len() >= 3 && !span.contains(char::is_whitespace) && span.contains(['_', '/']) && !out.contains(&span) {
+            out.push(span);
+        }
+    }
+    out
 }
 
 /// One transcript line as the summarizer weighs it.
@@ -377,8 +407,8 @@ fn is_definition(l: &str) -> bool {
         || l.split_whitespace().any(|t| t.starts_with("--") && t.len() > 3 && t[2..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
 }
 
-/// Candidate line indices of `section`, best first.
-fn candidates(section: Section, lines: &[Line<'_>]) -> Vec<usize> {
+/// Candidate line indices of `section`, best first; `named` are the prompt's [`named_terms`].
+fn candidates(section: Section, lines: &[Line<'_>], named: &[&str]) -> Vec<usize> {
     let newest_first = |pred: &dyn Fn(&Line<'_>) -> bool| -> Vec<usize> { (0..lines.len()).rev().filter(|&i| !lines[i].skip && pred(&lines[i])).collect() };
     match section {
         Section::Requests => {
@@ -409,6 +439,7 @@ fn candidates(section: Section, lines: &[Line<'_>]) -> Vec<usize> {
             c.extend(newest_first(&|l| !l.lead));
             c
         }
+        Section::Named => newest_first(&|l| named.iter().any(|t| l.text.contains(t))),
     }
 }
 
@@ -438,7 +469,17 @@ impl Summarizer for PromptFollowing {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
-        let sections = requested_sections(&prompt(request));
+        let prompt = prompt(request);
+        let mut sections = requested_sections(&prompt);
+        let named = named_terms(&prompt);
+        if !named.is_empty() {
+            // What the user named comes first; with nothing else asked for, the rest of the
+            // budget goes to the latest work.
+            if sections.is_empty() {
+                sections.push(Section::Recent);
+            }
+            sections.insert(0, Section::Named);
+        }
         if sections.is_empty() {
             return self.fallback.summarize(request);
         }
@@ -452,7 +493,7 @@ impl Summarizer for PromptFollowing {
             taken: Vec<usize>,
         }
         let mut fills: Vec<Fill> =
-            sections.iter().map(|&section| Fill { section, candidates: candidates(section, &lines), taken: Vec::new() }).collect();
+            sections.iter().map(|&section| Fill { section, candidates: candidates(section, &lines, &named), taken: Vec::new() }).collect();
         // Fill order: the sections of specific lines first, then the user's messages, then the
         // catch-all, each group in prompt order (a line goes to the most specific section).
         let mut order: Vec<usize> = (0..fills.len()).collect();
@@ -697,6 +738,61 @@ test result: FAILED. 11 passed; 1 failed; 0 ignored
         let transcript = format!("{tool}\n{}", serde_json::json!({"parts": [{"text": draft}], "role": "model"}));
         let s = PromptFollowing::default().summarize(&request("", &transcript, "List the errors.", 500)).unwrap();
         assert_eq!(s.text, "## Errors\n{\"parts\":[{\"functionResponse\":{\"response\":{\"output\":\"error: \"x\" failed\"}}}],\"role\":\"user\"}");
+    }
+
+    /// No strategy's own summary prompt names anything in backticks, so `User focus` appears
+    /// only where a user's instructions reach the prompt; and the agent's system prompt sent
+    /// along stays unread even when project memory at its end mentions compaction.
+    #[test]
+    fn only_user_instructions_name_terms() {
+        use compactbench_core::{Message, Moment};
+        use compactbench_testkit::{model, Harness};
+        let mut seen = 0;
+        for strategy in compactbench_registry::all() {
+            for at in [Moment::TurnEnd, Moment::BeforeRequest, Moment::Overflow, Moment::Manual] {
+                let mut messages = vec![Message::system("You are a coding agent.")];
+                for i in 0..40 {
+                    let words: String = (0..400).map(|w| format!("word{} ", i * 400 + w)).collect();
+                    messages.push(Message::user(format!("Request {i}: {words}")));
+                    messages.push(Message::assistant(format!("Reply {i}: {words}")));
+                }
+                let mut h = Harness::new(messages, model(128_000, 8_192));
+                let _ = h.compact(strategy.as_ref(), at);
+                for r in h.summarizer.requests() {
+                    seen += 1;
+                    assert_eq!(named_terms(&prompt(&r)), Vec::<&str>::new(), "{} at {at:?}", strategy.info().id);
+                }
+            }
+        }
+        assert!(seen > 40, "only {seen} summary requests");
+        let rules: String = (0..8).map(|i| format!("- Rule {i}: keep each change small and run the module's tests afterwards.\n")).collect();
+        let agent = format!("You are a coding agent.\n{rules}\n## Compact instructions\nWhen you compact, keep the lines about `cache_port_q7k2`.");
+        assert_eq!(prompt(&request(&agent, "", "Summarize the errors.", 100)), "Summarize the errors.");
+        // A summary system prompt says what it is at once, under a heading or not.
+        let goose = "## Task\n\nThis session is being compacted. List the errors.";
+        assert_eq!(prompt(&request(goose, "", "Go.", 100)), format!("{goose}\n\nGo."));
+        assert_eq!(named_terms("keep `cache_port_q7k2`, `src/net/a.rs`, `cache_port_q7k2` and `x y_z`, not `plain`"), ["cache_port_q7k2", "src/net/a.rs"]);
+    }
+
+    /// A name the instructions quote in backticks gets its own first section with every line
+    /// naming it, newest first within its share; without the name the same request keeps
+    /// other lines.
+    #[test]
+    fn follows_the_names_a_user_asks_to_keep() {
+        let filler: String = (0..60).map(|i| format!("[Tool result]: error: check {i} failed in src/mod_{i}.rs\n\n")).collect();
+        let transcript = format!(
+            "[User]: Setting: cache_port_q7k2 = `8431` for now.\n\n{filler}[User]: Change of plan: cache_port_q7k2 = `9172` (was `8431`).\n\n{filler}"
+        );
+        let plain = real("pi", &transcript, 300);
+        let s = PromptFollowing::default().summarize(&plain).unwrap();
+        assert!(!s.text.contains("cache_port_q7k2"), "{}", s.text);
+        let asked = SummaryRequest { instructions: format!("{}\n\nAdditional focus: keep `cache_port_q7k2`", plain.instructions), ..plain };
+        let s = PromptFollowing::default().summarize(&asked).unwrap();
+        expect![[r#"
+            ## User focus
+            [User]: Setting: cache_port_q7k2 = `8431` for now.
+            [User]: Change of plan: cache_port_q7k2 = `9172` (was `8431`)."#]]
+        .assert_eq(s.text.split("\n\n").next().unwrap());
     }
 
     #[test]

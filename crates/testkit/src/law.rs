@@ -64,8 +64,8 @@ impl Side {
         self.summarizer.requests.lock().unwrap().clone()
     }
 
-    fn cx<'a>(&'a mut self, model: &'a ModelProfile, counter: &'a TokenCounter) -> Cx<'a> {
-        Cx { model, summarizer: &self.summarizer, store: &mut self.store, tokenizer: counter, failures: self.failures }
+    fn cx<'a>(&'a mut self, model: &'a ModelProfile, counter: &'a TokenCounter, typed: Option<&'a str>) -> Cx<'a> {
+        Cx { model, summarizer: &self.summarizer, store: &mut self.store, tokenizer: counter, failures: self.failures, manual: typed }
     }
 
     fn count(&mut self, result: &Result<Vec<Checkpoint>, Error>) {
@@ -98,6 +98,21 @@ pub fn assert_replay_law_with(
     sample: u32,
     summarizer: &dyn Fn() -> Box<dyn Summarizer>,
 ) -> LawTally {
+    assert_replay_law_instructed(strategy, model, messages, sample, summarizer, &[])
+}
+
+/// [`assert_replay_law_with`] on a session whose user compacts by hand: at each `(i, text)` of
+/// `manual` the user types the manual command with `text` (`Cx::manual`) before message `i` (a
+/// user message), which is compared at [`Moment::Manual`] (after the turn-end decision there).
+#[track_caller]
+pub fn assert_replay_law_instructed(
+    strategy: &dyn Strategy,
+    model: &ModelProfile,
+    messages: &[Message],
+    sample: u32,
+    summarizer: &dyn Fn() -> Box<dyn Summarizer>,
+    manual: &[(usize, String)],
+) -> LawTally {
     let counter = counter();
     let id = &strategy.info().id;
     let mut log = Log::new();
@@ -105,7 +120,7 @@ pub fn assert_replay_law_with(
     let (mut ours, mut theirs) = (Side::new(summarizer()), Side::new(summarizer()));
     let mut tally = LawTally::default();
     let mut replied = false;
-    for message in messages {
+    for (i, message) in messages.iter().enumerate() {
         let at = match message.role {
             Role::User if replied => Some(Moment::TurnEnd),
             Role::Assistant => Some(Moment::BeforeRequest),
@@ -113,13 +128,16 @@ pub fn assert_replay_law_with(
         };
         if let Some(at) = at {
             let sampled = at == Moment::BeforeRequest && tally.requests % sample.max(1) == 0;
-            step(strategy, &mut *replay, &mut log, at, sampled, model, counter, (&mut ours, &mut theirs), &mut tally, id);
+            step(strategy, &mut *replay, &mut log, at, sampled, model, counter, (&mut ours, &mut theirs), &mut tally, id, None);
+        }
+        for (_, typed) in manual.iter().filter(|(at, _)| *at == i) {
+            step(strategy, &mut *replay, &mut log, Moment::Manual, true, model, counter, (&mut ours, &mut theirs), &mut tally, id, Some(typed));
         }
         let mut message = message.clone();
         if message.role == Role::Assistant {
             let total = request_tokens(replay.view(&log), counter);
             if total > model.window {
-                step(strategy, &mut *replay, &mut log, Moment::Overflow, true, model, counter, (&mut ours, &mut theirs), &mut tally, id);
+                step(strategy, &mut *replay, &mut log, Moment::Overflow, true, model, counter, (&mut ours, &mut theirs), &mut tally, id, None);
             }
             let input = request_tokens(replay.view(&log), counter);
             message.usage = Some(Usage { input, output: counter.count_message(&message), cache_read: 0 });
@@ -152,16 +170,17 @@ fn step(
     (ours, theirs): (&mut Side, &mut Side),
     tally: &mut LawTally,
     id: &str,
+    typed: Option<&str>,
 ) {
     let request = tally.requests;
-    let plan = replay.decide(log, at, &ours.cx(model, counter));
+    let plan = replay.decide(log, at, &ours.cx(model, counter, typed));
     if !sampled && plan.is_none() {
         return;
     }
     let view = strategy.project(log);
     tally.views += 1;
     assert!(*replay.view(log) == view, "{id}: the replay's view differs from project() before request {request} ({at:?})");
-    let decision = strategy.decide(log, &view, at, &theirs.cx(model, counter));
+    let decision = strategy.decide(log, &view, at, &theirs.cx(model, counter, typed));
     tally.decisions += 1;
     let replayed = match &plan {
         Some(plan) => Decision::compact(plan.reason()),
@@ -169,8 +188,8 @@ fn step(
     };
     assert_eq!(replayed, decision, "{id}: the replay decides otherwise than decide() before request {request} ({at:?})");
     let Some(plan) = plan else { return };
-    let replayed = replay.compact(log, plan, &mut ours.cx(model, counter));
-    let from_scratch = strategy.compact(log, &view, at, &mut theirs.cx(model, counter));
+    let replayed = replay.compact(log, plan, &mut ours.cx(model, counter, typed));
+    let from_scratch = strategy.compact(log, &view, at, &mut theirs.cx(model, counter, typed));
     ours.count(&replayed);
     theirs.count(&from_scratch);
     tally.compactions += 1;

@@ -16,7 +16,7 @@ use compactbench_core::{
 use compactbench_tokens::TokenCounter;
 
 pub mod law;
-pub use law::{assert_replay_law, assert_replay_law_with, LawTally};
+pub use law::{assert_replay_law, assert_replay_law_instructed, assert_replay_law_with, LawTally};
 
 /// The exact tokenizer for a test's `Cx` (`Cx::new(model, summarizer, store, tokenizer())`):
 /// the runner's `TokenCounter`, one per test process, memoized by content.
@@ -110,12 +110,22 @@ pub struct Harness {
     pub summarizer: FakeSummarizer,
     /// Consecutive failed compactions, as the runner counts them (see `Cx::failures`).
     pub failures: u32,
+    /// What the user types after the manual command, handed as `Cx::manual` at
+    /// `Moment::Manual` (`""` when unset).
+    pub manual: String,
 }
 
 impl Harness {
     /// A harness over `messages` with `model` and a numbered fake summarizer.
     pub fn new(messages: impl IntoIterator<Item = Message>, model: ModelProfile) -> Harness {
-        Harness { log: Log::from_messages(messages), store: VirtualStore::new(), model, summarizer: FakeSummarizer::default(), failures: 0 }
+        Harness {
+            log: Log::from_messages(messages),
+            store: VirtualStore::new(),
+            model,
+            summarizer: FakeSummarizer::default(),
+            failures: 0,
+            manual: String::new(),
+        }
     }
 
     /// Appends a message.
@@ -131,7 +141,15 @@ impl Harness {
     /// The strategy's decision at `at`.
     pub fn decide(&mut self, strategy: &dyn Strategy, at: Moment) -> Decision {
         let view = strategy.project(&self.log);
-        let cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store, tokenizer: tokenizer(), failures: self.failures };
+        let manual = (at == Moment::Manual).then_some(self.manual.as_str());
+        let cx = Cx {
+            model: &self.model,
+            summarizer: &self.summarizer,
+            store: &mut self.store,
+            tokenizer: tokenizer(),
+            failures: self.failures,
+            manual,
+        };
         strategy.decide(&self.log, &view, at, &cx)
     }
 
@@ -141,7 +159,15 @@ impl Harness {
     pub fn compact(&mut self, strategy: &dyn Strategy, at: Moment) -> Result<Vec<Checkpoint>, Error> {
         let before = self.log.clone();
         let view = strategy.project(&self.log);
-        let mut cx = Cx { model: &self.model, summarizer: &self.summarizer, store: &mut self.store, tokenizer: tokenizer(), failures: self.failures };
+        let manual = (at == Moment::Manual).then_some(self.manual.as_str());
+        let mut cx = Cx {
+            model: &self.model,
+            summarizer: &self.summarizer,
+            store: &mut self.store,
+            tokenizer: tokenizer(),
+            failures: self.failures,
+            manual,
+        };
         let checkpoints = match strategy.compact(&self.log, &view, at, &mut cx) {
             Ok(c) => c,
             Err(e) => {
@@ -169,6 +195,34 @@ impl Harness {
             Decision::Compact { .. } => self.compact(strategy, at),
         }
     }
+}
+
+/// What the user typed after the manual command in [`manual`]'s session.
+pub const TYPED: &str = "focus on `cache_port_q7k2`: keep its exact lines verbatim";
+
+/// The user types the manual compaction command followed by `typed` (e.g. [`TYPED`]; `""`:
+/// bare) after 40 finished turns
+/// of about 1,600 tokens each (a 128k-token window, so no threshold is near): the strategy's
+/// decision at `Moment::Manual`, and the summary requests the compaction sent when it decided
+/// to compact (it must then append something).
+#[track_caller]
+pub fn manual(strategy: &dyn Strategy, typed: &str) -> (Decision, Vec<SummaryRequest>) {
+    let mut messages = vec![Message::system("You are a coding agent. Use the tools to read, search, edit and test.")];
+    for i in 0..40 {
+        let words: String = (0..400).map(|w| format!("word{} ", i * 400 + w)).collect();
+        messages.push(Message::user(format!("Request {i}: {words}")));
+        let mut reply = Message::assistant(format!("Reply {i}: {words}"));
+        reply.usage = Some(compactbench_core::Usage { input: 1_700 * (i + 1), output: 800, cache_read: 0 });
+        messages.push(reply);
+    }
+    let mut h = Harness::new(messages, model(128_000, 8_192));
+    h.manual = typed.to_owned();
+    let decision = h.decide(strategy, Moment::Manual);
+    if decision != Decision::Skip {
+        let appended = h.compact(strategy, Moment::Manual).expect("the manual compaction succeeds");
+        assert!(!appended.is_empty(), "{} decided to compact at Moment::Manual and appended nothing", strategy.info().id);
+    }
+    (decision, h.summarizer.requests())
 }
 
 /// Plain-text rendering of a view, one message per line: `role: searchable text` (long texts

@@ -7,12 +7,13 @@ use compactbench_core::{Cx, Error, ErrorKind, Moment, Role, Shape, StopReason, S
 use compactbench_tokens::{TokenCounter, PER_MESSAGE_OVERHEAD, PER_REQUEST_OVERHEAD};
 
 use super::{timed, Run};
-use crate::results::CompactionRecord;
+use crate::results::{CompactionRecord, Instructed};
 
 impl Run<'_> {
     /// Asks the strategy whether to compact at `at` and, if it plans to, compacts and
-    /// records the attempt. Returns whether checkpoints were appended.
-    pub(super) fn maybe_compact(&mut self, at: Moment) -> bool {
+    /// records the attempt. At [`Moment::Manual`], `typed` is what the user typed after the
+    /// command. Returns whether checkpoints were appended.
+    pub(super) fn maybe_compact(&mut self, at: Moment, typed: Option<&str>) -> bool {
         self.project();
         let plan = timed(&mut self.phases.decide, || {
             let cx = Cx {
@@ -21,10 +22,13 @@ impl Run<'_> {
                 store: &mut self.store,
                 tokenizer: self.env.counter,
                 failures: self.failures,
+                manual: typed,
             };
             self.replay.decide(&self.log, at, &cx)
         });
+        self.instructed.manual_asked += u32::from(at == Moment::Manual);
         let Some(plan) = plan else { return false };
+        self.instructed.manual_ran += u32::from(at == Moment::Manual);
         let reason = plan.reason().to_owned();
         let tokens_before = self.measure();
         // A summary call sent as the conversation's own prefix reuses what the last main request
@@ -39,6 +43,8 @@ impl Run<'_> {
             micros: AtomicU64::new(0),
             window: (self.scenario.model.window, self.scenario.model.provider),
             cost: Mutex::new(CallCost { last_fresh: self.last_fresh.take(), ..CallCost::default() }),
+            typed: typed.filter(|t| !t.is_empty()),
+            rule: &self.session.instructions.memory_rule,
         };
         let result = timed(&mut self.phases.compact, || {
             let mut cx = Cx {
@@ -47,6 +53,7 @@ impl Run<'_> {
                 store: &mut self.store,
                 tokenizer: self.env.counter,
                 failures: self.failures,
+                manual: typed,
             };
             self.replay.compact(&self.log, plan, &mut cx)
         });
@@ -54,6 +61,12 @@ impl Run<'_> {
         let cut_off = observed.cut_off.into_inner();
         let cost = observed.cost.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
         self.last_fresh = cost.last_fresh;
+        let reach = cost.reach;
+        self.instructed.manual_in_prompt += reach.manual_in_prompt;
+        self.instructed.manual_in_context += reach.manual_in_context;
+        self.instructed.memory_in_prompt += reach.memory_in_prompt;
+        self.instructed.memory_in_context += reach.memory_in_context;
+        self.instructed.summary_calls += reach.summary_calls;
         let newest = self.log.messages().next_back().map(|(_, m)| m);
         let mid_loop = newest.is_some_and(|m| m.role == Role::Tool || m.tool_result_ids().next().is_some());
         let mut record = CompactionRecord {
@@ -64,6 +77,7 @@ impl Run<'_> {
                 Moment::TurnEnd => "turn_end",
                 Moment::BeforeRequest => "before_request",
                 Moment::Overflow => "overflow",
+                Moment::Manual => "manual",
             },
             mid_loop,
             reason,
@@ -151,6 +165,8 @@ struct CallCost {
     /// The run's previous fresh call (system prompt, user message): the only prefix a fresh call
     /// can share.
     last_fresh: Option<(String, String)>,
+    /// Where the calls carried the user's compaction instructions.
+    reach: Instructed,
 }
 
 impl CallCost {
@@ -222,6 +238,34 @@ fn context_overflow(provider: Shape, tokens: u64, window: u64) -> Error {
     Error::new(ErrorKind::ContextOverflow, message)
 }
 
+impl Instructed {
+    /// Counts one summary call, and where it carries `typed` (what the user typed after a manual
+    /// command) and `rule` (the project memory's compaction instruction): in its instructions,
+    /// or only in its system prompt or transcript.
+    fn see(&mut self, request: &SummaryRequest, typed: Option<&str>, rule: &str) {
+        self.summary_calls += 1;
+        let place = |text: &str| {
+            if request.instructions.contains(text) {
+                (1, 0)
+            } else if request.system.contains(text) || request.transcript.contains(text) {
+                (0, 1)
+            } else {
+                (0, 0)
+            }
+        };
+        if let Some(typed) = typed {
+            let (prompt, context) = place(typed);
+            self.manual_in_prompt += prompt;
+            self.manual_in_context += context;
+        }
+        if !rule.is_empty() {
+            let (prompt, context) = place(rule);
+            self.memory_in_prompt += prompt;
+            self.memory_in_context += context;
+        }
+    }
+}
+
 /// Exact tokens of a message holding `text` (a summary call's system prompt or user message):
 /// counted by segments, since a transcript mostly repeats lines counted before.
 fn user_tokens(counter: &TokenCounter, text: &str) -> u64 {
@@ -261,6 +305,10 @@ struct Observed<'a> {
     /// Time spent in the summarizer (for the phase profile).
     micros: AtomicU64,
     cost: Mutex<CallCost>,
+    /// What the user typed after a manual command (`None` otherwise or when bare), and the
+    /// project memory's compaction instruction (`""`: none), looked for in each call.
+    typed: Option<&'a str>,
+    rule: &'a str,
 }
 
 impl Summarizer for Observed<'_> {
@@ -288,6 +336,7 @@ impl Summarizer for Observed<'_> {
             // Sent whether or not it is answered; the answer's tokens counted exactly.
             let mut cost = lock();
             cost.send(request, priced);
+            cost.reach.see(request, self.typed, self.rule);
             if let Ok(s) = &summary {
                 cost.output += self.counter.count_text_segmented(&s.text);
             }
@@ -345,6 +394,8 @@ mod tests {
             cut_off: AtomicU32::new(0),
             micros: AtomicU64::new(0),
             cost: Mutex::new(CallCost::default()),
+            typed: None,
+            rule: "",
         };
 
         let o = observed(0);

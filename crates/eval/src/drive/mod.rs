@@ -26,7 +26,7 @@ pub(crate) use probe::leaks;
 
 use crate::generate::{Session, Step};
 use crate::judge::Judged;
-use crate::results::{ChildCost, CompactionRecord, FactOutcome, Phases, RequestRecord, RunResult};
+use crate::results::{ChildCost, CompactionRecord, FactOutcome, Instructed, Phases, RequestRecord, RunResult};
 use crate::scenario::Scenario;
 use measure::{Contents, Key, Measured};
 use probe::{Probe, Prober};
@@ -96,6 +96,8 @@ struct Run<'a> {
     rounds: u32,
     /// Consecutive failed compactions (handed to strategies as `Cx::failures`).
     failures: u32,
+    /// Whether the user's compaction instructions reached the summary calls.
+    instructed: Instructed,
     /// The run's last summary call sent as a fresh prompt (system prompt, user message): what
     /// the next fresh call can find in the prompt cache.
     last_fresh: Option<(String, String)>,
@@ -161,9 +163,9 @@ impl Run<'_> {
     /// then appends `answer` with its usage.
     fn request(&mut self, step: usize, answer: &Message, observe: &mut dyn FnMut(&Snapshot<'_>)) {
         let window = self.scenario.model.window;
-        self.maybe_compact(Moment::BeforeRequest);
+        self.maybe_compact(Moment::BeforeRequest, None);
         let mut total = self.measure();
-        if total > window && self.maybe_compact(Moment::Overflow) {
+        if total > window && self.maybe_compact(Moment::Overflow, None) {
             total = self.measure();
         }
         let shared = self.shared_with_previous();
@@ -244,6 +246,7 @@ pub fn run_with(
         request: 0,
         rounds: 0,
         failures: 0,
+        instructed: Instructed::default(),
         last_fresh: None,
         contents: Contents::new(facts),
         measured: Measured::default(),
@@ -278,7 +281,11 @@ pub fn run_with(
                 match &session.steps[step] {
                     Step::User(m) => {
                         if any_assistant {
-                            run.maybe_compact(Moment::TurnEnd);
+                            run.maybe_compact(Moment::TurnEnd, None);
+                            // The user types the manual command at the prompt, then this message.
+                            for manual in session.instructions.manual.iter().filter(|m| m.step == step) {
+                                run.maybe_compact(Moment::Manual, Some(&manual.text));
+                            }
                         }
                         let id = run.push_message(m.clone());
                         run.entry_step.insert(id, step);
@@ -324,6 +331,7 @@ pub fn run_with(
         violation_examples: run.validity.examples,
         log_entries: run.log.len(),
         output_tokens: run.output_tokens,
+        instructed: run.instructed,
         child: run.child,
         phases: run.phases,
     }

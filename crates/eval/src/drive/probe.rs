@@ -181,5 +181,6 @@ pub(super) fn outcome(fact: &Fact, probes: &[Probe], compactions: &[CompactionRe
         lost_by: first_lost.and_then(|p| compactions.iter().rposition(|c| c.error.is_none() && c.request <= p.0)).map(|i| i as u32),
         after_round,
         judged: None,
+        named_by: fact.named_by,
     }
 }

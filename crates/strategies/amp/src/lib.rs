@@ -19,7 +19,12 @@
 //! ([`AmpConfig::handoff_percent`]; 85% lies between the 80–90% thresholds of open harnesses)
 //! \[assume, spec (b)\], and also when the request would overflow the window \[assume\]. The goal
 //! is the latest user request in the thread, the closest automatic stand-in for what a human
-//! would type \[assume\]. [`AmpStrategy::handoff`] is the manual `/handoff <goal>`. Nothing is
+//! would type \[assume\]. [`Moment::Manual`] (and [`AmpStrategy::handoff`]) is the manual
+//! `/handoff <goal>`: what the user typed is the goal, verbatim, in the draft request and the
+//! seed message (a bare `/handoff` takes the latest request); `amp/compaction` has no manual
+//! command and skips it. Project memory (AGENTS.md) reaches the draft call only inside the old
+//! thread's system text, which the fork reuses (context, not instructions) \[assume: the spec's
+//! (d) names no other input\]. Nothing is
 //! checked at [`Moment::TurnEnd`]: the check before the next request follows right after the
 //! user message, whose text then becomes the goal. A thread holding nothing but its seed
 //! message is never handed off again (nothing new to hand over) \[assume\].
@@ -268,14 +273,25 @@ impl Strategy for AmpStrategy {
             }
             Moment::BeforeRequest => Decision::Skip,
             Moment::Overflow => Decision::compact(format!("{reason} (overflow)")),
+            // `/handoff <goal>` [doc]; the compaction mode has no documented command (Amp
+            // removed `/compact` when handoff came) [assume].
+            Moment::Manual if self.mode == Mode::Handoff => Decision::compact("handoff (manual)"),
+            Moment::Manual => Decision::Skip,
         }
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let tokens = count::context_tokens(view);
-        let trigger = if at == Moment::Overflow { "overflow" } else { "threshold" };
+        let trigger = match at {
+            Moment::Overflow => "overflow",
+            Moment::Manual => "manual",
+            Moment::TurnEnd | Moment::BeforeRequest => "threshold",
+        };
+        // What the user typed after `/handoff` is the goal; a bare `/handoff` falls back to the
+        // latest request, as the automatic handoff does.
+        let goal = cx.manual.map(str::trim).filter(|g| !g.is_empty()).map(str::to_owned);
         let cp = match self.mode {
-            Mode::Handoff => handoff::run(log, view, None, trigger, tokens, cx)?,
+            Mode::Handoff => handoff::run(log, view, goal.as_deref(), trigger, tokens, cx)?,
             Mode::Compaction => compaction::run(view, trigger, tokens, cx)?,
         };
         Ok(vec![cp])

@@ -33,8 +33,11 @@
 //! ("ceiling" wording \[assume\]) before each model request (a server-side window is applied
 //! when the request is assembled \[assume\]). A provider overflow is treated like a threshold
 //! crossing, once per turn \[assume: as most open harnesses do\]. The CLI has no `/compact`
-//! \[doc\]; a direct [`Strategy::compact`] call stands for the benchmark's manual trigger
-//! \[assume\].
+//! \[doc\]; [`Moment::Manual`] stands for the benchmark's manual trigger the spec asks for
+//! (users report a `/compact` turn \[user\]) \[assume\]: the same sliding-window summary with no
+//! threshold. With no documented command there are no documented arguments, so what the user
+//! types is dropped; project memory (GEMINI.md, AGENTS.md rules) stays in the agent's system
+//! prompt, which the summary call replaces with its own (spec (d)) \[assume\].
 //!
 //! ## Token estimator
 //! The backend counts "conversation history" tokens with, presumably, the model tokenizer;
@@ -219,11 +222,16 @@ impl Strategy for AntigravityStrategy {
             Moment::BeforeRequest => Decision::Skip,
             Moment::Overflow if compact::overflow_handled_this_turn(log) => Decision::Skip,
             Moment::Overflow => Decision::compact("overflow"),
+            Moment::Manual => Decision::compact("manual"),
         }
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let trigger = if at == Moment::Overflow { "overflow" } else { "threshold" };
+        let trigger = match at {
+            Moment::Overflow => "overflow",
+            Moment::Manual => "manual",
+            Moment::TurnEnd | Moment::BeforeRequest => "threshold",
+        };
         let tokens = count::history_tokens(log, view);
         let retain = self.config.retain_tokens(cx.model.window);
         compact::run(view, retain, trigger, tokens, cx).map(|cp| vec![cp])

@@ -36,12 +36,15 @@ pub(crate) fn decide(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Mome
         }
         Moment::Overflow if auto() => Decision::compact("reactive"),
         Moment::Overflow => Decision::Skip,
+        // `/compact [focus]` runs whatever the threshold, the auto-compact switch and the
+        // circuit breaker say [doc].
+        Moment::Manual => Decision::compact("manual"),
     }
 }
 
 /// Micro-compaction first (when it fires), then the full compaction if the context is still
-/// at the threshold. Called directly (without a `Compact` decision) this is `/compact`: it
-/// summarizes whatever the size and circuit breaker say.
+/// at the threshold. At [`Moment::Manual`] (or called without a `Compact` decision) this is
+/// `/compact`: it summarizes whatever the size and circuit breaker say.
 pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
     let tokens_before = count::context_tokens(view);
     let mut out = Vec::new();
@@ -63,7 +66,11 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, at: Mom
             }
         }
     }
-    let trigger = if at == Moment::Overflow { "reactive" } else { "auto" };
+    let trigger = match at {
+        Moment::Overflow => "reactive",
+        Moment::Manual => "manual",
+        Moment::TurnEnd | Moment::BeforeRequest => "auto",
+    };
     out.push(full::compact(config, log, &working, trigger, tokens, cx)?);
     Ok(out)
 }

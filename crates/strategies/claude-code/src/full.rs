@@ -24,7 +24,7 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, trigger
     if messages.is_empty() {
         return Err(Error::new(ErrorKind::NothingToCompact, "Not enough messages to compact."));
     }
-    let instructions = prompt::compact_prompt(config.compact_instructions.as_deref());
+    let instructions = prompt::compact_prompt(config.compact_instructions.as_deref(), cx.manual);
     let cap = match cx.model.max_output {
         0 => MAX_OUTPUT_TOKENS_FOR_SUMMARY,
         m => m.min(MAX_OUTPUT_TOKENS_FOR_SUMMARY),

@@ -58,6 +58,19 @@
 //! becomes `Summary:\n…` \[RE `formatCompactSummary`\]. A reply cut off at the cap is used as
 //! it is (no check is reported) \[assume\]; an empty reply fails the compaction \[RE\].
 //!
+//! ## Manual compaction and project memory
+//! `/compact [focus instructions]` \[doc\] is [`Moment::Manual`]: a full compaction whatever
+//! the threshold, `auto_compact` and the circuit breaker say, with the typed text appended to
+//! the compact prompt under the literal heading `Additional Instructions:` (spec (e): what
+//! `/compact <text>` in `-p --resume` mode sends); a bare `/compact` adds nothing. A "Compact
+//! Instructions" section in CLAUDE.md is **not** appended to the prompt: the spec's (d) says it
+//! is \[user\], but anthropics/claude-code #89797 measured it applied in 0 of 354 bare `/compact`
+//! runs (all fell back to the stock template), so the crate follows the measurement. The
+//! project memory reaches the call only as the conversation does: our sessions keep it at the
+//! end of the system prompt, which the forked call reuses as its system text (above), as
+//! context beside the prompt rather than in it. The API variant has no manual command (its
+//! edits run server-side on each request) and skips [`Moment::Manual`].
+//!
 //! ## Checkpoint and re-injection
 //! One **user** message \[doc 2.1.69\]: a preamble saying the session continues from an earlier
 //! conversation that ran out of context, the formatted summary, a pointer to the full
@@ -154,7 +167,7 @@
 //! - Modelling note (API variant): the API's default triggers (100,000 and 150,000 input
 //!   tokens) assume a 200k-token window; on smaller windows the prompt overflows before either
 //!   fires, as it would for an API user who kept the defaults.
-//! - Deliberate: hooks, `/compact` focus text (use `compact_instructions`), partial and
+//! - Deliberate: hooks, partial and
 //!   session-memory compaction, the fallback model, image stripping over 32 MB, output
 //!   styles, nested and path-scoped rules, auto memory, deferred tool schemas and the 1M
 //!   context switches are not modelled: a replayed session has none of them.

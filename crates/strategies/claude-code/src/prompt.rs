@@ -37,11 +37,17 @@ stopped, so the task does not drift.";
 const NO_TOOLS_TRAILER: &str = "\n\nReminder: answer in text only, an <analysis> block followed by a <summary> block. Any tool call fails the task.";
 
 /// The compact prompt sent as the fork's last user turn, with optional extra instructions.
-pub(crate) fn compact_prompt(extra: Option<&str>) -> String {
+pub(crate) fn compact_prompt(extra: Option<&str>, manual: Option<&str>) -> String {
     let mut prompt = format!("{NO_TOOLS_PREAMBLE}{COMPACT_PROMPT}");
     if let Some(extra) = extra.filter(|e| !e.trim().is_empty()) {
         prompt.push_str("\n\nFurther instructions for this summary:\n");
         prompt.push_str(extra);
+    }
+    // `/compact <text>`: the text the user typed, under the literal heading the headless mode
+    // shows (spec (e), stream-json); a bare `/compact` adds nothing.
+    if let Some(manual) = manual.filter(|m| !m.trim().is_empty()) {
+        prompt.push_str("\n\nAdditional Instructions:\n");
+        prompt.push_str(manual.trim());
     }
     prompt.push_str(NO_TOOLS_TRAILER);
     prompt

@@ -73,8 +73,12 @@
 //!   was not asked for in this crate.
 //! - Environment details, mention expansion, rules files and the "Context Window Usage" block
 //!   are not modelled: our log has no workspace (deliberate; they are not compaction).
-//! - Manual `/compact` and `/smol` (the `condense` tool, `keep = "lastTwo"`) are not reproduced:
-//!   the runner issues no slash commands (deliberate).
+//! - Manual `/compact` and `/smol` ([`Moment::Manual`]) are skipped (deliberate): in Cline the
+//!   command rewrites the user's message into an instruction for the main model to call the
+//!   `condense` tool, whose summary the user must then accept (spec, "Manual condense"): a
+//!   model turn and a user reply the replay does not have. So nothing the user types after the
+//!   command reaches a summary call here. Project memory (`.clinerules`) is rebuilt into every
+//!   request's system prompt and is no part of the auto-condense instruction.
 //! - Auto-condense: the `Required Files` re-read (up to 8 files, 100,000 characters) is not
 //!   reproduced, there is no workspace to read (deliberate). The model's other allowed answer,
 //!   `attempt_completion`, is not modelled; a failed or empty summary counts as "the model did
@@ -355,7 +359,7 @@ impl Strategy for ClineStrategy {
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         match at {
             // Cline checks per request, once the new user content exists.
-            Moment::TurnEnd => Decision::Skip,
+            Moment::TurnEnd | Moment::Manual => Decision::Skip,
             // Any context-window error gets one automatic truncate-and-retry.
             Moment::Overflow => Decision::compact("context window exceeded"),
             Moment::BeforeRequest => {
@@ -381,7 +385,7 @@ impl Strategy for ClineStrategy {
         let task = Task::of(log);
         let mut staged = Staged::new(log, &task, usage.unwrap_or(0));
         match at {
-            Moment::TurnEnd => {}
+            Moment::TurnEnd | Moment::Manual => {}
             Moment::Overflow => {
                 self.overflow_step(&mut staged);
                 // The automatic retry goes through the pre-request check again.

@@ -26,7 +26,8 @@ pub(crate) fn run(
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
     let injection = match at {
-        Moment::TurnEnd => Injection::DoNotInject,
+        // Pre-turn and manual (`run_compact_task`) compactions: `DoNotInject` (spec (e)).
+        Moment::TurnEnd | Moment::Manual => Injection::DoNotInject,
         Moment::BeforeRequest | Moment::Overflow => Injection::BeforeLastUserMessage,
     };
     let tokens_before = total_tokens(view, anchor);

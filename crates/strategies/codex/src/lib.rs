@@ -35,6 +35,13 @@
 //! skips), and [`Moment::Overflow`] always skips: a context-window error during a normal turn
 //! ends the turn in Codex, and the next pre-turn check compacts.
 //!
+//! Manual `/compact` ([`Moment::Manual`]) runs `run_compact_task` whatever the count, with
+//! `DoNotInject` (spec (b)), locally or remotely as configured. The command takes no text
+//! (openai/codex #29816 asks for it), so anything typed after it is dropped. Project memory
+//! (AGENTS.md, a contextual `<INSTRUCTIONS>` user message in Codex) reaches the summary call
+//! only as part of the history it re-sends (here the base instructions, where our sessions
+//! keep it), never in the compact prompt.
+//!
 //! # What is kept, summarized, dropped
 //! The summarizer gets the whole history (tool outputs as they were recorded) as Responses
 //! items, one JSON item per line, with the base instructions as system text and the
@@ -86,8 +93,8 @@
 //! view shows) found in the log. A run keeps only the view ([`Incremental::reprojected`]).
 //!
 //! # Deviations
-//! - Deliberate: the model-downshift site (`maybe_run_previous_model_inline_compact`) and manual
-//!   `/compact` are not reproduced; a replayed session keeps one model and has no command.
+//! - Deliberate: the model-downshift site (`maybe_run_previous_model_inline_compact`) is not
+//!   reproduced; a replayed session keeps one model.
 //! - Deliberate: the provider's context-window rejection of the compaction request is simulated
 //!   (offline summarizers never reject): the request is rejected when its content (texts, call
 //!   arguments, outputs, base instructions and prompt, without JSON syntax) by `ceil(bytes / 4)`

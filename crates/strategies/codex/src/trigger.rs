@@ -15,6 +15,8 @@ pub(crate) fn decide(config: &CodexConfig, view: &View, anchor: Option<&Anchor>,
     match at {
         Moment::TurnEnd if over() => Decision::compact("pre-turn"),
         Moment::BeforeRequest if needs_follow_up(view) && over() => Decision::compact("mid-turn"),
+        // `/compact` runs `run_compact_task` whatever the count (spec (b)).
+        Moment::Manual => Decision::compact("manual"),
         _ => Decision::Skip,
     }
 }

@@ -19,9 +19,11 @@
 //! compacts when `tokens >= floor(trigger_percent × W / 100)` before a model request,
 //! `trigger_percent = 90` by default and configurable (the spec asks to also run the
 //! user-observed 59) ([`CursorConfig`]) \[assume\]. A provider overflow is treated like a
-//! threshold crossing, once per turn \[assume\]. A direct [`Strategy::compact`] call is the
-//! manual `/summarize` (the CLI also lists `/compress`) \[doc/user\]: it summarizes whatever the
-//! size, given something before the latest user turn.
+//! threshold crossing, once per turn \[assume\]. [`Moment::Manual`] is the manual `/summarize`
+//! (the CLI also lists `/compress`) \[doc/user\]: it summarizes whatever the size, given
+//! something before the latest user turn. The docs give the command no arguments \[doc\], so
+//! anything typed after it is dropped; project memory (rules) is not part of the summary call,
+//! which has its own system text \[assume, spec (d)\].
 //!
 //! ## Token estimator
 //! Cursor's own is unknown; the spec's stand-in is the benchmark tokenizer \[assume\], which a
@@ -196,11 +198,12 @@ impl Strategy for CursorStrategy {
             Moment::BeforeRequest => Decision::Skip,
             Moment::Overflow if summarize::overflow_handled_this_turn(log) => Decision::Skip,
             Moment::Overflow => Decision::compact("overflow"),
+            Moment::Manual => Decision::compact("manual"),
         }
     }
 
     /// Offloads long tool outputs, then summarizes when the threshold is (still) reached, on
-    /// overflow, or when called directly (`/summarize`) without any output to offload.
+    /// overflow, or at `/summarize` ([`Moment::Manual`]) without any output to offload.
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let tokens = count::context_tokens(log, view);
         let mut out = Vec::new();
@@ -211,11 +214,15 @@ impl Strategy for CursorStrategy {
             working = Cow::Owned(done.view);
             tokens_now = tokens.saturating_sub(done.saved);
             out.push(done.checkpoint);
-            if at != Moment::Overflow && tokens_now < self.config.threshold(cx.model.window) {
+            if !matches!(at, Moment::Overflow | Moment::Manual) && tokens_now < self.config.threshold(cx.model.window) {
                 return Ok(out);
             }
         }
-        let trigger = if at == Moment::Overflow { "overflow" } else { "threshold" };
+        let trigger = match at {
+            Moment::Overflow => "overflow",
+            Moment::Manual => "manual",
+            Moment::TurnEnd | Moment::BeforeRequest => "threshold",
+        };
         match summarize::run(log, &working, trigger, tokens_now, cx) {
             Ok(cp) => out.push(cp),
             // Only the offload had something to do.

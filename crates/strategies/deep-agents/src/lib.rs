@@ -25,7 +25,12 @@
 //! estimate of system prompt + messages reaches `int(0.85 * window)`, or the newest assistant
 //! message's reported usage does, or the estimate exceeds the input budget. Without a profile:
 //! 170,000 tokens, keep 6 messages. On a provider overflow ([`Moment::Overflow`]) the
-//! summarization path runs without the trigger check.
+//! summarization path runs without the trigger check. Deep Agents has no user command to
+//! compact: its manual path is the `compact_conversation` tool, which the *model* calls (spec
+//! (b), "Manual path"), so [`Moment::Manual`] (a user typing `/compact`) does nothing and what
+//! was typed never reaches a summary call. Project memory (`AGENTS.md` through the memory
+//! middleware) sits in the agent's system prompt, which the summary call does not send (its
+//! prompt is the summarization prompt alone, spec (d)).
 //!
 //! # Kept, summarized, dropped
 //! - Kept: a suffix of about `int(0.10 * window)` tokens (binary search on suffix sizes, the
@@ -164,7 +169,7 @@ impl DeepAgentsStrategy {
     /// count under the settings.
     pub(crate) fn decide_on(&self, log: &Log, view: &View, total: impl FnOnce(&Settings) -> u64, at: Moment, cx: &Cx<'_>) -> Decision {
         match at {
-            Moment::TurnEnd => Decision::Skip,
+            Moment::TurnEnd | Moment::Manual => Decision::Skip,
             Moment::BeforeRequest => {
                 let settings = self.settings(cx);
                 match middleware::reason_before_request(log, view, total(&settings), &settings) {
@@ -209,7 +214,7 @@ impl Strategy for DeepAgentsStrategy {
         let settings = self.settings(cx);
         let mut work = middleware::Work::new(log, &settings);
         match at {
-            Moment::TurnEnd => {}
+            Moment::TurnEnd | Moment::Manual => {}
             Moment::BeforeRequest => {
                 // The compact tool's call is handled once: by the first compaction after it.
                 let handled = log.entries().next_back().is_some_and(|(_, e)| matches!(e, Entry::Checkpoint(_)));

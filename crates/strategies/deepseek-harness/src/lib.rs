@@ -32,6 +32,14 @@
 //! a retained budget of 0, and let the runner retry the request. If neither the pruner nor the
 //! summary changed anything there is no retry and the provider's error stands.
 //!
+//! Manual ([`Moment::Manual`]): a bare `/compact` (`command-compact`, idle sessions only,
+//! which the prompt between turns is) compacts with a retained budget of 0 and no pruner
+//! (spec (b), (c)), whether or not automatic compaction is on. The command takes no
+//! arguments: `/compact <text>` is a usage error and compacts nothing, so typed instructions
+//! never reach the summarizer. Project memory reaches the summary call only as context: the
+//! call reuses the last request's system prompt (spec (d)), where our sessions keep it, and
+//! appends only `COMPACTION_INSTRUCTION`.
+//!
 //! # Selection, summary, checkpoint
 //! Pruner first (once pressure qualifies; always on overflow): every tool result longer than
 //! 8192 code points becomes its first 4096 code points, the literal marker
@@ -102,7 +110,7 @@
 //!   many tool-result messages; no cut can fall between them anyway.
 //! - Deliberate: the original runs the closing pre-step of a turn and the opening pre-step
 //!   of the next one back to back; both fall at [`Moment::TurnEnd`] and are one check here.
-//! - Deliberate: manual `/compact`, the compaction lock (`busy`), the stability re-check
+//! - Deliberate: the compaction lock (`busy`), the stability re-check
 //!   (nothing changes the log while we summarize), per-model policies and a separate
 //!   summarization model are not modelled.
 //! - Deliberate: "overflow retries since the last successful reply" is read from the log:
@@ -298,6 +306,13 @@ impl Strategy for DeepseekHarnessStrategy {
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+        if at == Moment::Manual {
+            // `/compact` takes no arguments: anything typed after it is a usage error and
+            // nothing runs (spec (b)); a bare one runs whether or not `auto` is on.
+            let bare = cx.manual.is_none_or(|typed| typed.trim().is_empty());
+            let m = measure(log, view);
+            return if bare && matches!(select(&m.nodes, 0), Ok(Some(_))) { Decision::compact(Trigger::Manual.as_str()) } else { Decision::Skip };
+        }
         if !self.config.auto {
             return Decision::Skip;
         }
@@ -313,6 +328,8 @@ impl Strategy for DeepseekHarnessStrategy {
                     Decision::Skip
                 }
             }
+            // Answered above.
+            Moment::Manual => Decision::Skip,
             Moment::TurnEnd | Moment::BeforeRequest => {
                 if self.pressure_qualifies(log, view, at, cx.model.window) {
                     Decision::compact(Trigger::Pressure.as_str())
@@ -324,7 +341,11 @@ impl Strategy for DeepseekHarnessStrategy {
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let trigger = if at == Moment::Overflow { Trigger::Overflow } else { Trigger::Pressure };
+        let trigger = match at {
+            Moment::Overflow => Trigger::Overflow,
+            Moment::Manual => Trigger::Manual,
+            Moment::TurnEnd | Moment::BeforeRequest => Trigger::Pressure,
+        };
         region::compact_if_needed(self, &self.config, log, view, trigger, cx)
     }
 }

@@ -19,6 +19,8 @@ pub(crate) enum Trigger {
     Pressure,
     /// Provider-confirmed context overflow (`agent/request-error`).
     Overflow,
+    /// The user's bare `/compact` (`command-compact`).
+    Manual,
 }
 
 impl Trigger {
@@ -26,6 +28,7 @@ impl Trigger {
         match self {
             Trigger::Pressure => "pressure",
             Trigger::Overflow => "context-overflow",
+            Trigger::Manual => "manual",
         }
     }
 }
@@ -155,6 +158,18 @@ pub(crate) fn compact_if_needed<'a>(
             work.land(cp);
             m = work.measure();
         }
+        let Some(keep_from) = select(&m.nodes, 0)? else { return work.finish() };
+        return match compact_region(&work.view, &m, keep_from, &system, config, trigger, 1, cx) {
+            Ok(cp) => {
+                work.land(cp);
+                Ok(work.landed)
+            }
+            Err(e) => work.finish_with(e),
+        };
+    }
+
+    if trigger == Trigger::Manual {
+        // The same function with `retainTokens = 0`, and no pressure to qualify the pruner (spec (c), (b)).
         let Some(keep_from) = select(&m.nodes, 0)? else { return work.finish() };
         return match compact_region(&work.view, &m, keep_from, &system, config, trigger, 1, cx) {
             Ok(cp) => {

@@ -26,6 +26,13 @@
 //! history (kept in the checkpoint's `details`). No compaction on an overflow error
 //! ([`Moment::Overflow`] is skipped) and none at [`Moment::TurnEnd`].
 //!
+//! [`Moment::Manual`] is `/compress` (aliases `/summarize`, `/compact`):
+//! `tryCompressChat(promptId, force=true)`, the compression alone with no threshold test and
+//! no failure latch (spec (b)). The command takes no arguments, so what the user types after it
+//! is dropped. Project memory (GEMINI.md) lives in the agent's system instruction, which the
+//! compression call replaces with the compression prompt (spec (d)); it is put back into the new
+//! chat's system instruction, not given to the summarizer.
+//!
 //! Every compaction does, in order, what `processTurn` does before a request:
 //! 1. **Tool-time truncation** (checkpoint `Offload`): shell results in the pending request
 //!    longer than `min(4 × (window − lastPromptTokenCount), 40 000)` characters are saved to
@@ -246,7 +253,10 @@ impl Strategy for GeminiCliStrategy {
         turn::decide(&self.config, log, view, at, cx)
     }
 
-    fn compact(&self, log: &Log, view: &View, _at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        if at == Moment::Manual {
+            return Ok(turn::compress_now(&self.config, log, view, cx, true)?.into_iter().collect());
+        }
         turn::before_request(&self.config, log, view, cx)
     }
 }

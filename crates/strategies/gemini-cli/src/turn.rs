@@ -40,6 +40,10 @@ pub(crate) fn prompt_tokens(log: &Log, view: &View, history: &History) -> u64 {
 /// The checks of `processTurn`, cheaply: compact when compression is due, when new shell
 /// output needs cutting, or when masking would mask something.
 pub(crate) fn decide(config: &GeminiCliConfig, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+    // `/compress` (aliases `/summarize`, `/compact`): `tryCompressChat(promptId, force=true)`.
+    if at == Moment::Manual {
+        return Decision::compact("manual");
+    }
     // Gemini CLI checks at the start of every `sendMessageStream`, new prompt or tool-result
     // continuation alike. It has no compaction on a provider overflow error.
     if at != Moment::BeforeRequest {

@@ -27,7 +27,12 @@
 //! tokens (what `update_session_metrics` stores after a compaction). Before either exists, the
 //! local estimate over the agent-visible messages. A provider overflow ([`Moment::Overflow`])
 //! compacts reactively, whatever the threshold, while this turn has had at most 2 earlier
-//! reactive compactions. A user message `/compact` (literal) compacts manually.
+//! reactive compactions. A user message `/compact` (literal) compacts manually, and so does
+//! [`Moment::Manual`] (the user types `/compact` at the prompt): `compact_messages(...,
+//! manual_compact = true)` takes no text, so anything typed after the command is dropped
+//! (spec (b)). Project memory (`.goosehints`) lives in the agent's system prompt, which the
+//! summary call replaces with the `compaction.md` template (spec (d)): the summarizer never
+//! sees it.
 //!
 //! # Kept, summarized, dropped
 //! - **Full compaction**: every agent-visible message is summarized and becomes
@@ -237,6 +242,7 @@ impl Strategy for GooseStrategy {
         }
         match at {
             Moment::TurnEnd => Decision::Skip,
+            Moment::Manual => Decision::compact("manual"),
             Moment::Overflow if reactive_allowed(log) => Decision::compact("overflow"),
             Moment::Overflow => Decision::Skip,
             Moment::BeforeRequest => {
@@ -276,6 +282,7 @@ impl Strategy for GooseStrategy {
         let conversation = conversation(&log);
         let trigger = match at {
             Moment::Overflow if reactive_allowed(&log) => Some(Trigger::Overflow),
+            Moment::Manual => Some(Trigger::Manual),
             Moment::BeforeRequest if manual_pending(&log) => Some(Trigger::Manual),
             Moment::BeforeRequest if self.over_threshold(&log, &agent, cx.model.window) => Some(Trigger::Threshold),
             _ => None,

@@ -49,9 +49,7 @@ impl Trigger {
 
 /// `/compact [instruction]`: "The context is empty." while no step has run yet (Kimi's
 /// `n_checkpoints == 0`: no history and no earlier compaction), else a compaction without any
-/// threshold check. The runner has no slash commands; this entry point exists so the
-/// command's behaviour is specified and tested.
-#[cfg_attr(not(test), allow(dead_code))]
+/// threshold check ([`Moment::Manual`](compactbench_core::Moment::Manual)).
 pub(crate) fn manual(
     strategy: &KimiCliStrategy,
     log: &Log,
@@ -59,12 +57,16 @@ pub(crate) fn manual(
     instruction: &str,
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
-    let (_, items) = history::split(view);
-    if items.is_empty() && log.last_checkpoint().is_none() {
+    if is_empty(log, view) {
         return Err(Error::new(ErrorKind::NothingToCompact, "The context is empty."));
     }
     let trigger = Trigger::Manual { instruction: instruction.trim().to_owned() };
     compact_context(strategy, log, view, &trigger, cx)
+}
+
+/// Kimi's `n_checkpoints == 0`: no history and no earlier compaction.
+pub(crate) fn is_empty(log: &Log, view: &View) -> bool {
+    history::split(view).1.is_empty() && log.last_checkpoint().is_none()
 }
 
 /// One compaction. An empty result means `prepare` found nothing to summarize (Kimi rewrites

@@ -25,6 +25,14 @@
 //! `floor(chars / 4)` of the text parts of every message appended since. Nothing is checked at
 //! a turn's end, and a provider overflow error ([`Moment::Overflow`]) never compacts.
 //!
+//! `/compact [instruction]` ([`Moment::Manual`], spec (b)): "The context is empty." (nothing
+//! happens) while no step has run, else a compaction with no threshold, reported as `manual`
+//! or `manual-with-prompt`. The stripped instruction follows the compaction prompt after a
+//! blank line, under a bold heading saying the user's custom compaction instruction takes
+//! priority over the default priorities (spec (d), `test_prepare_appends_custom_instruction`;
+//! K1 had no instruction and drops it). Project memory (AGENTS.md) is in the agent's system
+//! prompt, which the summary call does not send (spec (d)): the summarizer never sees it.
+//!
 //! # Selection
 //! `SimpleCompaction.prepare` with `max_preserved_messages = 2`: walking back from the newest
 //! message, the second message whose role is user or assistant is the cut. Everything from it on
@@ -94,8 +102,7 @@
 //! - Deliberate: a tool message holding several results counts as several Kimi tool messages
 //!   (one role and one call id each) in the request estimate; in the summarizer input each
 //!   result is one text part under the message's single header.
-//! - Deliberate: `/compact [instruction]` exists only as a crate-private entry point used by
-//!   the tests (the runner has no slash commands); the `/clear` command is not reproduced.
+//! - Deliberate: the `/clear` command is not reproduced.
 //! - Deliberate: `tokens_before` is the trigger counter (with pending), where Kimi reports
 //!   `token_count` without pending to its hooks.
 //! - K1: the media parts K1 still sent to the summarizer cannot travel in a text transcript and
@@ -232,6 +239,10 @@ impl Strategy for KimiCliStrategy {
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+        // `/compact [instruction]` runs without any threshold, once a step has run.
+        if at == Moment::Manual {
+            return if compact::is_empty(log, view) { Decision::Skip } else { Decision::compact("manual") };
+        }
         // Kimi checks only at step 2c, before each model call; an overflow error from the
         // provider ends the step instead.
         if at != Moment::BeforeRequest {
@@ -249,7 +260,10 @@ impl Strategy for KimiCliStrategy {
         }
     }
 
-    fn compact(&self, log: &Log, view: &View, _at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        if at == Moment::Manual {
+            return compact::manual(self, log, view, cx.manual.unwrap_or(""), cx);
+        }
         compact::compact_context(self, log, view, &compact::Trigger::Auto, cx)
     }
 

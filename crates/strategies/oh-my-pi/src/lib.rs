@@ -47,6 +47,14 @@
 //! - [`Moment::BeforeRequest`] with a tool result last — `maintainContextMidRun` between tool
 //!   steps (`midTurnEnabled`): the last reply's usage floored likewise.
 //! - [`Moment::Overflow`] — the provider's overflow error: reason `overflow`, then retry.
+//! - [`Moment::Manual`] — `/compact [instructions]` (spec (b)): "Nothing to compact" without a
+//!   preparation; otherwise the local summary of the preparation (`soft`, the one offline route
+//!   of the method list; no mode is given, so no override) whatever `enabled` and the thresholds
+//!   say, with the instructions after each history call's prompt as `Additional focus: …`
+//!   (literal, spec (d)); no rescue, no progress check. Project memory (AGENTS.md) is part of the
+//!   agent's system prompt, which the summary calls replace with their own (spec (d)); only the
+//!   handoff method, which sends the live context, carries it, and manual compaction does not use
+//!   it.
 //!
 //! # Methods (release 18.3.4, default order `remote, snapcompact, handoff, shake, soft`)
 //! A pass takes the first *usable* method from the order (`isCompactionMethodUsable`):

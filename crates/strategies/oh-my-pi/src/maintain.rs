@@ -42,12 +42,18 @@ fn check(config: &OhMyPiConfig, work: &mut Work<'_>, at: Moment, window: u64) ->
             _ => Check::default(),
         },
         Moment::Overflow => Check { run: config.enabled.then_some((Reason::Overflow, None)), ..Check::default() },
+        // `/compact` is its own pass (`Pass::manual`), not a check.
+        Moment::Manual => Check::default(),
     }
 }
 
 /// Whether oh-my-pi maintains context at `at`: the check found a pass to run and a usable
 /// method for it, or a prune pass rewrote history.
 pub(crate) fn decide(config: &OhMyPiConfig, work: &mut Work<'_>, at: Moment, window: u64) -> Decision {
+    if at == Moment::Manual {
+        // "Nothing to compact" when there is no preparation.
+        return if prepare(work, config.keep_recent_tokens, false).is_some() { Decision::compact("manual") } else { Decision::Skip };
+    }
     let check = check(config, work, at, window);
     let methods = method_order(&config.method_order);
     match check.run {
@@ -68,8 +74,11 @@ pub(crate) fn maintain(
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
     let check = check(config, work, at, cx.model.window);
+    let focus = cx.manual;
     let mut pass = Pass { config, work, cx, events: Vec::new(), error: None, pending_prompt: check.pending_prompt };
-    if let Some((reason, trigger)) = check.run {
+    if at == Moment::Manual {
+        pass.manual(focus);
+    } else if let Some((reason, trigger)) = check.run {
         pass.run(reason, trigger);
     }
     pass.finish()
@@ -185,7 +194,7 @@ impl Pass<'_, '_, '_, '_> {
                 }
                 Method::Handoff | Method::Soft => {
                     let Some(prep) = self.prepare_or_rescue(reason, from_shake) else { return };
-                    match self.summarize(method, &prep) {
+                    match self.summarize(method, &prep, None) {
                         Ok(Some(cp)) => {
                             self.commit(cp, reason, from_shake);
                             return;
@@ -201,6 +210,24 @@ impl Pass<'_, '_, '_, '_> {
                     }
                 }
             }
+        }
+    }
+
+    /// `/compact [instructions]`: the local summary (the offline route of the method list) of
+    /// the preparation, the instructions its additional focus, whatever `enabled` and the
+    /// thresholds say; no rescue and no progress check ("Nothing to compact" without a
+    /// preparation, an error shown to the user as it is).
+    fn manual(&mut self, focus: Option<&str>) {
+        let Some(prep) = prepare(self.work, self.config.keep_recent_tokens, false) else { return };
+        match self.summarize(Method::Soft, &prep, focus) {
+            Ok(Some(mut cp)) => {
+                if let Value::Object(map) = &mut cp.details {
+                    map.insert("reason".into(), json!("manual"));
+                }
+                self.work.emit(cp);
+            }
+            Ok(None) => {}
+            Err(e) => self.error = Some(e),
         }
     }
 
@@ -264,8 +291,8 @@ impl Pass<'_, '_, '_, '_> {
     }
 
     /// Runs `handoff` or `soft` on a preparation; `Ok(None)` is an empty handoff document.
-    fn summarize(&mut self, method: Method, prep: &Preparation) -> Result<Option<Checkpoint>, Error> {
-        let mut calls = Calls::new(self.cx.summarizer, self.window(), self.config.reserve_tokens);
+    fn summarize(&mut self, method: Method, prep: &Preparation, focus: Option<&str>) -> Result<Option<Checkpoint>, Error> {
+        let mut calls = Calls::new(self.cx.summarizer, self.window(), self.config.reserve_tokens).focused(focus);
         let (kind, summary, short, message) = if method == Method::Handoff {
             let mut context = self.work.context();
             if self.pending_prompt

@@ -353,6 +353,8 @@ pub(crate) struct Calls<'s> {
     window: u64,
     /// Output budget base: `reserveTokens ?? 16384`.
     reserve: u64,
+    /// `/compact [instructions]`: the user's instructions, the summary calls' additional focus.
+    focus: Option<String>,
 }
 
 impl<'s> Calls<'s> {
@@ -362,7 +364,15 @@ impl<'s> Calls<'s> {
             usage: SummarizerUsage::default(),
             window,
             reserve: reserve.unwrap_or(DEFAULT_RESERVE_TOKENS),
+            focus: None,
         }
+    }
+
+    /// These calls with the user's `/compact` instructions as their additional focus (none when
+    /// empty).
+    pub(crate) fn focused(mut self, focus: Option<&str>) -> Calls<'s> {
+        self.focus = focus.map(str::trim).filter(|f| !f.is_empty()).map(str::to_owned);
+        self
     }
 
     /// One call. A failed call is an error named after the call (`Summarization failed: …`);
@@ -403,13 +413,18 @@ impl<'s> Calls<'s> {
             transcript
                 .push_str(&format!("\n\n<previous-summary>\n{}\n</previous-summary>", escape_boundary_tags(prev)));
         }
+        let prompt = if previous.is_some() { UPDATE_PROMPT } else { INITIAL_PROMPT };
         SummaryRequest {
             purpose: "history".into(),
             // spec (d): Pi's request shape, the conversation serialized into one user message.
             context: SummaryContext::Fresh,
             system: SYSTEM_PROMPT.into(),
             transcript,
-            instructions: if previous.is_some() { UPDATE_PROMPT } else { INITIAL_PROMPT }.into(),
+            // Custom instructions follow the prompt as `Additional focus: …` (spec (d)).
+            instructions: match &self.focus {
+                Some(focus) => format!("{prompt}\n\nAdditional focus: {focus}"),
+                None => prompt.into(),
+            },
             max_output_tokens: self.summary_cap(),
         }
     }

@@ -21,7 +21,11 @@
 //! being the newest finished message never triggers. The check runs after every response, so it
 //! is made at [`Moment::BeforeRequest`] (mid-turn) and [`Moment::TurnEnd`]; a provider overflow
 //! ([`Moment::Overflow`]) compacts with `overflow: true`, which replays the last user message.
-//! A `compact` call without any of these reasons is a manual `/compact` (`auto: false`).
+//! A `compact` call without any of these reasons is a manual `/compact` (`auto: false`), and so
+//! is [`Moment::Manual`]: `create({auto: false})` takes no text, so anything typed after the
+//! command is dropped (spec (b)). Project memory (AGENTS.md) is part of the agent's system
+//! prompt, which the summary call replaces with the compaction agent's prompt (spec (d)): the
+//! summarizer never sees it.
 //!
 //! # What is kept, summarized, dropped
 //! - **Prune** (opt-in, `prune = false` by default as in the original): at the end of a turn,
@@ -216,6 +220,7 @@ impl Strategy for OpencodeV1Strategy {
             // Prune runs after the agent loop exits.
             Moment::TurnEnd if self.prune_due(log) => Decision::compact("prune"),
             Moment::BeforeRequest | Moment::TurnEnd => Decision::Skip,
+            Moment::Manual => Decision::compact("manual"),
         }
     }
 

@@ -36,6 +36,11 @@
 //! looking at `auto`, **once per provider turn**: if the request rebuilt after an overflow
 //! compaction overflows again, it is not retried (the log shows this as an overflow
 //! checkpoint with no message after it). [`Moment::TurnEnd`] never compacts.
+//! At [`Moment::Manual`] (the user's `/compact`): the variants' `compactManual` (reason
+//! `"manual"`; the canonical commit names no manual reason, spec (b)) runs the same plan and
+//! call without the threshold or `auto`. Nothing the user types reaches the call, whose one user
+//! message is the serialized conversation and the template alone \[assume: no variant passes
+//! text\]; it has no system prompt (spec (d)), so project memory is not sent either.
 //! Either path returns "no compaction" silently (the oversized request is sent) when there is
 //! nothing serialized, when the head is empty and there is no previous checkpoint, or when
 //! the summarizer prompt does not fit `context − summaryOutput`.
@@ -286,6 +291,11 @@ impl Strategy for OpencodeV2Strategy {
                     None => Decision::Skip,
                 }
             }
+            // `compactManual` (spec (b), from the variants): the same plan and call, no threshold.
+            Moment::Manual => match compaction::plan(log, &self.config, model) {
+                Some(_) => Decision::compact("manual"),
+                None => Decision::Skip,
+            },
         }
     }
 
@@ -319,8 +329,12 @@ impl Strategy for OpencodeV2Strategy {
         let ids = |ids: &[compactbench_core::EntryId]| ids.iter().map(|id| id.0).collect::<Vec<_>>();
         checkpoint.details = json!({
             "type": "compaction",
-            "reason": "auto",
-            "trigger": if at == Moment::Overflow { "overflow" } else { "threshold" },
+            "reason": if at == Moment::Manual { "manual" } else { "auto" },
+            "trigger": match at {
+                Moment::Overflow => "overflow",
+                Moment::Manual => "manual",
+                Moment::TurnEnd | Moment::BeforeRequest => "threshold",
+            },
             "summary": summary.text,
             "recent": selected.recent,
             "diagnostics": {"requested": "prepend", "used": "prepend"},

@@ -54,6 +54,12 @@
 //!   attention): `len(view) > max_size` or a request. Conversation window: a request only.
 //!   Observation masking, browser output, recent events: no trigger; they reshape every view.
 //!
+//! [`Moment::Manual`] does nothing: the spec names no user command that compacts (a
+//! `CondensationRequest` comes from a context-window error or from the agent's own
+//! `request_condensation` tool, spec (b)), so nothing the user types reaches a summary call.
+//! Project memory (microagents, `AGENTS.md`) is no part of the condensers' summary prompts
+//! (spec (d)).
+//!
 //! # Kept, summarized, dropped
 //! - SDK: the tail length is the strictest over the reasons (request `len//2 - keep_first -
 //!   1`, events `max_size//2 - keep_first - 1`, tokens: what remains after the shortest
@@ -571,7 +577,8 @@ impl Strategy for OpenhandsStrategy {
 /// with a request at overflow (the agent appends one and condenses in the same step).
 fn request(at: Moment) -> Option<bool> {
     match at {
-        Moment::TurnEnd => None,
+        // No user command: see the crate docs on manual compaction.
+        Moment::TurnEnd | Moment::Manual => None,
         Moment::BeforeRequest => Some(false),
         Moment::Overflow => Some(true),
     }

@@ -171,7 +171,16 @@
 //! - Deliberate: Pi runs the history and turn-prefix calls in parallel; we call them in that
 //!   order, one after the other, and stop at the first failure (Pi's `Promise.all` rejects
 //!   too, so the outcome — no checkpoint — is the same).
-//! - Deliberate: manual `/compact` (custom instructions, "Already compacted" errors), extension
+//! - Manual `/compact [instructions]` is [`Moment::Manual`] (`AgentSession.compact
+//!   (customInstructions)`, spec (b)): the same preparation and calls with no threshold, even
+//!   with `enabled = false`; the instructions follow the history call's prompt after a blank
+//!   line as `Additional focus: ` (literal, spec (d)), and the turn-prefix call gets none (spec
+//!   (d)). Its "Already compacted" and "Nothing to compact" errors are thrown to the user and
+//!   change nothing, so the crate skips when there is nothing to prepare; a failure is returned
+//!   without the automatic paths' prefixes. Project memory (AGENTS.md) is part of the agent's
+//!   system prompt, which the summary call replaces with `SUMMARIZATION_SYSTEM_PROMPT` (spec
+//!   (d)): the summarizer never sees it.
+//! - Deliberate: extension
 //!   hooks (`session_before_compact`, `fromHook`), branch summaries, bash executions and custom
 //!   messages are not reproduced; our sessions have no such entries. Pi then walks the cut back
 //!   over metadata entries (model/thinking changes); our log has none, so that walk is a no-op.
@@ -294,7 +303,8 @@ impl PiStrategy {
 
     /// What Pi would do at `at`, or `None`.
     fn trigger(&self, log: &Log, at: Moment, window: u64) -> Option<Trigger> {
-        if !self.config.enabled {
+        // `compaction.enabled` turns off the automatic paths only: `/compact` always runs.
+        if !self.config.enabled && at != Moment::Manual {
             return None;
         }
         match at {
@@ -306,6 +316,7 @@ impl PiStrategy {
                 Release::Npm0_73_1 | Release::Canonical0_58 => None,
             },
             Moment::Overflow => (!trigger::overflow_attempted(log)).then_some(Trigger::Overflow),
+            Moment::Manual => Some(Trigger::Manual),
         }
     }
 }
@@ -357,6 +368,7 @@ impl Strategy for PiStrategy {
             Moment::Overflow => Trigger::Overflow,
             Moment::BeforeRequest => Trigger::Threshold,
             Moment::TurnEnd => self.trigger(log, Moment::TurnEnd, cx.model.window).unwrap_or(Trigger::Threshold),
+            Moment::Manual => Trigger::Manual,
         };
         // Pi prepares from the session's branch path itself, not from the agent's messages.
         let path = session::branch_path(log);
@@ -364,7 +376,7 @@ impl Strategy for PiStrategy {
             return Ok(Vec::new());
         };
         let caps = summarize::Caps::of(self.release, self.config.reserve_tokens, cx.model.max_output);
-        let checkpoint = summarize::compact(&prep, caps, self.release, trigger, cx.summarizer)?;
+        let checkpoint = summarize::compact(&prep, caps, self.release, trigger, cx.manual, cx.summarizer)?;
         Ok(vec![checkpoint])
     }
 }

@@ -246,10 +246,12 @@ fn system_prompt(release: Release) -> &'static str {
 }
 
 /// The `generateSummary` request: `<conversation>` block, the `<previous-summary>` block if
-/// there is one, then the initial or the update prompt.
+/// there is one, then the initial or the update prompt, and after it (`/compact
+/// [instructions]`) a blank line and `Additional focus: ` with the user's instructions.
 pub(crate) fn history_request(
     messages: &[Context<'_>],
     previous_summary: Option<&str>,
+    focus: Option<&str>,
     cap: u64,
     release: Release,
 ) -> SummaryRequest {
@@ -257,13 +259,17 @@ pub(crate) fn history_request(
     if let Some(prev) = previous_summary {
         transcript.push_str(&format!("\n\n<previous-summary>\n{prev}\n</previous-summary>"));
     }
+    let prompt = if previous_summary.is_some() { UPDATE_PROMPT } else { INITIAL_PROMPT };
     SummaryRequest {
         purpose: "history".into(),
         // spec (d): SUMMARIZATION_SYSTEM_PROMPT and one user message from serializeConversation.
         context: SummaryContext::Fresh,
         system: system_prompt(release).into(),
         transcript,
-        instructions: if previous_summary.is_some() { UPDATE_PROMPT } else { INITIAL_PROMPT }.into(),
+        instructions: match focus.filter(|f| !f.is_empty()) {
+            Some(focus) => format!("{prompt}\n\nAdditional focus: {focus}"),
+            None => prompt.into(),
+        },
         max_output_tokens: cap,
     }
 }
@@ -339,6 +345,7 @@ pub(crate) fn compact(
     caps: Caps,
     release: Release,
     trigger: Trigger,
+    focus: Option<&str>,
     summarizer: &dyn Summarizer,
 ) -> Result<Checkpoint, Error> {
     // `_runAutoCompaction` reports a failure with one of these literal prefixes.
@@ -346,12 +353,14 @@ pub(crate) fn compact(
         let prefix = match trigger {
             Trigger::Overflow => "Context overflow recovery failed",
             Trigger::Threshold => "Auto-compaction failed",
+            // `compact()` throws to the caller, which shows the message as it is.
+            Trigger::Manual => return e,
         };
         Error::new(e.kind, format!("{prefix}: {}", e.message))
     };
     let mut usage = SummarizerUsage::default();
     let history_call = |usage: &mut SummarizerUsage| {
-        let request = history_request(&prep.to_summarize, prep.previous_summary, caps.history, release);
+        let request = history_request(&prep.to_summarize, prep.previous_summary, focus, caps.history, release);
         call(summarizer, &request, usage, "Summarization", release).map_err(reported)
     };
     let mut summary = if prep.split && !prep.turn_prefix.is_empty() {

@@ -17,6 +17,8 @@ pub(crate) enum Trigger {
     Threshold,
     /// The provider rejected the request as too long; compact and retry.
     Overflow,
+    /// `/compact [instructions]`: `AgentSession.compact(customInstructions)`, no threshold.
+    Manual,
 }
 
 impl Trigger {
@@ -24,6 +26,7 @@ impl Trigger {
         match self {
             Trigger::Threshold => "threshold",
             Trigger::Overflow => "overflow",
+            Trigger::Manual => "manual",
         }
     }
 }
