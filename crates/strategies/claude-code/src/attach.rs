@@ -260,7 +260,7 @@ pub(crate) fn collect(config: &ClaudeCodeConfig, log: &Log) -> Attachments {
     if let Some(plan) = seen.plan.as_ref().filter(|p| !p.trim().is_empty()) {
         messages.push(Message::user(format!("A plan was made in plan mode; keep working to it:\n\n{plan}")));
     }
-    let (file_messages, file_list) = files(&seen);
+    let (file_messages, file_list) = if config.restore_files { files(&seen) } else { (Vec::new(), Vec::new()) };
     messages.extend(file_messages);
     let (skill_messages, kept_skills, dropped_skills) = skills(&seen);
     messages.extend(skill_messages);
