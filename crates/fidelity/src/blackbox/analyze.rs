@@ -1,0 +1,429 @@
+//! What a run's recorded requests say the harness did, and what our crate does on the same
+//! history: the same [`Facts`] from both sides.
+//!
+//! Our side replays the history the harness itself sent (each main request's messages, the
+//! usage the server reported attached to the assistant messages in order), so a difference is a
+//! difference of rules, not of tool output formatting. Paths are made relative to the work dir
+//! and the session's own ids (`toolu_cbNNNN`) are stable, so facts compare as they are.
+
+use std::sync::Mutex;
+
+use compactbench_core::{
+    Checkpoint, Cx, Decision, Error, Log, Message, ModelProfile, Moment, Origin, Part, Role, Shape, Strategy, Summarizer, Summary, SummaryContext,
+    SummaryRequest, Usage, VirtualStore, Window,
+};
+use compactbench_strategy_claude_code::{ClaudeCodeConfig, ClaudeCodeStrategy};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::run::{Run, CLAUDE_COMPACT_MARKER};
+use super::server::Record;
+use crate::ours::{tokenizer, FixedSummarizer, FIXED_SUMMARY};
+
+/// What one side did with one session (`None`: it did not compact, or the fact is not known).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Facts {
+    /// Main-loop requests made before the compaction (the compaction came before request N).
+    pub compacted_at: Option<usize>,
+    /// The context size it measured when it compacted.
+    pub tokens_before: Option<u64>,
+    /// The compaction request reuses the conversation as its prefix (same system prompt and
+    /// messages, the instruction appended).
+    pub prefix_reused: Option<bool>,
+    /// What the instruction asks for: `analysis+summary` (both tags), plus `text-only` where it
+    /// forbids tool calls.
+    pub instruction: Option<String>,
+    /// Role of the message carrying the summary in the next request.
+    pub summary_role: Option<String>,
+    /// Index of that message among the next request's non-system messages.
+    pub summary_index: Option<usize>,
+    /// What the next request keeps verbatim from before: `call:ID`, `result:ID` and
+    /// `text:START` (assistant text) in order.
+    pub kept: Option<Vec<String>>,
+    /// Files re-attached in the next request (work-relative paths, sorted).
+    pub files: Option<Vec<String>>,
+}
+
+/// The parts of [`Facts`] compared, by name, in report order.
+pub const PARTS: [&str; 6] = ["trigger", "tokens_before", "compaction_request", "summary_placement", "kept", "files"];
+
+impl Facts {
+    /// The value of one compared part, as text (for tables and the agreement check).
+    pub fn part(&self, name: &str) -> String {
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+        match name {
+            "trigger" => opt(self.compacted_at.map(|n| format!("before request {n}"))),
+            "tokens_before" => opt(self.tokens_before.map(|n| n.to_string())),
+            "compaction_request" => opt(self.prefix_reused.map(|p| {
+                format!("{} · {}", if p { "prefix" } else { "fresh" }, self.instruction.as_deref().unwrap_or("?"))
+            })),
+            "summary_placement" => opt(self.summary_role.as_ref().map(|r| format!("{r} #{}", self.summary_index.map_or("?".into(), |i| i.to_string())))),
+            "kept" => opt(self.kept.as_ref().map(|k| if k.is_empty() { "nothing".into() } else { k.join(" ") })),
+            "files" => opt(self.files.as_ref().map(|f| if f.is_empty() { "none".into() } else { f.join(" ") })),
+            _ => unreachable!("unknown part {name}"),
+        }
+    }
+}
+
+/// One session's result.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SessionResult {
+    /// Session id (`scenario/sSEED`).
+    pub id: String,
+    /// Requests the harness made, by kind (`main`, `compaction`, `after_compaction`, `side`).
+    pub requests: Vec<String>,
+    /// How the CLI ended.
+    pub ended: String,
+    /// The harness's facts.
+    pub theirs: Facts,
+    /// Our crate's facts on the same history.
+    pub ours: Facts,
+    /// Why the run could not be analysed, if it could not.
+    pub problem: Option<String>,
+}
+
+impl SessionResult {
+    /// The parts that differ.
+    pub fn differing(&self) -> Vec<&'static str> {
+        if self.problem.is_some() {
+            return Vec::new();
+        }
+        PARTS.iter().copied().filter(|p| self.theirs.part(p) != self.ours.part(p)).collect()
+    }
+
+    /// One progress line.
+    pub fn line(&self) -> String {
+        if let Some(p) = &self.problem {
+            return format!("not analysed: {p} ({} requests, {})", self.requests.len(), self.ended);
+        }
+        let d = self.differing();
+        format!(
+            "{} requests, compacted {} (ours {}); {}",
+            self.requests.len(),
+            self.theirs.part("trigger"),
+            self.ours.part("trigger"),
+            if d.is_empty() { "agrees".to_owned() } else { format!("differs in {}", d.join(", ")) }
+        )
+    }
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Our messages for one Anthropic message (a user message with tool results becomes a tool
+/// message, then a user message for its text blocks).
+fn convert(message: &Value, names: &mut std::collections::HashMap<String, String>, usage: Option<Usage>) -> Vec<Message> {
+    let role = message["role"].as_str().unwrap_or("user");
+    let blocks: Vec<Value> = match &message["content"] {
+        Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
+        Value::Array(b) => b.clone(),
+        _ => Vec::new(),
+    };
+    if role == "assistant" {
+        let parts = blocks
+            .iter()
+            .filter_map(|b| match b["type"].as_str() {
+                Some("text") => Some(Part::text(b["text"].as_str().unwrap_or(""))),
+                Some("thinking") => Some(Part::Reasoning { text: b["thinking"].as_str().unwrap_or("").into() }),
+                Some("tool_use") => {
+                    let id = b["id"].as_str().unwrap_or("").to_owned();
+                    let name = b["name"].as_str().unwrap_or("").to_owned();
+                    names.insert(id.clone(), name.clone());
+                    Some(Part::ToolCall { id, name, args: b["input"].clone() })
+                }
+                _ => None,
+            })
+            .collect();
+        let mut m = Message::new(Role::Assistant, parts);
+        m.usage = usage;
+        return vec![m];
+    }
+    let mut results = Vec::new();
+    let mut texts = Vec::new();
+    for b in &blocks {
+        match b["type"].as_str() {
+            Some("tool_result") => {
+                let call_id = b["tool_use_id"].as_str().unwrap_or("").to_owned();
+                let name = names.get(&call_id).cloned().unwrap_or_default();
+                results.push(Part::ToolResult { call_id, name, text: text_of(&b["content"]), is_error: b["is_error"].as_bool().unwrap_or(false) });
+            }
+            Some("text") => texts.push(Part::text(b["text"].as_str().unwrap_or(""))),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if !results.is_empty() {
+        out.push(Message::new(Role::Tool, results));
+    }
+    if !texts.is_empty() {
+        out.push(Message::new(Role::User, texts));
+    }
+    out
+}
+
+/// Our log for a request's system prompt and messages; `usages[i]` goes on the i-th assistant
+/// message.
+pub fn to_log(system: &Value, messages: &[Value], usages: &[Usage]) -> Log {
+    let mut log = Log::new();
+    let system = text_of(system);
+    if !system.is_empty() {
+        log.push_message(Message::system(system));
+    }
+    let mut names = std::collections::HashMap::new();
+    let mut assistant = 0;
+    for m in messages {
+        let usage = (m["role"] == "assistant").then(|| {
+            assistant += 1;
+            usages.get(assistant - 1).copied()
+        });
+        for converted in convert(m, &mut names, usage.flatten()) {
+            log.push_message(converted);
+        }
+    }
+    log
+}
+
+fn usage_of(record: &Record) -> Usage {
+    Usage { input: record.reply.input_tokens, output: record.reply.output_tokens, cache_read: 0 }
+}
+
+/// Kept items of a list of Anthropic messages: every tool call and result, and assistant text.
+fn kept_items(messages: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in messages {
+        let Some(blocks) = m["content"].as_array() else { continue };
+        for b in blocks {
+            match b["type"].as_str() {
+                Some("tool_use") => out.push(format!("call:{}", b["id"].as_str().unwrap_or(""))),
+                Some("tool_result") => out.push(format!("result:{}", b["tool_use_id"].as_str().unwrap_or(""))),
+                Some("text") if m["role"] == "assistant" => out.push(format!("text:{}", start(b["text"].as_str().unwrap_or("")))),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn start(text: &str) -> String {
+    text.chars().take(24).collect()
+}
+
+/// Work-relative paths named in `text` (absolute paths under `work`).
+fn work_paths(text: &str, work: &str) -> Vec<String> {
+    let prefix = format!("{work}/");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(&prefix) {
+        let after = &rest[at + prefix.len()..];
+        let end = after.find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | ')' | '<' | ',' | ':')).unwrap_or(after.len());
+        if end > 0 && !after[..end].starts_with(super::script::OUT_DIR) {
+            out.push(after[..end].to_owned());
+        }
+        rest = &after[end..];
+    }
+    out
+}
+
+/// `value` without `cache_control` keys.
+fn uncached(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(map.iter().filter(|(k, _)| *k != "cache_control").map(|(k, v)| (k.clone(), uncached(v))).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(uncached).collect()),
+        other => other.clone(),
+    }
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn instruction_kind(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut kind = if lower.contains("<analysis>") && lower.contains("<summary>") { "analysis+summary".to_owned() } else { "other".to_owned() };
+    if lower.contains("text only") || lower.contains("plain text only") {
+        kind.push_str(" text-only");
+    }
+    kind
+}
+
+/// The harness's facts from its recorded requests; also the history it compacted (for our
+/// side), as (system, messages).
+fn theirs(run: &Run, work: &str) -> (Facts, Option<(Value, Vec<Value>)>) {
+    let mut facts = Facts::default();
+    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").collect();
+    let Some(compaction) = run.records.iter().find(|r| r.kind == "compaction") else { return (facts, None) };
+    facts.compacted_at = Some(run.records.iter().take_while(|r| r.kind != "compaction").filter(|r| r.kind == "main").count());
+    facts.tokens_before = run.boundaries.first().and_then(|b| b["compact_metadata"]["pre_tokens"].as_u64());
+    let mut history: Vec<Value> = compaction.body["messages"].as_array().cloned().unwrap_or_default();
+    // The instruction: the last user message's text block with the marker (or the whole
+    // message when it holds nothing else).
+    let mut instruction = String::new();
+    if let Some(last) = history.last_mut() {
+        if let Some(blocks) = last["content"].as_array_mut() {
+            if let Some(i) = blocks.iter().position(|b| b["text"].as_str().is_some_and(|t| t.contains(CLAUDE_COMPACT_MARKER))) {
+                instruction = blocks.remove(i)["text"].as_str().unwrap_or("").to_owned();
+            }
+            if blocks.is_empty() {
+                history.pop();
+            }
+        } else if last["content"].as_str().is_some_and(|t| t.contains(CLAUDE_COMPACT_MARKER)) {
+            instruction = history.pop().map(|m| text_of(&m["content"])).unwrap_or_default();
+        }
+    }
+    facts.instruction = Some(instruction_kind(&instruction));
+    let previous = mains.iter().rev().find(|r| r.index < compaction.index);
+    // The previous main request's messages but its last (the user message the instruction
+    // may be appended to) open the compaction request, under the same system prompt and tools.
+    // Prompt-cache breakpoints move from request to request, so they are left out.
+    facts.prefix_reused = Some(previous.is_none_or(|p| {
+        let before: Vec<Value> = p.body["messages"].as_array().map_or(&[][..], |m| &m[..m.len().saturating_sub(1)]).iter().map(uncached).collect();
+        let history: Vec<Value> = history.iter().map(uncached).collect();
+        uncached(&p.body["system"]) == uncached(&compaction.body["system"]) && p.body["tools"] == compaction.body["tools"] && history.starts_with(&before)
+    }));
+    let Some(after) = run.records.iter().find(|r| r.kind == "after_compaction") else { return (facts, Some((compaction.body["system"].clone(), history))) };
+    let messages: Vec<Value> = after.body["messages"].as_array().cloned().unwrap_or_default();
+    let holder = messages.iter().position(|m| text_of(&m["content"]).contains(FIXED_SUMMARY));
+    facts.summary_index = holder;
+    facts.summary_role = holder.map(|i| messages[i]["role"].as_str().unwrap_or("?").to_owned());
+    let tail = &messages[holder.map_or(0, |i| i + 1)..];
+    facts.kept = Some(kept_items(tail));
+    let attached: Vec<String> = tail
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "text")
+        .flat_map(|b| work_paths(b["text"].as_str().unwrap_or(""), work))
+        .collect();
+    facts.files = Some(sorted(attached));
+    // What was kept verbatim was in the history the harness compacted too: it comes after the
+    // part it summarized (attachment reminders left out).
+    let preserved = tail.iter().filter_map(|m| {
+        let mut m = m.clone();
+        if let Some(blocks) = m["content"].as_array_mut() {
+            blocks.retain(|b| !(b["type"] == "text" && b["text"].as_str().is_some_and(|t| t.trim_start().starts_with("<system-reminder>"))));
+            if blocks.is_empty() {
+                return None;
+            }
+        }
+        Some(m)
+    });
+    history.extend(preserved);
+    (facts, Some((compaction.body["system"].clone(), history)))
+}
+
+/// A summarizer that answers as [`FixedSummarizer`] and keeps how it was asked.
+#[derive(Default)]
+struct Recording {
+    asked: Mutex<Vec<(SummaryContext, String)>>,
+}
+
+impl Summarizer for Recording {
+    fn name(&self) -> &str {
+        "fixed"
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        self.asked.lock().expect("recording").push((request.context, request.instructions.clone()));
+        FixedSummarizer.summarize(request)
+    }
+}
+
+/// Our crate as the runs configure Claude Code: the `--autocompact` window, no CLAUDE.md (the
+/// scratch work dir has none), and the model the runs name.
+pub fn claude_strategy() -> (ClaudeCodeStrategy, ModelProfile) {
+    let config = ClaudeCodeConfig { auto_compact_window: Some(super::CLAUDE_AUTOCOMPACT_WINDOW), claude_md: Some(String::new()), ..ClaudeCodeConfig::default() };
+    let model = ModelProfile {
+        name: super::CLAUDE_MODEL.into(),
+        window: super::CLAUDE_MODEL_WINDOW,
+        max_output: super::CLAUDE_MODEL_MAX_OUTPUT,
+        provider: Shape::Anthropic,
+        pricing: Default::default(),
+    };
+    (ClaudeCodeStrategy::new(config), model)
+}
+
+fn fires(strategy: &dyn Strategy, log: &Log, model: &ModelProfile) -> bool {
+    let view = strategy.project(log);
+    let mut store = VirtualStore::new();
+    let cx = Cx::new(model, &FixedSummarizer, &mut store, tokenizer());
+    matches!(strategy.decide(log, &view, Moment::BeforeRequest, &cx), Decision::Compact { .. })
+}
+
+/// Our facts: the first request our trigger fires before (the harness's histories in turn),
+/// and our compaction of the history the harness compacted.
+fn ours(run: &Run, compacted: Option<&(Value, Vec<Value>)>, work: &str) -> Facts {
+    let (strategy, model) = claude_strategy();
+    let mut facts = Facts::default();
+    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
+    let usages: Vec<Usage> = mains.iter().map(|r| usage_of(r)).collect();
+    let mut histories: Vec<Log> = mains.iter().map(|r| to_log(&r.body["system"], r.body["messages"].as_array().map_or(&[][..], |m| m), &usages)).collect();
+    if let Some((system, messages)) = compacted {
+        histories.push(to_log(system, messages, &usages));
+    }
+    facts.compacted_at = histories.iter().position(|log| fires(&strategy, log, &model));
+    let Some(at) = facts.compacted_at else { return facts };
+    let log = &histories[at];
+    let view = strategy.project(log);
+    let recording = Recording::default();
+    let mut store = VirtualStore::new();
+    let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
+    let Ok(checkpoints) = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx) else { return facts };
+    if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
+        facts.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
+        facts.instruction = Some(instruction_kind(instructions));
+    }
+    let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) else { return facts };
+    facts.tokens_before = Some(cp.tokens_before);
+    let mut after = log.clone();
+    for cp in checkpoints.iter().cloned() {
+        after.push_checkpoint(cp);
+    }
+    view_facts(&mut facts, &strategy.project(&after), cp, work);
+    facts
+}
+
+fn view_facts(facts: &mut Facts, view: &compactbench_core::View, cp: &Checkpoint, work: &str) {
+    let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().skip_while(|m| m.message.role == Role::System).collect();
+    let holder = shown.iter().position(|m| matches!(m.origin, Origin::Summary(_)));
+    facts.summary_index = holder;
+    facts.summary_role = cp.summary.as_ref().map(|s| s.role.as_str().to_owned());
+    let mut kept = Vec::new();
+    let mut files = Vec::new();
+    for m in &shown {
+        match m.origin {
+            Origin::Entry(_) | Origin::Replaced(..) => {
+                for p in &m.message.parts {
+                    match p {
+                        Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
+                        Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
+                        Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
+                        _ => {}
+                    }
+                }
+            }
+            Origin::Injected(_) => files.extend(work_paths(&m.message.text(), work)),
+            Origin::Summary(_) => {}
+        }
+    }
+    facts.kept = Some(kept);
+    facts.files = Some(sorted(files));
+}
+
+/// Analyzes one Claude Code run.
+pub fn claude_session(id: &str, run: &Run, work: &str) -> SessionResult {
+    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    if !run.records.iter().any(|r| r.kind == "main") {
+        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
+        return result;
+    }
+    let (theirs, compacted) = theirs(run, work);
+    result.ours = ours(run, compacted.as_ref(), work);
+    result.theirs = theirs;
+    result
+}
