@@ -61,7 +61,9 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, trigger
         cx.store.write(wire::TRANSCRIPT_PATH, wire::transcript_file(log));
         wire::TRANSCRIPT_PATH
     });
-    let attachments = attach::collect(config, log);
+    // A turn starts when the user's new message ends the view (no tool results after it).
+    let turn_start = view.messages.last().is_some_and(|m| m.message.role == Role::User);
+    let attachments = attach::collect(config, log, turn_start);
     let kept_count = kept.len();
     let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(kept))
         .with_summary(Message::user(prompt::summary_message(&outcome.text, transcript, kept_count > 0)));

@@ -83,8 +83,11 @@
 //!   view, so those rules appear twice after a compaction (see Deviations).
 //! - **Plan**: the newest `ExitPlanMode` call's `plan`, or the newest write to a path under
 //!   `.claude/plans/` \[assume: the plan file of plan mode\].
-//! - **Files** (`claude-code/v2.1.68` only: 2.1.332 re-attached no file in any black-box run,
-//!   though every run had read files before compacting) \[doc, RE `collectFilesToKeep`\]: paths of read/edit/write calls (core's
+//! - **Files**, when the compaction runs as a turn starts (the view ends with the user's new
+//!   message), not in the middle of a turn's tool loop \[black box: 2.1.332 re-attached the
+//!   5 most recently read files in every turn-start compaction and none in any mid-turn one;
+//!   `claude-code/v2.1.68` re-attaches them always \[RE\]\]; a shell `cat <file>` counts as a read
+//!   of that file \[black box 2.1.332; not in `claude-code/v2.1.68`\]. \[doc, RE `collectFilesToKeep`\]: paths of read/edit/write calls (core's
 //!   [`tool_kind`](compactbench_core::tools::tool_kind) and `path`/`file_path` arguments),
 //!   most recently touched first over the whole log \[assume\], skipping memory files
 //!   (`CLAUDE.md`, `CLAUDE.local.md`, `MEMORY.md`) and the plan file, then the first 5. Each
@@ -217,8 +220,10 @@ pub struct ClaudeCodeConfig {
     /// Keep the newest round (the newest assistant message and its tool results) verbatim after
     /// the summary, as 2.1.332 does; off, nothing is kept (2.1.68).
     pub keep_last_round: bool,
-    /// Re-attach the recently read files after the summary (2.1.68); 2.1.332 does not.
-    pub restore_files: bool,
+    /// When the recently read files are re-attached after the summary.
+    pub restore_files: RestoreFiles,
+    /// Count a shell `cat <file>` as a read of that file (2.1.332 re-attaches such files).
+    pub cat_reads: bool,
     /// The feature flag of time-based micro-compaction (off by default in Claude Code).
     pub microcompact: bool,
     /// Idle minutes assumed before each turn's first request (the replay has no clock);
@@ -252,7 +257,8 @@ impl Default for ClaudeCodeConfig {
             compact_instructions: None,
             transcript_pointer: true,
             keep_last_round: true,
-            restore_files: false,
+            restore_files: RestoreFiles::AtTurnStart,
+            cat_reads: true,
             microcompact: false,
             microcompact_gap_minutes: None,
             api_clear_trigger: Some(api::CLEAR_TRIGGER),
@@ -265,6 +271,18 @@ impl Default for ClaudeCodeConfig {
             api_compact_instructions: None,
         }
     }
+}
+
+/// When recently read files are re-attached after a compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreFiles {
+    /// After every compaction (2.1.68 as reverse engineered).
+    Always,
+    /// Only after a compaction that runs when a turn starts (the view ends with the user's new
+    /// message), not after one in the middle of a turn's tool loop (2.1.332, black box).
+    AtTurnStart,
+    /// Never.
+    Never,
 }
 
 /// Which system the strategy models.
@@ -297,7 +315,7 @@ impl ClaudeCodeStrategy {
                 summary: if config.keep_last_round {
                     "before each request, if usage + est. >= window - min(max_output, 20k) - 13k: \
                      summarize all but the newest round, keep that round verbatim; re-inject CLAUDE.md, plan, \
-                     skills, todos; transcript pointer"
+                     skills, todos, and at a turn's start 5 recent files; transcript pointer"
                 } else {
                     "before each request, if usage + est. >= window - min(max_output, 20k) - 13k: \
                      summarize everything, keep nothing verbatim; re-inject CLAUDE.md, plan, \
@@ -314,7 +332,8 @@ impl ClaudeCodeStrategy {
     /// Claude Code as the 2.1.68 write-ups describe it (`claude-code/v2.1.68`): nothing kept
     /// verbatim, the recently read files re-attached.
     pub fn release_2_1_68() -> ClaudeCodeStrategy {
-        let mut s = ClaudeCodeStrategy::new(ClaudeCodeConfig { keep_last_round: false, restore_files: true, ..ClaudeCodeConfig::default() });
+        let config = ClaudeCodeConfig { keep_last_round: false, restore_files: RestoreFiles::Always, cat_reads: false, ..ClaudeCodeConfig::default() };
+        let mut s = ClaudeCodeStrategy::new(config);
         s.info.id = "claude-code/v2.1.68".into();
         s
     }

@@ -288,6 +288,29 @@ fn case_05_newest_round_stays_verbatim_after_the_summary() {
 }
 
 #[test]
+fn case_05_files_come_back_only_when_a_turn_starts() {
+    // 2.1.332: a compaction as the user's new message arrives keeps the closing answer and that
+    // message, and re-attaches the files read before, a shell `cat` included.
+    let mut messages = vec![sys(), Message::user("look around")];
+    messages.push(call("r", "read", "src/auth.rs"));
+    messages.push(result("r", "read", "fn auth() {}"));
+    messages.push(Message::tool_call("b", "Bash", json!({"command": "cat notes.txt"})));
+    messages.push(result("b", "Bash", "remember the API"));
+    messages.push(Message::tool_call("x", "Bash", json!({"command": "cat a.txt | head"})));
+    messages.push(result("x", "Bash", "piped: not a read"));
+    messages.push(replied(Message::assistant("Done looking."), SMALL_T, 5));
+    messages.push(Message::user("next: fix auth"));
+    let mut h = Harness::new(messages, small());
+    let cp = h.compact(&cc(), Moment::BeforeRequest).unwrap().remove(0);
+    assert_eq!(cp.details["kept_messages"], json!(2), "the closing answer and the new message");
+    let files: Vec<&str> = cp.details["attachments"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(files, ["notes.txt", "src/auth.rs"]);
+    let v2168 = Harness::new(h.log.messages().map(|(_, m)| m.clone()).collect::<Vec<_>>(), small()).compact(&v2168(), Moment::BeforeRequest).unwrap().remove(0);
+    let files: Vec<&str> = v2168.details["attachments"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(files, ["src/auth.rs"], "2.1.68 counts no shell reads");
+}
+
+#[test]
 fn case_06_file_reinjection() {
     // Touched oldest first f7 … f1, so f1 is the most recent; then CLAUDE.md read last.
     let sizes = [("f7", 800), ("f6", 500), ("f5", 2_000), ("f4", 1_000), ("f3", 4_000), ("f2", 7_000), ("f1", 3_000)];
