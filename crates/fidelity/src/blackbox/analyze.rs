@@ -115,8 +115,9 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// Our messages for one Anthropic message (a user message with tool results becomes a tool
-/// message, then a user message for its text blocks).
+/// Our messages for one Anthropic message. A user message with tool results becomes a user
+/// message of its text blocks (the harness's reminders), then a tool message: the results stay
+/// last, so a view ending in them reads as a turn going on, not as one starting.
 fn convert(message: &Value, names: &mut std::collections::HashMap<String, String>, usage: Option<Usage>) -> Vec<Message> {
     let role = message["role"].as_str().unwrap_or("user");
     let blocks: Vec<Value> = match &message["content"] {
@@ -157,35 +158,58 @@ fn convert(message: &Value, names: &mut std::collections::HashMap<String, String
         }
     }
     let mut out = Vec::new();
-    if !results.is_empty() {
-        out.push(Message::new(Role::Tool, results));
-    }
     if !texts.is_empty() {
         out.push(Message::new(Role::User, texts));
+    }
+    if !results.is_empty() {
+        out.push(Message::new(Role::Tool, results));
     }
     out
 }
 
-/// Our log for a request's system prompt and messages; `usages[i]` goes on the i-th assistant
-/// message.
-pub fn to_log(system: &Value, messages: &[Value], usages: &[Usage]) -> Log {
+/// Our log for a request's system prompt and messages; `usage` gives the usage reported for an
+/// assistant message, if the server sent it.
+pub fn to_log(system: &Value, messages: &[Value], usage: &dyn Fn(&Value) -> Option<Usage>) -> Log {
     let mut log = Log::new();
     let system = text_of(system);
     if !system.is_empty() {
         log.push_message(Message::system(system));
     }
     let mut names = std::collections::HashMap::new();
-    let mut assistant = 0;
     for m in messages {
-        let usage = (m["role"] == "assistant").then(|| {
-            assistant += 1;
-            usages.get(assistant - 1).copied()
-        });
-        for converted in convert(m, &mut names, usage.flatten()) {
+        let reported = if m["role"] == "assistant" { usage(m) } else { None };
+        for converted in convert(m, &mut names, reported) {
             log.push_message(converted);
         }
     }
     log
+}
+
+/// What identifies a reply in the history: its first tool call id, else its text.
+fn reply_key(blocks: &[Value]) -> String {
+    blocks
+        .iter()
+        .find_map(|b| b["id"].as_str().filter(|_| b["type"] == "tool_use").map(|id| format!("call:{id}")))
+        .unwrap_or_else(|| format!("text:{}", blocks.iter().filter_map(|b| b["text"].as_str()).collect::<String>()))
+}
+
+/// The usage the server reported for each reply of `records`, by [`reply_key`].
+fn reported_usage(records: &[&Record]) -> std::collections::HashMap<String, Usage> {
+    records
+        .iter()
+        .map(|r| {
+            let blocks: Vec<Value> = r
+                .reply
+                .blocks
+                .iter()
+                .map(|b| match b {
+                    super::server::Block::Text(t) => serde_json::json!({"type": "text", "text": t}),
+                    super::server::Block::Call { id, .. } => serde_json::json!({"type": "tool_use", "id": id}),
+                })
+                .collect();
+            (reply_key(&blocks), usage_of(r))
+        })
+        .collect()
 }
 
 fn usage_of(record: &Record) -> Usage {
@@ -213,20 +237,19 @@ fn start(text: &str) -> String {
     text.chars().take(24).collect()
 }
 
-/// Work-relative paths named in `text` (absolute paths under `work`).
-fn work_paths(text: &str, work: &str) -> Vec<String> {
-    let prefix = format!("{work}/");
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find(&prefix) {
-        let after = &rest[at + prefix.len()..];
-        let end = after.find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | ')' | '<' | ',' | ':')).unwrap_or(after.len());
-        if end > 0 && !after[..end].starts_with(super::script::OUT_DIR) {
-            out.push(after[..end].to_owned());
-        }
-        rest = &after[end..];
-    }
-    out
+/// How Claude Code introduces a re-attached file.
+const READ_ATTACHMENT: &str = "Called the Read tool with the following input: ";
+
+/// The `file_path` of the Read input a re-attachment reminder names, work-relative.
+fn read_input(text: &str, work: &str) -> Option<String> {
+    let input = text[text.find(READ_ATTACHMENT)? + READ_ATTACHMENT.len()..].lines().next()?;
+    let input: Value = serde_json::from_str(input).ok()?;
+    input["file_path"].as_str().map(|p| relative(p, work))
+}
+
+/// `path` relative to the work dir when it is under it.
+fn relative(path: &str, work: &str) -> String {
+    path.strip_prefix(work).map_or(path, |p| p.trim_start_matches('/')).to_owned()
 }
 
 /// `value` without `cache_control` keys.
@@ -294,26 +317,45 @@ fn theirs(run: &Run, work: &str) -> (Facts, Option<(Value, Vec<Value>)>) {
     facts.summary_role = holder.map(|i| messages[i]["role"].as_str().unwrap_or("?").to_owned());
     let tail = &messages[holder.map_or(0, |i| i + 1)..];
     facts.kept = Some(kept_items(tail));
+    // Claude Code re-attaches a file as a reminder naming a Read call and its input.
     let attached: Vec<String> = tail
         .iter()
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .filter(|b| b["type"] == "text")
-        .flat_map(|b| work_paths(b["text"].as_str().unwrap_or(""), work))
+        .filter_map(|b| b["text"].as_str().filter(|t| t.contains(READ_ATTACHMENT)).and_then(|t| read_input(t, work)))
         .collect();
     facts.files = Some(sorted(attached));
-    // What was kept verbatim was in the history the harness compacted too: it comes after the
-    // part it summarized (attachment reminders left out).
-    let preserved = tail.iter().filter_map(|m| {
-        let mut m = m.clone();
-        if let Some(blocks) = m["content"].as_array_mut() {
-            blocks.retain(|b| !(b["type"] == "text" && b["text"].as_str().is_some_and(|t| t.trim_start().starts_with("<system-reminder>"))));
-            if blocks.is_empty() {
-                return None;
+    // What was kept verbatim was in the history the harness had too: after the part it
+    // summarized (mid-turn), or overlapping its end (at a turn's start the closing answer is both
+    // summarized and kept). Reminders are attached anew after a compaction, so only those the
+    // CLI puts on every later prompt (seen on the earlier prompts of the history) are kept with
+    // the new prompt.
+    let is_reminder = |t: &str| t.trim_start().starts_with("<system-reminder>");
+    let prompt_reminders: Vec<String> = history
+        .iter()
+        .skip(1)
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_array())
+        .filter(|b| b.iter().any(|b| b["type"] == "text" && b["text"].as_str().is_some_and(|t| !is_reminder(t))))
+        .flat_map(|b| b.iter().filter_map(|b| b["text"].as_str()).filter(|t| is_reminder(t)).map(|t| t.trim().to_owned()).collect::<Vec<_>>())
+        .collect();
+    let attached_anew = |t: &str| is_reminder(t) && !prompt_reminders.iter().any(|p| p == t.trim());
+    let preserved: Vec<Value> = tail
+        .iter()
+        .filter_map(|m| {
+            let mut m = m.clone();
+            if let Some(blocks) = m["content"].as_array_mut() {
+                blocks.retain(|b| !(b["type"] == "text" && b["text"].as_str().is_some_and(attached_anew)));
+                if blocks.is_empty() {
+                    return None;
+                }
             }
-        }
-        Some(m)
-    });
-    history.extend(preserved);
+            Some(m)
+        })
+        .collect();
+    let plain: Vec<Value> = history.iter().map(uncached).collect();
+    let preserved_plain: Vec<Value> = preserved.iter().map(uncached).collect();
+    let overlap = (0..=preserved.len().min(history.len())).rev().find(|&n| plain[plain.len() - n..] == preserved_plain[..n]).unwrap_or(0);
+    history.extend(preserved.into_iter().skip(overlap));
     (facts, Some((compaction.body["system"].clone(), history)))
 }
 
@@ -361,10 +403,11 @@ fn ours(run: &Run, compacted: Option<&(Value, Vec<Value>)>, work: &str) -> Facts
     let (strategy, model) = claude_strategy();
     let mut facts = Facts::default();
     let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
-    let usages: Vec<Usage> = mains.iter().map(|r| usage_of(r)).collect();
-    let mut histories: Vec<Log> = mains.iter().map(|r| to_log(&r.body["system"], r.body["messages"].as_array().map_or(&[][..], |m| m), &usages)).collect();
+    let reported = reported_usage(&mains);
+    let usage = |m: &Value| m["content"].as_array().and_then(|b| reported.get(&reply_key(b)).copied());
+    let mut histories: Vec<Log> = mains.iter().map(|r| to_log(&r.body["system"], r.body["messages"].as_array().map_or(&[][..], |m| m), &usage)).collect();
     if let Some((system, messages)) = compacted {
-        histories.push(to_log(system, messages, &usages));
+        histories.push(to_log(system, messages, &usage));
     }
     facts.compacted_at = histories.iter().position(|log| fires(&strategy, log, &model));
     let Some(at) = facts.compacted_at else { return facts };
@@ -384,17 +427,18 @@ fn ours(run: &Run, compacted: Option<&(Value, Vec<Value>)>, work: &str) -> Facts
     for cp in checkpoints.iter().cloned() {
         after.push_checkpoint(cp);
     }
-    view_facts(&mut facts, &strategy.project(&after), cp, work);
+    view_facts(&mut facts, &strategy.project(&after), cp);
+    let files = cp.details["attachments"]["files"].as_array().map(|f| f.iter().filter_map(|f| f["path"].as_str()).map(|p| relative(p, work)).collect());
+    facts.files = Some(sorted(files.unwrap_or_default()));
     facts
 }
 
-fn view_facts(facts: &mut Facts, view: &compactbench_core::View, cp: &Checkpoint, work: &str) {
+fn view_facts(facts: &mut Facts, view: &compactbench_core::View, cp: &Checkpoint) {
     let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().skip_while(|m| m.message.role == Role::System).collect();
     let holder = shown.iter().position(|m| matches!(m.origin, Origin::Summary(_)));
     facts.summary_index = holder;
     facts.summary_role = cp.summary.as_ref().map(|s| s.role.as_str().to_owned());
     let mut kept = Vec::new();
-    let mut files = Vec::new();
     for m in &shown {
         match m.origin {
             Origin::Entry(_) | Origin::Replaced(..) => {
@@ -407,12 +451,10 @@ fn view_facts(facts: &mut Facts, view: &compactbench_core::View, cp: &Checkpoint
                     }
                 }
             }
-            Origin::Injected(_) => files.extend(work_paths(&m.message.text(), work)),
-            Origin::Summary(_) => {}
+            Origin::Injected(_) | Origin::Summary(_) => {}
         }
     }
     facts.kept = Some(kept);
-    facts.files = Some(sorted(files));
 }
 
 /// Analyzes one Claude Code run.

@@ -157,3 +157,17 @@ fn a_recorded_claude_code_run_yields_its_facts_and_ours() {
     let result = claude_session("stale-values/s0", &old, "/scratch/work");
     assert_eq!((result.theirs.kept, result.theirs.summary_role), (None, None), "no request after the compaction: nothing to say");
 }
+
+#[test]
+fn a_turn_start_compaction_re_attaches_files_on_both_sides() {
+    // Recorded 2.1.332 run `stale-values/s2`, trimmed as above and to its last two main
+    // requests: the compaction came as the user's next message arrived.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/claude-code-2.1.332-stale-values-s2-turn-start.json")).unwrap();
+    let result = claude_session("stale-values/s2", &run, "/scratch/work");
+    let files: Vec<String> =
+        [".compactbench/0006.out", ".compactbench/0007.out", ".compactbench/0008.out", ".compactbench/0009.out", "src/core/auth.rs"].map(str::to_owned).into();
+    assert_eq!(result.theirs.files.as_ref(), Some(&files), "the five newest reads, cat included");
+    assert_eq!(result.theirs.kept, Some(vec!["text:Done with src/net/auth.r".to_owned()]), "the closing answer stays");
+    assert_eq!((result.theirs.compacted_at, result.theirs.tokens_before), (Some(2), Some(67_007)));
+    assert!(result.differing().is_empty(), "{result:#?}");
+}
