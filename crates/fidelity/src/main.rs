@@ -202,11 +202,8 @@ fn black_box(root: &Path, cli: &Cli, scenarios: &[compactbench_eval::scenario::S
             eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", h.name);
             continue;
         }
-        if h.strategy != "claude-code" {
-            eprintln!("skip {}: no black-box driver yet", h.name);
-            continue;
-        }
-        let report = blackbox::check_claude(h, &options, counter, &|line| eprintln!("{line}"))?;
+        let check = if h.strategy == "codex" { blackbox::check_codex } else { blackbox::check_claude };
+        let report = check(h, &options, counter, &|line| eprintln!("{line}"))?;
         for part in blackbox::analyze::PARTS {
             let (agree, n) = report.count(part);
             eprintln!("{}: {part} {agree}/{n}", h.strategy);

@@ -107,13 +107,7 @@ impl SessionResult {
     }
 }
 
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
-        _ => String::new(),
-    }
-}
+use super::run::content_text as text_of;
 
 /// Our messages for one Anthropic message. A user message with tool results becomes a user
 /// message of its text blocks (the harness's reminders), then a tool message: the results stay
@@ -269,7 +263,13 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 
 fn instruction_kind(text: &str) -> String {
     let lower = text.to_lowercase();
-    let mut kind = if lower.contains("<analysis>") && lower.contains("<summary>") { "analysis+summary".to_owned() } else { "other".to_owned() };
+    let mut kind = if lower.contains("<analysis>") && lower.contains("<summary>") {
+        "analysis+summary".to_owned()
+    } else if lower.contains("handoff summary") {
+        "handoff".to_owned()
+    } else {
+        "other".to_owned()
+    };
     if lower.contains("text only") || lower.contains("plain text only") {
         kind.push_str(" text-only");
     }
@@ -467,5 +467,231 @@ pub fn claude_session(id: &str, run: &Run, work: &str) -> SessionResult {
     let (theirs, compacted) = theirs(run, work);
     result.ours = ours(run, compacted.as_ref(), work);
     result.theirs = theirs;
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// Codex (OpenAI Responses items).
+
+/// Our messages for Responses `input` items: developer messages as system messages, user and
+/// assistant messages as they are, each run of function calls (with the assistant text before
+/// it) as one assistant message, each run of outputs as one tool message; reasoning left out.
+/// `usage` gives the usage reported for an assistant message, by its first call id or text.
+pub fn responses_log(items: &[Value], usage: &dyn Fn(&str) -> Option<Usage>) -> Log {
+    let mut log = Log::new();
+    let mut names = std::collections::HashMap::new();
+    let mut pending: Vec<Part> = Vec::new();
+    let mut outputs: Vec<Part> = Vec::new();
+    let flush_assistant = |log: &mut Log, pending: &mut Vec<Part>| {
+        if pending.is_empty() {
+            return;
+        }
+        let key = pending
+            .iter()
+            .find_map(|p| if let Part::ToolCall { id, .. } = p { Some(format!("call:{id}")) } else { None })
+            .unwrap_or_else(|| format!("text:{}", pending.iter().filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None }).collect::<String>()));
+        let mut m = Message::new(Role::Assistant, std::mem::take(pending));
+        m.usage = usage(&key);
+        log.push_message(m);
+    };
+    let flush_outputs = |log: &mut Log, outputs: &mut Vec<Part>| {
+        if !outputs.is_empty() {
+            log.push_message(Message::new(Role::Tool, std::mem::take(outputs)));
+        }
+    };
+    for item in items {
+        match (item["type"].as_str(), item["role"].as_str()) {
+            (Some("function_call"), _) => {
+                flush_outputs(&mut log, &mut outputs);
+                let id = item["call_id"].as_str().unwrap_or("").to_owned();
+                let name = item["name"].as_str().unwrap_or("").to_owned();
+                names.insert(id.clone(), name.clone());
+                let args = item["arguments"].as_str().and_then(|a| serde_json::from_str(a).ok()).unwrap_or(Value::Null);
+                pending.push(Part::ToolCall { id, name, args });
+            }
+            (Some("function_call_output"), _) => {
+                flush_assistant(&mut log, &mut pending);
+                let call_id = item["call_id"].as_str().unwrap_or("").to_owned();
+                let name = names.get(&call_id).cloned().unwrap_or_default();
+                let text = item["output"].as_str().map_or_else(|| text_of(&item["output"]), str::to_owned);
+                outputs.push(Part::ToolResult { call_id, name, text, is_error: false });
+            }
+            (Some("message"), Some("assistant")) => {
+                flush_outputs(&mut log, &mut outputs);
+                if pending.iter().any(|p| matches!(p, Part::ToolCall { .. })) {
+                    flush_assistant(&mut log, &mut pending);
+                }
+                pending.push(Part::text(text_of(&item["content"])));
+            }
+            (Some("message"), Some(role)) => {
+                flush_assistant(&mut log, &mut pending);
+                flush_outputs(&mut log, &mut outputs);
+                let role = if matches!(role, "developer" | "system") { Role::System } else { Role::User };
+                log.push_message(Message::new(role, vec![Part::text(text_of(&item["content"]))]));
+            }
+            _ => {}
+        }
+    }
+    flush_assistant(&mut log, &mut pending);
+    flush_outputs(&mut log, &mut outputs);
+    log
+}
+
+/// The key of a reply for [`responses_log`]: its first call id, else its text.
+fn responses_reply_key(reply: &super::server::Reply) -> String {
+    reply
+        .blocks
+        .iter()
+        .find_map(|b| if let super::server::Block::Call { id, .. } = b { Some(format!("call:{id}")) } else { None })
+        .unwrap_or_else(|| format!("text:{}", reply.blocks.iter().filter_map(|b| if let super::server::Block::Text(t) = b { Some(t.as_str()) } else { None }).collect::<String>()))
+}
+
+/// A real user message (not the contextual ones Codex writes in the user's name, which start
+/// with a tag).
+fn real_user(text: &str) -> bool {
+    !text.trim_start().starts_with('<')
+}
+
+/// Kept items of Responses input items: calls, outputs, assistant text, real user messages.
+fn responses_kept(items: &[Value]) -> Vec<String> {
+    items
+        .iter()
+        .filter_map(|item| match (item["type"].as_str(), item["role"].as_str()) {
+            (Some("function_call"), _) => Some(format!("call:{}", item["call_id"].as_str().unwrap_or(""))),
+            (Some("function_call_output"), _) => Some(format!("result:{}", item["call_id"].as_str().unwrap_or(""))),
+            (Some("message"), Some("assistant")) => Some(format!("text:{}", start(&text_of(&item["content"])))),
+            (Some("message"), Some("user")) => Some(text_of(&item["content"])).filter(|t| real_user(t)).map(|t| format!("user:{}", start(&t))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The index of the item holding the summary among the items that are not developer messages.
+fn responses_summary_index(items: &[Value]) -> Option<(usize, String)> {
+    let shown: Vec<&Value> = items.iter().filter(|i| !(i["type"] == "message" && matches!(i["role"].as_str(), Some("developer" | "system")))).collect();
+    shown.iter().position(|i| text_of(&i["content"]).contains(FIXED_SUMMARY)).map(|at| (at, shown[at]["role"].as_str().unwrap_or("?").to_owned()))
+}
+
+/// Our crate as the runs configure Codex.
+pub fn codex_strategy() -> (compactbench_strategy_codex::CodexStrategy, ModelProfile) {
+    let config = compactbench_strategy_codex::CodexConfig {
+        model_auto_compact_token_limit: Some(super::CODEX_AUTO_COMPACT_LIMIT),
+        remote: Some(false),
+        ..compactbench_strategy_codex::CodexConfig::default()
+    };
+    let model = ModelProfile {
+        name: super::CODEX_MODEL.into(),
+        window: super::CODEX_CONTEXT_WINDOW,
+        max_output: super::CODEX_MAX_OUTPUT,
+        provider: Shape::OpenaiResponses,
+        pricing: Default::default(),
+    };
+    (compactbench_strategy_codex::CodexStrategy::new(config), model)
+}
+
+/// The moment Codex checks at before a request with this input: mid-turn after tool outputs,
+/// else before the turn (its new user message not recorded yet: left out of the log).
+fn codex_moment(items: &[Value]) -> (Moment, usize) {
+    match items.last() {
+        Some(last) if last["type"] == "function_call_output" => (Moment::BeforeRequest, items.len()),
+        _ => {
+            let user_at = items.iter().rposition(|i| i["type"] == "message" && i["role"] == "user" && real_user(&text_of(&i["content"])));
+            (Moment::TurnEnd, user_at.unwrap_or(items.len()))
+        }
+    }
+}
+
+/// Analyzes one Codex run.
+pub fn codex_session(id: &str, run: &Run) -> SessionResult {
+    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
+    if mains.is_empty() {
+        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
+        return result;
+    }
+    let input = |r: &Record| r.body["input"].as_array().cloned().unwrap_or_default();
+    // Theirs.
+    let compaction = run.records.iter().find(|r| r.kind == "compaction");
+    let mut theirs = Facts::default();
+    let mut compacted_history = None;
+    if let Some(c) = compaction {
+        theirs.compacted_at = Some(mains.len());
+        let mut history = input(c);
+        let instruction = history.pop().map(|i| text_of(&i["content"])).unwrap_or_default();
+        theirs.instruction = Some(instruction_kind(&instruction));
+        let previous = mains.last().map(|p| input(p));
+        theirs.prefix_reused = Some(previous.is_none_or(|p| {
+            let before: Vec<Value> = p[..p.len().saturating_sub(1)].iter().map(uncached).collect();
+            history.iter().map(uncached).collect::<Vec<_>>().starts_with(&before)
+        }));
+        if let Some(after) = run.records.iter().find(|r| r.kind == "after_compaction") {
+            let items = input(after);
+            if let Some((at, role)) = responses_summary_index(&items) {
+                theirs.summary_index = Some(at);
+                theirs.summary_role = Some(role);
+            }
+            let others: Vec<Value> = items.iter().filter(|i| !text_of(&i["content"]).contains(FIXED_SUMMARY)).cloned().collect();
+            theirs.kept = Some(responses_kept(&others));
+        }
+        compacted_history = Some(history);
+    }
+    // Ours.
+    let (strategy, model) = codex_strategy();
+    let reported: std::collections::HashMap<String, Usage> = mains.iter().map(|r| (responses_reply_key(&r.reply), usage_of(r))).collect();
+    let usage = |key: &str| reported.get(key).copied();
+    let mut ours = Facts::default();
+    let mut histories: Vec<Vec<Value>> = mains.iter().map(|r| input(r)).collect();
+    histories.extend(compacted_history);
+    let checks: Vec<(Log, Moment)> = histories
+        .iter()
+        .map(|items| {
+            let (moment, end) = codex_moment(items);
+            (responses_log(&items[..end], &usage), moment)
+        })
+        .collect();
+    ours.compacted_at = checks.iter().position(|(log, moment)| {
+        let view = strategy.project(log);
+        let mut store = VirtualStore::new();
+        let cx = Cx::new(&model, &FixedSummarizer, &mut store, tokenizer());
+        matches!(strategy.decide(log, &view, *moment, &cx), Decision::Compact { .. })
+    });
+    if let Some(at) = ours.compacted_at {
+        let (log, moment) = &checks[at];
+        let view = strategy.project(log);
+        let recording = Recording::default();
+        let mut store = VirtualStore::new();
+        let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
+        if let Ok(checkpoints) = strategy.compact(log, &view, *moment, &mut cx) {
+            if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
+                ours.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
+                ours.instruction = Some(instruction_kind(instructions));
+            }
+            let mut after = log.clone();
+            for cp in checkpoints {
+                after.push_checkpoint(cp);
+            }
+            let view = strategy.project(&after);
+            let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().filter(|m| m.message.role != Role::System).collect();
+            if let Some(at) = shown.iter().position(|m| m.message.text().contains(FIXED_SUMMARY)) {
+                ours.summary_index = Some(at);
+                ours.summary_role = Some(shown[at].message.role.as_str().to_owned());
+            }
+            let mut kept = Vec::new();
+            for m in shown.iter().filter(|m| matches!(m.origin, Origin::Entry(_) | Origin::Replaced(..))) {
+                for p in &m.message.parts {
+                    match p {
+                        Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
+                        Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
+                        Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
+                        Part::Text { text } if m.message.role == Role::User && real_user(text) => kept.push(format!("user:{}", start(text))),
+                        _ => {}
+                    }
+                }
+            }
+            ours.kept = Some(kept);
+        }
+    }
+    result.theirs = theirs;
+    result.ours = ours;
     result
 }

@@ -41,6 +41,73 @@ pub const CLAUDE_MODEL_MAX_OUTPUT: u64 = 64_000;
 /// (`100_000 − min(64_000, 20_000) − 13_000`).
 pub const CLAUDE_THRESHOLD: u64 = 67_000;
 
+/// The model slug the Codex runs name (one the release knows).
+pub const CODEX_MODEL: &str = "gpt-5.5";
+/// `model_context_window` of the Codex runs.
+pub const CODEX_CONTEXT_WINDOW: u64 = 100_000;
+/// The output limit our side is given for that model (Codex reserves none for compaction).
+pub const CODEX_MAX_OUTPUT: u64 = 32_000;
+/// `model_auto_compact_token_limit` of the Codex runs (below 90% of the window, so it stands).
+pub const CODEX_AUTO_COMPACT_LIMIT: u64 = 67_000;
+
+/// The `config.toml` of the Codex runs (`{BASE_URL}`: the scripted server). The provider is
+/// not named "OpenAI": that switches Codex to server-side compaction.
+pub fn codex_config() -> String {
+    format!(
+        "model = \"{CODEX_MODEL}\"\nmodel_provider = \"compactbench\"\nmodel_context_window = {CODEX_CONTEXT_WINDOW}\n\
+         model_auto_compact_token_limit = {CODEX_AUTO_COMPACT_LIMIT}\n\n[model_providers.compactbench]\nname = \"compactbench\"\n\
+         base_url = \"{{BASE_URL}}\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+    )
+}
+
+/// The settings a Codex run uses, for the report.
+pub fn codex_settings() -> String {
+    format!(
+        "`codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --json PROMPT`, later turns `codex exec ... resume --last PROMPT`; \
+         `config.toml`: model `{CODEX_MODEL}`, a provider named `compactbench` (Responses wire, retries 0), `model_context_window = {CODEX_CONTEXT_WINDOW}`, \
+         `model_auto_compact_token_limit = {CODEX_AUTO_COMPACT_LIMIT}`; scratch `HOME` and `CODEX_HOME`"
+    )
+}
+
+/// How the script maps the session for Codex, for the report.
+pub fn codex_script() -> String {
+    format!(
+        "every call becomes `exec_command` printing a prepared file (`cat .compactbench/N.out`, `; exit 1` for errors); each reply reports \
+         input tokens = the session's own prefix (o200k) plus a per-session overhead that puts the {CODEX_AUTO_COMPACT_LIMIT}-token limit near a \
+         seeded request (the 5th to the 25th), output tokens = the reply's own; the run stops at the request after the first compaction"
+    )
+}
+
+/// Codex as `--setup` installed it.
+pub fn codex_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
+    Cli {
+        program: installs.join(harness.dir).join(harness.bin),
+        args: ["--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--json"].map(str::to_owned).into(),
+        env: [("OPENAI_API_KEY", "sk-compactbench-scripted"), ("LANG", "C.UTF-8"), ("TZ", "UTC")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
+        timeout,
+    }
+}
+
+/// Runs Codex on the sessions and analyzes each run.
+pub fn check_codex(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &dyn Fn(&str)) -> Result<report::HarnessReport> {
+    let cli = codex_cli(&options.installs, harness, options.timeout);
+    let mut results = Vec::new();
+    for (id, session) in sessions(options.scenarios, options.sessions) {
+        let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
+        let work = scratch.join("work");
+        let mut script = script::build(&session, Tools::Codex, &work.to_string_lossy(), counter);
+        let (target, slack) = placement(&id, script.requests());
+        script.place(CODEX_AUTO_COMPACT_LIMIT, target, slack);
+        let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
+        let run = run::run_codex(&cli, script, &scratch, &codex_config(), limits)?;
+        let result = analyze::codex_session(&id, &run);
+        std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
+        progress(&format!("{id}: {}", result.line()));
+        results.push(result);
+    }
+    Ok(report::HarnessReport { harness: harness.name.into(), strategy: harness.strategy.into(), settings: codex_settings(), script: codex_script(), sessions: results })
+}
+
 /// Options of a black-box run.
 pub struct Options<'a> {
     /// Where the install folders are (`target/fidelity`).

@@ -17,48 +17,101 @@ use crate::ours::FIXED_SUMMARY;
 
 /// The marker of Claude Code's compaction request (the start of its summary instruction).
 pub const CLAUDE_COMPACT_MARKER: &str = "CRITICAL: Respond with TEXT ONLY";
+/// The marker of Codex's local compaction request (the start of its handoff prompt).
+pub const CODEX_COMPACT_MARKER: &str = "CONTEXT CHECKPOINT COMPACTION";
 
-/// What the scripted model answers a compaction request with.
+/// What the scripted model answers Claude Code's compaction request with.
 pub fn summary_reply_text() -> String {
     format!("<analysis>\nFixed analysis.\n</analysis>\n\n<summary>\n{FIXED_SUMMARY}\n</summary>")
 }
 
-/// The text of a request's last message (all its text blocks).
-pub fn last_message_text(body: &Value) -> String {
-    let Some(last) = body.get("messages").and_then(Value::as_array).and_then(|m| m.last()) else { return String::new() };
-    match &last["content"] {
+/// The text of a content value: a string, or the text of its blocks (Messages `text`,
+/// Responses `input_text` / `output_text`).
+pub fn content_text(content: &Value) -> String {
+    match content {
         Value::String(s) => s.clone(),
         Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
         _ => String::new(),
     }
 }
 
+/// The conversation of a request: Messages `messages` or Responses `input`.
+pub fn conversation(wire: Wire, body: &Value) -> &[Value] {
+    let key = match wire {
+        Wire::Anthropic => "messages",
+        Wire::Responses => "input",
+    };
+    body.get(key).and_then(Value::as_array).map_or(&[], |m| m)
+}
+
+/// The text of a request's last message (all its text blocks).
+pub fn last_message_text(wire: Wire, body: &Value) -> String {
+    conversation(wire, body).last().map(|m| content_text(&m["content"])).unwrap_or_default()
+}
+
 fn has_tool(body: &Value, name: &str) -> bool {
     body.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)))
 }
 
-/// Whether the request's last message answers tool calls (a turn goes on) rather than
-/// starting a turn.
-fn continues_turn(body: &Value) -> bool {
-    let Some(last) = body.get("messages").and_then(Value::as_array).and_then(|m| m.last()) else { return false };
-    last["content"].as_array().is_some_and(|blocks| blocks.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")))
+/// Whether the request's last item answers tool calls (a turn goes on) rather than starting a
+/// turn.
+fn continues_turn(wire: Wire, body: &Value) -> bool {
+    let Some(last) = conversation(wire, body).last() else { return false };
+    match wire {
+        Wire::Anthropic => last["content"].as_array().is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result")),
+        Wire::Responses => last["type"] == "function_call_output",
+    }
 }
 
-/// Plays a [`Script`] for Claude Code: the main loop's requests get the session's replies in
-/// order, the compaction request the fixed summary, the request after a compaction a closing
-/// text (the run stops there), anything else a short text.
+/// The harness a [`Player`] plays for: how it recognises the main loop and the compaction
+/// request, and what the summary reply looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Claude Code: the main loop has the `Bash` tool; the summary comes in `<summary>` tags.
+    ClaudeCode,
+    /// Codex: the main loop has `exec_command`; the summary is plain text.
+    Codex,
+}
+
+impl Flavor {
+    fn marker(self) -> &'static str {
+        match self {
+            Flavor::ClaudeCode => CLAUDE_COMPACT_MARKER,
+            Flavor::Codex => CODEX_COMPACT_MARKER,
+        }
+    }
+
+    fn main_tool(self) -> &'static str {
+        match self {
+            Flavor::ClaudeCode => "Bash",
+            Flavor::Codex => "exec_command",
+        }
+    }
+
+    fn summary(self) -> String {
+        match self {
+            Flavor::ClaudeCode => summary_reply_text(),
+            Flavor::Codex => FIXED_SUMMARY.to_owned(),
+        }
+    }
+}
+
+/// Plays a [`Script`]: the main loop's requests get the session's replies in order, the
+/// compaction request the fixed summary, the request after a compaction a closing text (the
+/// run stops there), anything else a short text.
 pub struct Player {
     script: Script,
     work: PathBuf,
+    flavor: Flavor,
     turn: Option<usize>,
     step: usize,
     compacted: bool,
 }
 
 impl Player {
-    /// A player of `script` writing tool files under `work`.
-    pub fn new(script: Script, work: PathBuf) -> Player {
-        Player { script, work, turn: None, step: 0, compacted: false }
+    /// A player of `script` for `flavor`, writing tool files under `work`.
+    pub fn new(script: Script, work: PathBuf, flavor: Flavor) -> Player {
+        Player { script, work, flavor, turn: None, step: 0, compacted: false }
     }
 
     fn write_files(&self, files: &[(String, String)]) {
@@ -73,23 +126,23 @@ impl Player {
 }
 
 impl Responder for Player {
-    fn respond(&mut self, _wire: Wire, body: &Value) -> (String, Reply) {
+    fn respond(&mut self, wire: Wire, body: &Value) -> (String, Reply) {
         let overhead = self.script.overhead;
         let here = |p: &Player| {
             let t = p.turn.and_then(|t| p.script.turns.get(t));
             t.and_then(|t| t.replies.get(p.step.min(t.replies.len().saturating_sub(1)))).map_or(0, |p| p.reply.input_tokens)
         };
-        if last_message_text(body).contains(CLAUDE_COMPACT_MARKER) {
+        if last_message_text(wire, body).contains(self.flavor.marker()) {
             self.compacted = true;
-            return ("compaction".into(), Reply::text(summary_reply_text(), overhead + here(self), 40));
+            return ("compaction".into(), Reply::text(self.flavor.summary(), overhead + here(self), 40));
         }
-        if !has_tool(body, "Bash") {
+        if !has_tool(body, self.flavor.main_tool()) {
             return ("side".into(), Reply::text("OK", 8, 1));
         }
         if self.compacted {
             return ("after_compaction".into(), Reply::text("Done.", overhead, 2));
         }
-        if !continues_turn(body) {
+        if !continues_turn(wire, body) {
             self.turn = Some(self.turn.map_or(0, |t| t + 1));
             self.step = 0;
         }
@@ -143,7 +196,7 @@ pub fn run_claude(cli: &Cli, script: Script, scratch: &Path, limits: Limits) -> 
     std::fs::create_dir_all(&home)?;
     std::fs::create_dir_all(work.join(OUT_DIR))?;
     let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
-    let server = Server::start(Box::new(Player::new(script, work.clone())), limits)?;
+    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::ClaudeCode)), limits)?;
     let mut cmd = Command::new(&cli.program);
     cmd.args(&cli.args)
         .env_clear()
@@ -208,6 +261,85 @@ pub fn run_claude(cli: &Cli, script: Script, scratch: &Path, limits: Limits) -> 
     };
     let _ = child.wait();
     let _ = reader.join();
+    run.ended = ended;
+    run.records = server.records();
+    if !run.ended.contains("exit status: 0") {
+        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
+        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+    }
+    drop(server);
+    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
+    Ok(run)
+}
+
+/// Runs Codex (`codex exec --json`, then `codex exec resume --last` for each later turn) on
+/// `script` in `scratch` (HOME, `CODEX_HOME` with the given `config.toml` and work dir made fresh
+/// there), until the run compacted and made its next request, or the turns ran out. `config`
+/// gets the server's base URL for `{BASE_URL}`.
+pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits: Limits) -> Result<Run> {
+    let _ = std::fs::remove_dir_all(scratch);
+    let home = scratch.join("home");
+    let codex_home = home.join(".codex");
+    let work = scratch.join("work");
+    std::fs::create_dir_all(&codex_home)?;
+    std::fs::create_dir_all(work.join(OUT_DIR))?;
+    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
+    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::Codex)), limits)?;
+    std::fs::write(codex_home.join("config.toml"), config.replace("{BASE_URL}", &format!("{}/v1", server.url())))?;
+    let start = Instant::now();
+    let mut run = Run::default();
+    let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
+    let mut ended = String::from("no turn");
+    for (turn, prompt) in users.iter().enumerate() {
+        let left = cli.timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            ended = format!("stopped after {} s", cli.timeout.as_secs());
+            break;
+        }
+        let mut cmd = Command::new(&cli.program);
+        cmd.arg("exec").args(&cli.args);
+        if turn > 0 {
+            cmd.args(["resume", "--last"]);
+        }
+        cmd.arg(prompt)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("CODEX_HOME", &codex_home)
+            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(&work)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
+        let mut child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
+        let stdout = child.stdout.take().expect("piped");
+        let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break format!("{status}");
+            }
+            if start.elapsed() >= cli.timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                break format!("killed after {} s", cli.timeout.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        for line in reader.join().unwrap_or_default() {
+            let _ = writeln!(events, "{line}");
+            // Codex's own word on a compaction, if its JSON events carry one (0.171.0's do not).
+            if let Ok(event) = serde_json::from_str::<Value>(&line) {
+                let kind = |v: &Value| v.as_str().is_some_and(|t| t.contains("compact"));
+                if kind(&event["type"]) || kind(&event["item"]["type"]) {
+                    run.boundaries.push(event);
+                }
+            }
+        }
+        ended = status;
+        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+            break;
+        }
+    }
     run.ended = ended;
     run.records = server.records();
     if !run.ended.contains("exit status: 0") {

@@ -41,12 +41,15 @@ pub struct Script {
     pub overhead: u64,
 }
 
-/// How the session's tool calls become the harness's: Claude Code's `Read` on a file holding
-/// the result, everything else (and a failed read) its `Bash` tool printing a prepared file.
+/// How the session's tool calls become the harness's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tools {
-    /// Claude Code: `Read {file_path}` and `Bash {command}`.
+    /// Claude Code: `Read {file_path}` of a file holding the result for a read, `Bash
+    /// {command}` printing a prepared file for everything else (and a failed read).
     ClaudeCode,
+    /// Codex: `exec_command {cmd}` printing a prepared file for every call (Codex reads files
+    /// through the shell too).
+    Codex,
 }
 
 fn call_tokens(counter: &TokenCounter, m: &Message) -> u64 {
@@ -55,11 +58,13 @@ fn call_tokens(counter: &TokenCounter, m: &Message) -> u64 {
 
 /// The harness call and files standing for one session call.
 fn map_call(tools: Tools, work: &str, n: usize, name: &str, args: &Value, result: Option<(&str, bool)>) -> (Block, Vec<(String, String)>) {
-    let Tools::ClaudeCode = tools;
-    let id = format!("toolu_cb{n:04}");
+    let id = match tools {
+        Tools::ClaudeCode => format!("toolu_cb{n:04}"),
+        Tools::Codex => format!("call_cb{n:04}"),
+    };
     let (text, is_error) = result.unwrap_or(("", false));
     let path = args.get("path").and_then(Value::as_str);
-    if let (true, Some(path), false) = (name == "read", path, is_error) {
+    if let (Tools::ClaudeCode, true, Some(path), false) = (tools, name == "read", path, is_error) {
         let call = Block::Call { id, name: "Read".into(), input: json!({"file_path": format!("{work}/{path}")}) };
         return (call, vec![(path.to_owned(), text.to_owned())]);
     }
@@ -69,7 +74,10 @@ fn map_call(tools: Tools, work: &str, n: usize, name: &str, args: &Value, result
         "bash" => args.get("command").and_then(Value::as_str).unwrap_or("command").to_owned(),
         other => format!("{other} {}", args),
     };
-    let call = Block::Call { id, name: "Bash".into(), input: json!({"command": command, "description": format!("Show the output of: {what}")}) };
+    let call = match tools {
+        Tools::ClaudeCode => Block::Call { id, name: "Bash".into(), input: json!({"command": command, "description": format!("Show the output of: {what}")}) },
+        Tools::Codex => Block::Call { id, name: "exec_command".into(), input: json!({"cmd": command}) },
+    };
     (call, vec![(file, text.to_owned())])
 }
 

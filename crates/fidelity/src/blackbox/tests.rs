@@ -10,7 +10,7 @@ use compactbench_tokens::TokenCounter;
 use serde_json::{json, Value};
 
 use super::analyze::{claude_session, Facts};
-use super::run::{Player, Run, CLAUDE_COMPACT_MARKER};
+use super::run::{Flavor, Player, Run, CLAUDE_COMPACT_MARKER};
 use super::script::{build, Tools};
 use super::server::{Block, Limits, Reply, Responder, Server, Wire};
 
@@ -110,7 +110,7 @@ fn the_player_answers_turns_in_order_and_stops_after_the_compaction() {
     let dir = tempfile::tempdir().unwrap();
     let script = build(&session(), Tools::ClaudeCode, &dir.path().to_string_lossy(), &TokenCounter::default());
     let replies: Vec<Reply> = script.turns[0].replies.iter().map(|p| p.reply.clone()).collect();
-    let mut player = Player::new(script, dir.path().to_path_buf());
+    let mut player = Player::new(script, dir.path().to_path_buf(), Flavor::ClaudeCode);
     let user = json!([{"role": "user", "content": "Fix the parser."}]);
     assert_eq!(player.respond(Wire::Anthropic, &request(user.clone(), false)).0, "side", "no Bash tool: not the main loop");
     let (kind, reply) = player.respond(Wire::Anthropic, &request(user, true));
