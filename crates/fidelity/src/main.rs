@@ -49,6 +49,10 @@ struct Cli {
     /// Seconds one CLI run may take (--black-box).
     #[arg(long, default_value_t = 240)]
     timeout: u64,
+    /// With --black-box: analyse the requests an earlier run recorded in --scratch instead of
+    /// running the CLIs again.
+    #[arg(long)]
+    recorded: bool,
 }
 
 fn root() -> PathBuf {
@@ -195,10 +199,11 @@ fn black_box(root: &Path, cli: &Cli, scenarios: &[compactbench_eval::scenario::S
         sessions: cli.sessions,
         scratch: root.join(&cli.scratch),
         timeout: std::time::Duration::from_secs(cli.timeout),
+        recorded: cli.recorded,
     };
     let mut all = Vec::new();
     for h in HARNESSES.iter().filter(|h| cli.only.is_empty() || cli.only.iter().any(|n| n == h.dir || n == h.strategy)) {
-        if !installs.join(h.dir).join(".installed").exists() {
+        if !cli.recorded && !installs.join(h.dir).join(".installed").exists() {
             eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", h.name);
             continue;
         }

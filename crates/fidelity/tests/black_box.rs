@@ -18,7 +18,7 @@ fn installed_harness_clis_agree_on_two_sessions() {
     let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "giant-outputs" || s.name == "stale-values").collect();
     let reviewed = load_reviewed(&root).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let options = Options { installs: installs.clone(), scenarios: &scenarios, sessions: 2, scratch: scratch.path().to_path_buf(), timeout: Duration::from_secs(180) };
+    let options = Options { installs: installs.clone(), scenarios: &scenarios, sessions: 2, scratch: scratch.path().to_path_buf(), timeout: Duration::from_secs(180), recorded: false };
     for h in HARNESSES.iter().filter(|h| h.strategy == "claude-code") {
         if !installs.join(h.dir).join(".installed").exists() {
             eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", h.name);

@@ -589,15 +589,18 @@ pub fn codex_strategy() -> (compactbench_strategy_codex::CodexStrategy, ModelPro
     (compactbench_strategy_codex::CodexStrategy::new(config), model)
 }
 
-/// The moment Codex checks at before a request with this input: mid-turn after tool outputs,
-/// else before the turn (its new user message not recorded yet: left out of the log).
+/// The moment Codex checks at before a request with this input, and how much of the input it
+/// has then: mid-turn after tool outputs (all of it); before a turn when the input ends with the
+/// new user message (the items from that message on are not recorded yet); before a turn too
+/// when it ends with the model's closing answer (a compaction request's history).
 fn codex_moment(items: &[Value]) -> (Moment, usize) {
+    let is_real_user = |i: &Value| i["type"] == "message" && i["role"] == "user" && real_user(&text_of(&i["content"]));
     match items.last() {
         Some(last) if last["type"] == "function_call_output" => (Moment::BeforeRequest, items.len()),
-        _ => {
-            let user_at = items.iter().rposition(|i| i["type"] == "message" && i["role"] == "user" && real_user(&text_of(&i["content"])));
-            (Moment::TurnEnd, user_at.unwrap_or(items.len()))
+        Some(last) if last["type"] == "message" && last["role"] == "user" => {
+            (Moment::TurnEnd, items.iter().rposition(is_real_user).unwrap_or(items.len()))
         }
+        _ => (Moment::TurnEnd, items.len()),
     }
 }
 
@@ -630,7 +633,17 @@ pub fn codex_session(id: &str, run: &Run) -> SessionResult {
                 theirs.summary_index = Some(at);
                 theirs.summary_role = Some(role);
             }
-            let others: Vec<Value> = items.iter().filter(|i| !text_of(&i["content"]).contains(FIXED_SUMMARY)).cloned().collect();
+            // Kept: what the next request has of the history it compacted (not the summary, not
+            // a new turn's message), item ids aside.
+            let plain = |i: &Value| {
+                let mut i = uncached(i);
+                if let Some(map) = i.as_object_mut() {
+                    map.remove("id");
+                }
+                i
+            };
+            let before: Vec<Value> = history.iter().map(plain).collect();
+            let others: Vec<Value> = items.iter().filter(|i| before.contains(&plain(i))).cloned().collect();
             theirs.kept = Some(responses_kept(&others));
         }
         compacted_history = Some(history);

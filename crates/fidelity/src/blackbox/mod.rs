@@ -15,7 +15,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use compactbench_eval::generate::generate;
 use compactbench_eval::scenario::Scenario;
 use compactbench_eval::session::Session;
@@ -99,7 +99,7 @@ pub fn check_codex(harness: &Harness, options: &Options<'_>, counter: &TokenCoun
         let (target, slack) = placement(&id, script.requests());
         script.place(CODEX_AUTO_COMPACT_LIMIT, target, slack);
         let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
-        let run = run::run_codex(&cli, script, &scratch, &codex_config(), limits)?;
+        let run = session_run(options, &scratch, || run::run_codex(&cli, script, &scratch, &codex_config(), limits))?;
         let result = analyze::codex_session(&id, &run);
         std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
         progress(&format!("{id}: {}", result.line()));
@@ -120,6 +120,19 @@ pub struct Options<'a> {
     pub scratch: PathBuf,
     /// Longest one CLI run may take.
     pub timeout: Duration,
+    /// Analyse the runs an earlier black-box run recorded in `scratch` instead of running the
+    /// CLIs again (after a change of our crate or of the analysis).
+    pub recorded: bool,
+}
+
+/// The run of one session: recorded earlier (`options.recorded`), or made now by `make`.
+fn session_run(options: &Options<'_>, scratch: &Path, make: impl FnOnce() -> Result<run::Run>) -> Result<run::Run> {
+    if options.recorded {
+        let path = scratch.join("records.json");
+        let text = std::fs::read_to_string(&path).with_context(|| format!("{}: no recorded run (run --black-box without --recorded first)", path.display()))?;
+        return Ok(serde_json::from_str(&text)?);
+    }
+    make()
 }
 
 /// The settings a Claude Code run uses, for the report.
@@ -210,7 +223,7 @@ pub fn check_claude(harness: &Harness, options: &Options<'_>, counter: &TokenCou
         let (target, slack) = placement(&id, script.requests());
         script.place(CLAUDE_THRESHOLD, target, slack);
         let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
-        let run = run::run_claude(&cli, script, &scratch, limits)?;
+        let run = session_run(options, &scratch, || run::run_claude(&cli, script, &scratch, limits))?;
         let result = analyze::claude_session(&id, &run, &work.to_string_lossy());
         std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
         progress(&format!("{id}: {}", result.line()));
