@@ -29,7 +29,7 @@ pub(crate) fn run(
         Moment::TurnEnd => Injection::DoNotInject,
         Moment::BeforeRequest | Moment::Overflow => Injection::BeforeLastUserMessage,
     };
-    let tokens_before = total_tokens(view, anchor);
+    let tokens_before = total_tokens(view, anchor, config.content_estimate);
     let start = start(log, view, anchor);
     let outcome = if config.uses_remote(cx.model.provider) {
         remote(log, start, injection, tokens_before, cx)?

@@ -21,7 +21,10 @@
 //! The limit is `window * 9 / 10` (integer), or the configured `model_auto_compact_token_limit`
 //! capped at that value (uncapped in the Nov-2025 code, [`CodexConfig::cap_configured_limit`]).
 //! The count is the provider-reported total (input + output) of the last reply plus Codex's
-//! estimate of every item added after the last model-generated item; right after a compaction
+//! estimate of every item added after the last model-generated item (by its model-visible
+//! bytes, as 0.171.0 counts them in `cargo xtask fidelity --black-box`;
+//! [`CodexConfig::content_estimate`]` = false` counts the serialized JSON, as the cited commit
+//! does); right after a compaction
 //! it is the estimate Codex recomputes for the new history. Compaction runs when
 //! `count >= limit`, at two of Codex's sites:
 //! - pre-turn (`run_pre_sampling_compact`, before the new user message is recorded) maps to
@@ -140,6 +143,10 @@ pub struct CodexConfig {
     /// `Some(false)`: always local (default); `Some(true)`: always the modelled remote path;
     /// `None`: as Codex routes, remote when the provider is OpenAI (the Responses shape).
     pub remote: Option<bool>,
+    /// The trigger counts the items added since the last reply by their model-visible bytes
+    /// (texts, outputs, names and arguments, no JSON syntax), as 0.171.0 does in the black-box
+    /// check; `false` counts their serialized JSON, as the cited commit does.
+    pub content_estimate: bool,
 }
 
 impl Default for CodexConfig {
@@ -151,6 +158,7 @@ impl Default for CodexConfig {
             user_message_max_tokens: 20_000,
             stream_max_retries: 5,
             remote: Some(false),
+            content_estimate: true,
         }
     }
 }

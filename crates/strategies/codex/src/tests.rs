@@ -184,16 +184,17 @@ fn case_01_limit_from_window_and_config() {
 
 #[test]
 fn case_02_reported_total_plus_bytes_of_items_since_last_model_output() {
-    // The item after the last model-generated item is one function_call_output; Codex counts
-    // its serialized JSON. This literal is that serialization with an empty output.
+    // The item after the last model-generated item is one function_call_output. 0.171.0 counts
+    // its model-visible bytes (the output text); the cited commit counts its serialized JSON,
+    // this literal with an empty output plus the text.
     let overhead = r#"{"type":"function_call_output","call_id":"c1","output":""}"#.len();
-    let session = |item_bytes: usize| {
+    let session = |text_bytes: usize| {
         Harness::new(
             [
                 base(),
                 Message::user("fix the failing test"),
                 replied(call("c1"), 239_000, 1_000),
-                output("c1", &"x".repeat(item_bytes - overhead)),
+                output("c1", &"x".repeat(text_bytes)),
             ],
             model(272_000, 8_000),
         )
@@ -206,6 +207,11 @@ fn case_02_reported_total_plus_bytes_of_items_since_last_model_output() {
     let cp = compact(&mut h, &local(), Moment::TurnEnd);
     assert_eq!(cp.tokens_before, 244_800);
     assert_eq!(details(&h.log).injection, Injection::DoNotInject);
+
+    // Counting the serialized JSON, the same text is `overhead` bytes more.
+    let json = CodexStrategy::new(CodexConfig { content_estimate: false, ..CodexConfig::default() });
+    assert_eq!(session(19_196 - overhead).decide(&json, Moment::TurnEnd), Decision::Skip);
+    assert_eq!(session(19_197 - overhead).decide(&json, Moment::TurnEnd), Decision::compact("pre-turn"));
 }
 
 #[test]
@@ -598,7 +604,7 @@ fn worked_example_two_compactions() {
     assert!(view.messages[1].message.text().contains("…3000 tokens truncated…"));
     let s1 = summary_text(&view);
     // Until the model answers again, the count is Codex's recomputed estimate.
-    assert_eq!(crate::trigger::total_tokens(&view, anchor(&h.log).as_ref()), details(&h.log).tokens_after);
+    assert_eq!(crate::trigger::total_tokens(&view, anchor(&h.log).as_ref(), true), details(&h.log).tokens_after);
 
     // The turn goes on, then the next turn with U4; then a pre-turn compaction.
     h.push(replied(Message::assistant("A3 tests fixed"), 40_000, 100));
