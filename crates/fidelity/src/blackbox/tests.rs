@@ -171,3 +171,18 @@ fn a_turn_start_compaction_re_attaches_files_on_both_sides() {
     assert_eq!((result.theirs.compacted_at, result.theirs.tokens_before), (Some(2), Some(67_007)));
     assert!(result.differing().is_empty(), "{result:#?}");
 }
+
+#[test]
+fn a_recorded_codex_run_yields_its_facts_and_ours() {
+    // A recorded Codex 0.171.0 run (`stale-values/s0`), trimmed: developer and contextual
+    // messages and the handoff prompt cut short, tools named only, scratch paths renamed.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/codex-0.171.0-stale-values-s0.json")).unwrap();
+    let result = super::analyze::codex_session("stale-values/s0", &run);
+    assert_eq!(result.problem, None);
+    let theirs = &result.theirs;
+    assert_eq!((theirs.compacted_at, theirs.prefix_reused, theirs.instruction.as_deref()), (Some(5), Some(true), Some("handoff")));
+    assert_eq!((theirs.summary_role.as_deref(), theirs.tokens_before, theirs.files.as_ref()), (Some("user"), None, None));
+    let kept = theirs.kept.as_ref().unwrap();
+    assert!(!kept.is_empty() && kept.iter().all(|k| k.starts_with("user:")), "Codex keeps the real user messages only: {kept:?}");
+    assert!(result.differing().is_empty(), "{result:#?}");
+}
