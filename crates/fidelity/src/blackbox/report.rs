@@ -98,6 +98,17 @@ pub fn section(reports: &[HarnessReport], reviewed: &[Difference]) -> String {
             let (agree, n) = r.count(part);
             let _ = writeln!(md, "| {part} | {agree}/{n} | {} |", meaning(part));
         }
+        let _ = writeln!(md, "\nWhat the CLI did (sessions per answer):\n");
+        for part in ["compaction_request", "summary_placement", "kept", "files"] {
+            let mut seen: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+            for s in r.analysed() {
+                *seen.entry(shape(part, &s.theirs)).or_default() += 1;
+            }
+            let mut seen: Vec<(String, usize)> = seen.into_iter().collect();
+            seen.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let shown: Vec<String> = seen.iter().map(|(v, n)| format!("{v} ({n})")).collect();
+            let _ = writeln!(md, "- {part}: {}", shown.join("; "));
+        }
         for s in r.sessions.iter().filter(|s| s.problem.is_some()) {
             let _ = writeln!(md, "\nNot analysed: `{}`: {}", s.id, s.problem.as_deref().unwrap_or_default());
         }
@@ -120,6 +131,23 @@ pub fn section(reports: &[HarnessReport], reviewed: &[Difference]) -> String {
         }
     }
     md
+}
+
+/// A part's answer with the session's own names left out, so that answers group: the kinds
+/// of items kept and the number of files.
+fn shape(part: &str, facts: &super::analyze::Facts) -> String {
+    match (part, &facts.kept, &facts.files) {
+        ("kept", Some(kept), _) => {
+            if kept.is_empty() {
+                return "nothing".into();
+            }
+            let count = |kind: &str| kept.iter().filter(|k| k.starts_with(kind)).count();
+            let named = [("call:", "calls"), ("result:", "results"), ("text:", "assistant texts"), ("user:", "user messages")];
+            named.iter().filter(|(k, _)| count(k) > 0).map(|(k, name)| format!("{} {name}", count(k))).collect::<Vec<_>>().join(" + ")
+        }
+        ("files", _, Some(files)) => format!("{} files", files.len()),
+        _ => facts.part(part),
+    }
 }
 
 fn meaning(part: &str) -> &'static str {
