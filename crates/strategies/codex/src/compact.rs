@@ -26,7 +26,8 @@ pub(crate) fn run(
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
     let injection = match at {
-        Moment::TurnEnd => Injection::DoNotInject,
+        Moment::TurnEnd if !config.pre_turn_context_before_last_user => Injection::DoNotInject,
+        Moment::TurnEnd => Injection::BeforeLastUserMessage,
         Moment::BeforeRequest | Moment::Overflow => Injection::BeforeLastUserMessage,
     };
     let tokens_before = total_tokens(view, anchor, config.content_estimate);

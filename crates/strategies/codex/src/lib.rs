@@ -28,8 +28,10 @@
 //! it is the estimate Codex recomputes for the new history. Compaction runs when
 //! `count >= limit`, at two of Codex's sites:
 //! - pre-turn (`run_pre_sampling_compact`, before the new user message is recorded) maps to
-//!   [`Moment::TurnEnd`]; it compacts without initial context (`DoNotInject`) and the next turn
-//!   re-injects it;
+//!   [`Moment::TurnEnd`]; 0.171.0 places the initial context before the last real user
+//!   message of the replacement, as mid-turn (black box, every pre-turn compaction seen);
+//!   with [`CodexConfig::pre_turn_context_before_last_user`]` = false` it compacts without
+//!   initial context (`DoNotInject`) and the next turn re-injects it, as the cited commit does;
 //! - mid-turn (after a sample whose tool calls need a follow-up request) maps to
 //!   [`Moment::BeforeRequest`] when the last model reply called tools; it splices the initial
 //!   context in before the last real user message (`BeforeLastUserMessage`) and the turn goes on.
@@ -147,6 +149,10 @@ pub struct CodexConfig {
     /// (texts, outputs, names and arguments, no JSON syntax), as 0.171.0 does in the black-box
     /// check; `false` counts their serialized JSON, as the cited commit does.
     pub content_estimate: bool,
+    /// A pre-turn compaction places the initial context before the last real user message of
+    /// the replacement, as a mid-turn one does (0.171.0 in the black-box check); `false` leaves
+    /// it out for the next turn to re-inject after the summary (the cited commit).
+    pub pre_turn_context_before_last_user: bool,
 }
 
 impl Default for CodexConfig {
@@ -159,6 +165,7 @@ impl Default for CodexConfig {
             stream_max_retries: 5,
             remote: Some(false),
             content_estimate: true,
+            pre_turn_context_before_last_user: true,
         }
     }
 }
