@@ -1,10 +1,12 @@
 //! What a run's recorded requests say the harness did, and what our crate does on the same
 //! history: the same [`Facts`] from both sides.
 //!
-//! Our side replays the history the harness itself sent (each main request's messages, the
-//! usage the server reported attached to the assistant messages in order), so a difference is a
-//! difference of rules, not of tool output formatting. Paths are made relative to the work dir
-//! and the session's own ids (`toolu_cbNNNN`) are stable, so facts compare as they are.
+//! Our side replays the history the harness itself sent (each main request's messages, each
+//! assistant message carrying the usage the server reported for that reply), so a difference is
+//! a difference of rules, not of tool output formatting. Paths are made relative to the work dir
+//! and the session's own call ids (`toolu_cbNNNN`, `call_cbNNNN`) are stable, so facts compare
+//! as they are. Claude Code's requests are Anthropic Messages (`claude_session`), Codex's are
+//! Responses items (`codex_session`).
 
 use std::sync::Mutex;
 
@@ -30,15 +32,15 @@ pub struct Facts {
     /// The compaction request reuses the conversation as its prefix (same system prompt and
     /// messages, the instruction appended).
     pub prefix_reused: Option<bool>,
-    /// What the instruction asks for: `analysis+summary` (both tags), plus `text-only` where it
-    /// forbids tool calls.
+    /// What the instruction asks for: `analysis+summary` (both tags) or `handoff` (a handoff
+    /// summary), plus `text-only` where it forbids tool calls.
     pub instruction: Option<String>,
     /// Role of the message carrying the summary in the next request.
     pub summary_role: Option<String>,
     /// Index of that message among the next request's non-system messages.
     pub summary_index: Option<usize>,
-    /// What the next request keeps verbatim from before: `call:ID`, `result:ID` and
-    /// `text:START` (assistant text) in order.
+    /// What the next request keeps verbatim from before: `call:ID`, `result:ID`,
+    /// `text:START` (assistant text) and, for Codex, `user:START` (real user messages), in order.
     pub kept: Option<Vec<String>>,
     /// Files re-attached in the next request (work-relative paths, sorted).
     pub files: Option<Vec<String>>,
