@@ -21,10 +21,12 @@ tasks:
                           `bench --criterion [ARGS...]` runs the criterion benchmarks instead;
                           `bench --tokenizers` compares bpe-openai with tiktoken-rs on every
                           shipped text (counts and single-thread times per encoding)
-  fidelity [--setup] [ARGS...]
+  fidelity [--setup | --black-box] [ARGS...]
                           check source-based strategies against their originals' own code:
-                          --setup installs the pinned npm/PyPI packages into target/fidelity/;
-                          without it, writes reports/fidelity/ (ARGS: --only NAME, --cases N)
+                          --setup installs the pinned npm/PyPI packages and harness CLIs into
+                          target/fidelity/; --black-box runs the CLIs against a scripted model
+                          server (ARGS: --sessions N); otherwise writes reports/fidelity/
+                          (ARGS: --only NAME, --cases N)
   fuzz [--cases N] [--seed S] [--only FILTER]
                           the long fuzz run (release): every fuzz target (request validators,
                           each transcript importer, the scenario parser) on N inputs and every

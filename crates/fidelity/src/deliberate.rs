@@ -32,15 +32,20 @@ struct File {
 
 /// Reads the list from `path`; errors name the file and the field.
 pub fn load(path: &Path) -> Result<Vec<Difference>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    parse(path, &text)
+    load_parts(path, &PARTS)
 }
 
-fn parse(path: &Path, text: &str) -> Result<Vec<Difference>> {
+/// Reads a list whose parts are `parts` (the black-box check compares other parts).
+pub fn load_parts(path: &Path, parts: &[&str]) -> Result<Vec<Difference>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    parse_parts(path, &text, parts)
+}
+
+fn parse_parts(path: &Path, text: &str, parts: &[&str]) -> Result<Vec<Difference>> {
     let file: File = toml::from_str(text).with_context(|| format!("{}", path.display()))?;
     for (i, d) in file.difference.iter().enumerate() {
-        if !PARTS.contains(&d.part.as_str()) {
-            bail!("{}: difference {} (`{}`): field `part` is {:?}, not one of {PARTS:?}", path.display(), i + 1, d.strategy, d.part);
+        if !parts.contains(&d.part.as_str()) {
+            bail!("{}: difference {} (`{}`): field `part` is {:?}, not one of {parts:?}", path.display(), i + 1, d.strategy, d.part);
         }
         if d.reason.trim().is_empty() {
             bail!("{}: difference {} (`{}`): field `reason` is empty", path.display(), i + 1, d.strategy);
@@ -61,13 +66,13 @@ mod tests {
     #[test]
     fn the_list_names_a_part_and_a_reason_or_is_refused() {
         let ok = "[[difference]]\nstrategy = \"x\"\npart = \"tokens_before\"\nreason = \"because\"\n";
-        let list = parse(Path::new("d.toml"), ok).unwrap();
+        let list = parse_parts(Path::new("d.toml"), ok, &PARTS).unwrap();
         assert_eq!(covering(&list, "x", "tokens_before").map(|d| d.reason.as_str()), Some("because"));
         assert!(covering(&list, "x", "trigger").is_none());
-        let e = parse(Path::new("d.toml"), &ok.replace("tokens_before", "cut")).unwrap_err().to_string();
+        let e = parse_parts(Path::new("d.toml"), &ok.replace("tokens_before", "cut"), &PARTS).unwrap_err().to_string();
         assert!(e.contains("field `part`"), "{e}");
-        let e = parse(Path::new("d.toml"), &ok.replace("because", " ")).unwrap_err().to_string();
+        let e = parse_parts(Path::new("d.toml"), &ok.replace("because", " "), &PARTS).unwrap_err().to_string();
         assert!(e.contains("field `reason` is empty"), "{e}");
-        assert!(parse(Path::new("d.toml"), "[[difference]]\nstrategy = \"x\"\n").is_err());
+        assert!(parse_parts(Path::new("d.toml"), "[[difference]]\nstrategy = \"x\"\n", &PARTS).is_err());
     }
 }

@@ -15,6 +15,7 @@
 //!
 //! The wire protocol (one line in, one line out, per case) is in `fidelity/README.md`.
 
+pub mod blackbox;
 pub mod cases;
 pub mod compare;
 pub mod deliberate;
@@ -30,7 +31,7 @@ use compactbench_core::EntryId;
 use serde::{Deserialize, Serialize};
 
 pub use cases::Case;
-pub use originals::{Install, Original, ORIGINALS};
+pub use originals::{Harness, Install, Original, HARNESSES, ORIGINALS};
 
 /// What a harness does with a session at one moment: whether it compacts, and what it would
 /// keep if it compacted now. Entry ids are ours; a driver's indices are mapped through the

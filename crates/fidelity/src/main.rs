@@ -10,7 +10,7 @@ use compactbench_eval::scenario::load_dir;
 use compactbench_fidelity::driver::{home, installed};
 use compactbench_fidelity::report::write;
 use compactbench_fidelity::run::{check, Options};
-use compactbench_fidelity::{originals, Install, Original, ORIGINALS};
+use compactbench_fidelity::{blackbox, originals, Install, Original, HARNESSES, ORIGINALS};
 use compactbench_tokens::{Encoding, TokenCounter};
 
 /// Check strategy crates against their originals' own code (npm and PyPI packages).
@@ -36,6 +36,23 @@ struct Cli {
     /// Do not shrink disagreements (faster).
     #[arg(long)]
     no_minimize: bool,
+    /// Run the harness CLIs (installed by --setup) against the scripted model server instead
+    /// of the library check; writes blackbox.md and blackbox.json into --out.
+    #[arg(long)]
+    black_box: bool,
+    /// Sessions per harness CLI (--black-box).
+    #[arg(long, default_value_t = 55)]
+    sessions: usize,
+    /// Scratch folder of --black-box runs (HOME, work dir and recorded requests per session).
+    #[arg(long, default_value = "target/fidelity/black-box")]
+    scratch: PathBuf,
+    /// Seconds one CLI run may take (--black-box).
+    #[arg(long, default_value_t = 240)]
+    timeout: u64,
+    /// With --black-box: analyse the requests an earlier run recorded in --scratch instead of
+    /// running the CLIs again.
+    #[arg(long)]
+    recorded: bool,
 }
 
 fn root() -> PathBuf {
@@ -46,11 +63,12 @@ fn selected(only: &[String]) -> Result<Vec<&'static Original>> {
     if only.is_empty() {
         return Ok(ORIGINALS.iter().collect());
     }
-    only.iter().map(|n| originals::find(n).with_context(|| format!("no original named {n:?}; known: {}", names()))).collect()
+    let harness = |n: &String| HARNESSES.iter().any(|h| h.dir == n || h.strategy == n);
+    only.iter().filter(|n| !harness(n)).map(|n| originals::find(n).with_context(|| format!("no original named {n:?}; known: {}", names()))).collect()
 }
 
 fn names() -> String {
-    ORIGINALS.iter().map(|o| o.dir).collect::<Vec<_>>().join(", ")
+    ORIGINALS.iter().map(|o| o.dir).chain(HARNESSES.iter().map(|h| h.dir)).collect::<Vec<_>>().join(", ")
 }
 
 fn run_command(mut c: Command) -> Result<()> {
@@ -63,29 +81,33 @@ fn run_command(mut c: Command) -> Result<()> {
 }
 
 fn setup(root: &Path, original: &Original) -> Result<()> {
-    let home = home(root, original);
-    std::fs::create_dir_all(&home)?;
-    eprintln!("setup {} into {}", original.name, home.display());
-    match original.install {
+    // A driver folder may carry a package.json (npm `overrides` for sibling versions the
+    // registry lacks); it becomes the install folder's manifest.
+    let manifest = Path::new(original.driver).parent().map(|d| root.join(d).join("package.json")).filter(|m| m.exists());
+    // Run pip's venv from the driver's folder: a `.python-version` there (kimi-cli needs
+    // Python >= 3.12) picks the interpreter under pyenv.
+    let python_dir = Path::new(original.driver).parent().map(|d| root.join(d));
+    install(&home(root, original), original.name, original.install, manifest.as_deref(), python_dir.as_deref())
+}
+
+fn install(home: &Path, name: &str, what: Install, manifest: Option<&Path>, python_dir: Option<&Path>) -> Result<()> {
+    std::fs::create_dir_all(home)?;
+    eprintln!("setup {name} into {}", home.display());
+    match what {
         Install::Npm(packages) => {
-            // A driver folder may carry a package.json (npm `overrides` for sibling versions
-            // the registry lacks); it becomes the install folder's manifest.
-            let manifest = Path::new(original.driver).parent().map(|d| root.join(d).join("package.json"));
-            if let Some(manifest) = manifest.filter(|m| m.exists()) {
-                std::fs::copy(&manifest, home.join("package.json"))?;
+            if let Some(manifest) = manifest {
+                std::fs::copy(manifest, home.join("package.json"))?;
             }
             let mut c = Command::new("npm");
-            c.args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"]).arg(&home).args(packages);
+            c.args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"]).arg(home).args(packages);
             run_command(c)?;
         }
         Install::Pip(packages) => {
             if !home.join("venv/bin/python").exists() {
                 let mut c = Command::new("python3");
                 c.args(["-m", "venv"]).arg(home.join("venv"));
-                // Run from the driver's folder: a `.python-version` there (kimi-cli needs
-                // Python >= 3.12) picks the interpreter under pyenv.
-                if let Some(dir) = Path::new(original.driver).parent() {
-                    c.current_dir(root.join(dir));
+                if let Some(dir) = python_dir {
+                    c.current_dir(dir);
                 }
                 run_command(c)?;
             }
@@ -94,7 +116,7 @@ fn setup(root: &Path, original: &Original) -> Result<()> {
             run_command(c)?;
         }
     }
-    std::fs::write(home.join(".installed"), format!("{}\n", original.name))?;
+    std::fs::write(home.join(".installed"), format!("{name}\n"))?;
     Ok(())
 }
 
@@ -116,10 +138,16 @@ fn real_main() -> Result<ExitCode> {
         for o in &chosen {
             setup(&root, o)?;
         }
+        for h in HARNESSES.iter().filter(|h| cli.only.is_empty() || cli.only.iter().any(|n| n == h.dir || n == h.strategy)) {
+            install(&root.join("target/fidelity").join(h.dir), h.name, h.install, None, None)?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let scenarios = load_dir(&root.join(&cli.scenarios)).map_err(|e| anyhow::anyhow!("{e}"))?;
     let counter = TokenCounter::new(Encoding::O200kBase);
+    if cli.black_box {
+        return black_box(&root, &cli, &scenarios, &counter);
+    }
     let deliberate = compactbench_fidelity::deliberate::load(&root.join("fidelity/deliberate.toml"))?;
     let options = Options { root: &root, scenarios: &scenarios, cases: cli.cases, minimize: !cli.no_minimize, deliberate: &deliberate };
     let mut reports = Vec::new();
@@ -145,7 +173,13 @@ fn real_main() -> Result<ExitCode> {
     let recorded = compactbench_fidelity::recorded::replay(&real, &counter);
     eprintln!("recorded compactions: {} of {} keep from the same step", recorded.iter().filter(|p| p.agrees()).count(), recorded.len());
     let out = root.join(&cli.out);
-    write(&out, &reports, &recorded, &deliberate, &header)?;
+    // A black-box run (`--black-box`) leaves its results beside the report; they are shown with
+    // the reviewed list as it is now.
+    let black_box = match blackbox::report::read_json(&out)? {
+        Some(runs) => blackbox::report::section(&runs, &blackbox::report::load_reviewed(&root)?),
+        None => String::new(),
+    };
+    write(&out, &reports, &recorded, &deliberate, &header, &black_box)?;
     eprintln!("wrote {}", out.join("report.md").display());
     let unreviewed: Vec<String> =
         reports.iter().filter(|r| r.agreement.unreviewed > 0).map(|r| format!("{} ({} cases)", r.agreement.strategy, r.agreement.unreviewed)).collect();
@@ -153,6 +187,44 @@ fn real_main() -> Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("compactbench-fidelity: disagreements not in fidelity/deliberate.toml: {}", unreviewed.join(", "));
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn black_box(root: &Path, cli: &Cli, scenarios: &[compactbench_eval::scenario::Scenario], counter: &TokenCounter) -> Result<ExitCode> {
+    let installs = root.join("target/fidelity");
+    let options = blackbox::Options {
+        installs: installs.clone(),
+        scenarios,
+        sessions: cli.sessions,
+        scratch: root.join(&cli.scratch),
+        timeout: std::time::Duration::from_secs(cli.timeout),
+        recorded: cli.recorded,
+    };
+    let mut all = Vec::new();
+    for h in HARNESSES.iter().filter(|h| cli.only.is_empty() || cli.only.iter().any(|n| n == h.dir || n == h.strategy)) {
+        if !cli.recorded && !installs.join(h.dir).join(".installed").exists() {
+            eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", h.name);
+            continue;
+        }
+        let check = if h.strategy == "codex" { blackbox::check_codex } else { blackbox::check_claude };
+        let report = check(h, &options, counter, &|line| eprintln!("{line}"))?;
+        for part in blackbox::analyze::PARTS {
+            let (agree, n) = report.count(part);
+            eprintln!("{}: {part} {agree}/{n}", h.strategy);
+        }
+        all.push(report);
+    }
+    let reviewed = blackbox::report::load_reviewed(root)?;
+    let out = root.join(&cli.out);
+    blackbox::report::write_json(&out, &all)?;
+    std::fs::write(out.join("blackbox.md"), blackbox::report::section(&all, &reviewed))?;
+    eprintln!("wrote {} and blackbox.md (report.md shows them after the next `cargo xtask fidelity`)", out.join("blackbox.json").display());
+    let unreviewed: Vec<String> = all.iter().filter(|r| r.unreviewed(&reviewed) > 0).map(|r| format!("{} ({} sessions)", r.strategy, r.unreviewed(&reviewed))).collect();
+    if unreviewed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("compactbench-fidelity: black-box differences not in {}: {}", blackbox::report::REVIEWED, unreviewed.join(", "));
         Ok(ExitCode::FAILURE)
     }
 }

@@ -130,14 +130,16 @@ fn cut(text: &str) -> String {
     }
 }
 
-/// Writes `report.md` and `agreement.json` into `dir`.
-pub fn write(dir: &Path, reports: &[OriginalReport], recorded: &[crate::recorded::Pair], deliberate: &[Difference], header: &str) -> Result<()> {
+/// Writes `report.md` and `agreement.json` into `dir`; `black_box` (the black-box section, or
+/// nothing) ends the report.
+pub fn write(dir: &Path, reports: &[OriginalReport], recorded: &[crate::recorded::Pair], deliberate: &[Difference], header: &str, black_box: &str) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let agreements: Vec<&Agreement> = reports.iter().map(|r| &r.agreement).collect();
     std::fs::write(dir.join("agreement.json"), serde_json::to_string_pretty(&agreements)? + "\n")?;
     let mut md = markdown(reports, header);
     deliberate_section(&mut md, reports, deliberate);
     recorded_section(&mut md, recorded);
+    md.push_str(black_box);
     std::fs::write(dir.join("report.md"), md)?;
     Ok(())
 }

@@ -167,6 +167,40 @@ pub const ORIGINALS: &[Original] = &[
     },
 ];
 
+/// A harness CLI run whole against the scripted model server (`--black-box`): installed by
+/// `--setup` beside the originals above.
+pub struct Harness {
+    /// Name in reports: package and version.
+    pub name: &'static str,
+    /// Install folder under `target/fidelity/`.
+    pub dir: &'static str,
+    /// Report id of our strategy.
+    pub strategy: &'static str,
+    /// What `--setup` installs (the native binary comes in a platform package the main package
+    /// names as an optional dependency).
+    pub install: Install,
+    /// The executable, relative to the install folder.
+    pub bin: &'static str,
+}
+
+/// Every harness CLI, in report order.
+pub const HARNESSES: &[Harness] = &[
+    Harness {
+        name: "@anthropic-ai/claude-code 2.1.332",
+        dir: "claude-code-2.1.332",
+        strategy: "claude-code",
+        install: Install::Npm(&["@anthropic-ai/claude-code@2.1.332"]),
+        bin: "node_modules/.bin/claude",
+    },
+    Harness {
+        name: "@openai/codex 0.171.0",
+        dir: "codex-0.171.0",
+        strategy: "codex",
+        install: Install::Npm(&["@openai/codex@0.171.0"]),
+        bin: "node_modules/.bin/codex",
+    },
+];
+
 /// The original named `name` (its `dir` or its strategy id).
 pub fn find(name: &str) -> Option<&'static Original> {
     ORIGINALS.iter().find(|o| o.dir == name || o.strategy == name)

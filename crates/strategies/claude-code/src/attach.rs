@@ -8,7 +8,7 @@ use compactbench_core::{Log, Message, Part, Role};
 use serde_json::{json, Value};
 
 use crate::count::{message_tokens, text_tokens};
-use crate::ClaudeCodeConfig;
+use crate::{ClaudeCodeConfig, RestoreFiles};
 
 /// `POST_COMPACT_MAX_FILES_TO_RESTORE`.
 pub(crate) const MAX_FILES: usize = 5;
@@ -84,7 +84,17 @@ struct Seen {
     todos: Option<Value>,
 }
 
-fn scan(log: &Log) -> Seen {
+/// The file a shell command prints whole: `cat <path>` (then, at most, `; exit N`), no pipes,
+/// redirections or globs.
+fn cat_path(args: &Value) -> Option<&str> {
+    let command = args.get("command").and_then(Value::as_str)?;
+    let first = command.split(';').next()?.trim();
+    let mut words = first.split_whitespace();
+    let (Some("cat"), Some(path), None) = (words.next(), words.next(), words.next()) else { return None };
+    (!path.starts_with('-') && !path.contains(['*', '?', '|', '>', '<', '$', '`'])).then_some(path)
+}
+
+fn scan(config: &ClaudeCodeConfig, log: &Log) -> Seen {
     let mut seen = Seen::default();
     let mut reads: HashMap<String, String> = HashMap::new();
     let mut skill_calls: HashMap<String, String> = HashMap::new();
@@ -102,11 +112,12 @@ fn scan(log: &Log) -> Seen {
                     } else if name.eq_ignore_ascii_case("Skill") {
                         skill_calls.insert(call.clone(), skill_name(args));
                     }
-                    let kind = tool_kind(name);
-                    if !matches!(kind, ToolKind::Read | ToolKind::Write | ToolKind::Edit) {
-                        continue;
-                    }
-                    let Some(path) = tool_path(args) else { continue };
+                    let (kind, path) = match tool_kind(name) {
+                        ToolKind::Shell if config.cat_reads => (ToolKind::Read, cat_path(args)),
+                        kind @ (ToolKind::Read | ToolKind::Write | ToolKind::Edit) => (kind, tool_path(args)),
+                        _ => continue,
+                    };
+                    let Some(path) = path else { continue };
                     if is_plan_path(path) {
                         if kind == ToolKind::Write {
                             seen.plan = written_content(args).map(str::to_owned).or(seen.plan.take());
@@ -246,9 +257,10 @@ fn todo_list(todos: &Value) -> Option<Message> {
 }
 
 /// The attachments of a compaction of `log`, in the order
-/// `[instructions file, plan, files, skills, todo list]`.
-pub(crate) fn collect(config: &ClaudeCodeConfig, log: &Log) -> Attachments {
-    let seen = scan(log);
+/// `[instructions file, plan, files, skills, todo list]`; `turn_start`: the compaction runs as
+/// a turn starts.
+pub(crate) fn collect(config: &ClaudeCodeConfig, log: &Log, turn_start: bool) -> Attachments {
+    let seen = scan(config, log);
     let mut messages = Vec::new();
     let instructions = instructions_text(config, log);
     let has_instructions = !instructions.trim().is_empty();
@@ -260,7 +272,12 @@ pub(crate) fn collect(config: &ClaudeCodeConfig, log: &Log) -> Attachments {
     if let Some(plan) = seen.plan.as_ref().filter(|p| !p.trim().is_empty()) {
         messages.push(Message::user(format!("A plan was made in plan mode; keep working to it:\n\n{plan}")));
     }
-    let (file_messages, file_list) = files(&seen);
+    let restore = match config.restore_files {
+        RestoreFiles::Always => true,
+        RestoreFiles::AtTurnStart => turn_start,
+        RestoreFiles::Never => false,
+    };
+    let (file_messages, file_list) = if restore { files(&seen) } else { (Vec::new(), Vec::new()) };
     messages.extend(file_messages);
     let (skill_messages, kept_skills, dropped_skills) = skills(&seen);
     messages.extend(skill_messages);

@@ -41,11 +41,19 @@
 //! start) the whole view, system prompt included, is estimated \[assume\].
 //!
 //! ## Selection: full compaction
-//! Everything in the working view except the leading system prompt goes to the summarizer:
-//! the previous summary and its re-injected attachments, then every message since \[RE\]. The
-//! new view keeps **nothing verbatim** ([`Window::Kept`](compactbench_core::Window::Kept) of no entries) \[RE; docs: the
-//! conversation is replaced by a structured summary\]. Partial compaction ("Summarize from /
-//! up to here") and session-memory compaction are manual or flag-gated and not reproduced.
+//! Everything in the working view except the leading system prompt and the **newest round**
+//! goes to the summarizer: the previous summary and its re-injected attachments, then every
+//! message up to the newest assistant message. That message and everything after it (its
+//! tool results) stay **verbatim** after the summary ([`Window::Kept`](compactbench_core::Window::Kept)),
+//! and the summary says so \[black box: 2.1.332, where `compact_boundary` reports them as
+//! `preserved_messages`; seen in every run of `cargo xtask fidelity --black-box`\]. When the
+//! newest assistant message opens the view, nothing is kept and everything is summarized
+//! \[assume\]. Partial compaction ("Summarize from / up to here") and session-memory
+//! compaction are manual or flag-gated and not reproduced.
+//!
+//! The variant `claude-code/v2.1.68` keeps the older behaviour the reverse-engineering
+//! write-ups describe (2.1.68): nothing kept verbatim, the recently read files re-attached
+//! \[RE\].
 //!
 //! ## Summarizer call
 //! A forked call replaying the conversation \[RE; changelog 2.1.69\]: system text = the
@@ -88,7 +96,11 @@
 //!   view, so those rules appear twice after a compaction (see Deviations).
 //! - **Plan**: the newest `ExitPlanMode` call's `plan`, or the newest write to a path under
 //!   `.claude/plans/` \[assume: the plan file of plan mode\].
-//! - **Files** \[doc, RE `collectFilesToKeep`\]: paths of read/edit/write calls (core's
+//! - **Files**, when the compaction runs as a turn starts (the view ends with the user's new
+//!   message), not in the middle of a turn's tool loop \[black box: 2.1.332 re-attached the
+//!   5 most recently read files in every turn-start compaction and none in any mid-turn one;
+//!   `claude-code/v2.1.68` re-attaches them always \[RE\]\]; a shell `cat <file>` counts as a read
+//!   of that file \[black box 2.1.332; not in `claude-code/v2.1.68`\]. \[doc, RE `collectFilesToKeep`\]: paths of read/edit/write calls (core's
 //!   [`tool_kind`](compactbench_core::tools::tool_kind) and `path`/`file_path` arguments),
 //!   most recently touched first over the whole log \[assume\], skipping memory files
 //!   (`CLAUDE.md`, `CLAUDE.local.md`, `MEMORY.md`) and the plan file, then the first 5. Each
@@ -219,6 +231,13 @@ pub struct ClaudeCodeConfig {
     /// Whether the summary names the transcript file and the transcript is written to the
     /// virtual store.
     pub transcript_pointer: bool,
+    /// Keep the newest round (the newest assistant message and its tool results) verbatim after
+    /// the summary, as 2.1.332 does; off, nothing is kept (2.1.68).
+    pub keep_last_round: bool,
+    /// When the recently read files are re-attached after the summary.
+    pub restore_files: RestoreFiles,
+    /// Count a shell `cat <file>` as a read of that file (2.1.332 re-attaches such files).
+    pub cat_reads: bool,
     /// The feature flag of time-based micro-compaction (off by default in Claude Code).
     pub microcompact: bool,
     /// Idle minutes assumed before each turn's first request (the replay has no clock);
@@ -251,6 +270,9 @@ impl Default for ClaudeCodeConfig {
             claude_md: None,
             compact_instructions: None,
             transcript_pointer: true,
+            keep_last_round: true,
+            restore_files: RestoreFiles::AtTurnStart,
+            cat_reads: true,
             microcompact: false,
             microcompact_gap_minutes: None,
             api_clear_trigger: Some(api::CLEAR_TRIGGER),
@@ -263,6 +285,18 @@ impl Default for ClaudeCodeConfig {
             api_compact_instructions: None,
         }
     }
+}
+
+/// When recently read files are re-attached after a compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreFiles {
+    /// After every compaction (2.1.68 as reverse engineered).
+    Always,
+    /// Only after a compaction that runs when a turn starts (the view ends with the user's new
+    /// message), not after one in the middle of a turn's tool loop (2.1.332, black box).
+    AtTurnStart,
+    /// Never.
+    Never,
 }
 
 /// Which system the strategy models.
@@ -292,15 +326,30 @@ impl ClaudeCodeStrategy {
                 id: "claude-code".into(),
                 harness: "claude-code".into(),
                 source: SOURCE.into(),
-                summary: "before each request, if usage + est. >= window - min(max_output, 20k) - 13k: \
-                          summarize everything, keep nothing verbatim; re-inject CLAUDE.md, plan, \
-                          5 recent files, skills, todos; transcript pointer"
-                    .into(),
+                summary: if config.keep_last_round {
+                    "before each request, if usage + est. >= window - min(max_output, 20k) - 13k: \
+                     summarize all but the newest round, keep that round verbatim; re-inject CLAUDE.md, plan, \
+                     skills, todos, and at a turn's start 5 recent files; transcript pointer"
+                } else {
+                    "before each request, if usage + est. >= window - min(max_output, 20k) - 13k: \
+                     summarize everything, keep nothing verbatim; re-inject CLAUDE.md, plan, \
+                     5 recent files, skills, todos; transcript pointer"
+                }
+                .into(),
                 fidelity: Fidelity::Modelled,
             },
             config,
             mode: Mode::Client,
         }
+    }
+
+    /// Claude Code as the 2.1.68 write-ups describe it (`claude-code/v2.1.68`): nothing kept
+    /// verbatim, the recently read files re-attached.
+    pub fn release_2_1_68() -> ClaudeCodeStrategy {
+        let config = ClaudeCodeConfig { keep_last_round: false, restore_files: RestoreFiles::Always, cat_reads: false, ..ClaudeCodeConfig::default() };
+        let mut s = ClaudeCodeStrategy::new(config);
+        s.info.id = "claude-code/v2.1.68".into();
+        s
     }
 
     /// The Anthropic API's server-side context management with the `api_*` fields of
@@ -339,12 +388,13 @@ pub fn strategy() -> Box<dyn Strategy> {
     Box::new(ClaudeCodeStrategy::new(ClaudeCodeConfig::default()))
 }
 
-/// Every row to report: Claude Code (`claude-code`), then the API's server-side context
-/// management with its defaults (`claude-code/api-context-management`).
+/// Every row to report: Claude Code (`claude-code`), the 2.1.68 behaviour
+/// (`claude-code/v2.1.68`), then the API's server-side context management with its defaults
+/// (`claude-code/api-context-management`).
 pub fn variants() -> Vec<Box<dyn Strategy>> {
     let api = ClaudeCodeStrategy::api_context_management(ClaudeCodeConfig::default())
         .expect("the API's default triggers are valid");
-    vec![strategy(), Box::new(api)]
+    vec![strategy(), Box::new(ClaudeCodeStrategy::release_2_1_68()), Box::new(api)]
 }
 
 impl Strategy for ClaudeCodeStrategy {

@@ -92,7 +92,7 @@ pub(crate) fn format_summary(raw: &str) -> String {
 
 /// `getCompactUserSummaryMessage` for auto-compaction (follow-up questions suppressed),
 /// paraphrased.
-pub(crate) fn summary_message(raw: &str, transcript: Option<&str>) -> String {
+pub(crate) fn summary_message(raw: &str, transcript: Option<&str>, tail_kept: bool) -> String {
     let mut text = format!(
         "This session continues an earlier conversation that ran out of context. The summary below covers that earlier part.\n\n{}",
         format_summary(raw)
@@ -106,5 +106,13 @@ pub(crate) fn summary_message(raw: &str, transcript: Option<&str>) -> String {
         "\nPick up where the conversation stopped without asking the user anything further: do not acknowledge or recap \
          the summary and do not announce that you are continuing; carry on with the last task as if nothing had happened.",
     );
+    if tail_kept {
+        // 2.1.332 says so below the summary when it keeps the newest round (seen in its
+        // requests; paraphrased).
+        text.push_str(
+            "\n\nThe messages after this summary are the newest ones from before it, unchanged. The summary was written \
+             without them, so something it calls pending may already be done there.",
+        );
+    }
     text
 }

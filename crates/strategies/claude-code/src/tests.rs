@@ -24,6 +24,11 @@ fn cc() -> ClaudeCodeStrategy {
     ClaudeCodeStrategy::new(ClaudeCodeConfig::default())
 }
 
+/// The 2.1.68 behaviour: nothing kept verbatim, recently read files re-attached.
+fn v2168() -> ClaudeCodeStrategy {
+    ClaudeCodeStrategy::release_2_1_68()
+}
+
 fn cc_with(config: ClaudeCodeConfig) -> ClaudeCodeStrategy {
     ClaudeCodeStrategy::new(config)
 }
@@ -210,14 +215,14 @@ fn session_at(tokens: u64) -> Vec<Message> {
 }
 
 #[test]
-fn case_05_full_compaction_keeps_nothing_verbatim() {
+fn case_05_v2_1_68_full_compaction_keeps_nothing_verbatim() {
     let mut h = Harness::new(session_at(SMALL_T + 1), small());
-    let cps = h.step(&cc(), Moment::BeforeRequest).unwrap();
+    let cps = h.step(&v2168(), Moment::BeforeRequest).unwrap();
     assert_eq!(cps.len(), 1);
     assert_eq!(cps[0].kind, CheckpointKind::Summary);
     assert_eq!(cps[0].window, Window::Kept(vec![]));
 
-    let view = h.view(&cc());
+    let view = h.view(&v2168());
     assert_eq!(view.messages[0].origin, Origin::Entry(compactbench_core::EntryId(0)), "system prompt stays");
     assert!(matches!(view.messages[1].origin, Origin::Summary(_)));
     assert_eq!(view.messages[1].message.role, Role::User);
@@ -240,16 +245,69 @@ fn case_05_full_compaction_keeps_nothing_verbatim() {
     h.push(Message::user("also update docs/auth.md"));
     h.push(replied(Message::assistant("Done."), SMALL_T, 5));
     h.push(Message::user("next"));
-    let cps = h.step(&cc(), Moment::BeforeRequest).unwrap();
+    let cps = h.step(&v2168(), Moment::BeforeRequest).unwrap();
     assert_eq!(cps.len(), 1);
     let req = &h.summarizer.requests()[1];
     assert!(req.transcript.contains("SUMMARY 1 of compact"), "summary of the summary");
     assert!(req.transcript.contains("Project instructions from CLAUDE.md"), "attachments are conversation too");
     assert!(req.transcript.contains("also update docs/auth.md") && req.transcript.contains(r#""text":"next""#));
     assert!(!req.transcript.contains("show plan before coding"), "earlier messages only through the summary");
-    let view = h.view(&cc());
+    let view = h.view(&v2168());
     assert!(view.messages[1].message.text().contains("SUMMARY 2 of compact"));
     assert!(!view.iter().any(|m| m.text().contains("SUMMARY 1")));
+}
+
+#[test]
+fn case_05_newest_round_stays_verbatim_after_the_summary() {
+    // 2.1.332: the newest assistant message and its results are kept, the summary is written
+    // without them and says so; no file is re-attached.
+    let mut messages = session_at(SMALL_T + 1);
+    let last = messages.pop().unwrap();
+    messages.push(replied(Message::tool_call("c4", "read", json!({"path": "src/auth.rs"})), last.usage.unwrap().input, 10));
+    messages.push(result("c4", "read", "fn verify() {}"));
+    let mut h = Harness::new(messages, small());
+    let cps = h.step(&cc(), Moment::BeforeRequest).unwrap();
+    let n = h.log.len();
+    assert_eq!(cps[0].window, Window::Kept(vec![compactbench_core::EntryId(n as u32 - 3), compactbench_core::EntryId(n as u32 - 2)]));
+    assert_eq!(cps[0].details["kept_messages"], json!(2));
+    let view = h.view(&cc());
+    assert!(matches!(view.messages[1].origin, Origin::Summary(_)));
+    assert!(view.messages[1].message.text().contains("newest ones from before it, unchanged"));
+    let tail: Vec<&Message> = view.messages[2..].iter().filter(|m| !matches!(m.origin, Origin::Injected(_))).map(|m| &m.message).collect();
+    assert_eq!(tail.len(), 2);
+    assert_eq!(tail[0].tool_call_ids().collect::<Vec<_>>(), ["c4"]);
+    assert_eq!(tail[1].tool_result_ids().collect::<Vec<_>>(), ["c4"]);
+    assert!(injected_texts(&view).iter().all(|t| !t.starts_with("Contents of")), "files are not re-attached");
+    let req = &h.summarizer.requests()[0];
+    assert!(req.transcript.contains("error[E0599]") && !req.transcript.contains("fn verify() {}"), "the kept round is not summarized");
+
+    // A view whose only assistant message comes first keeps nothing.
+    let mut h = Harness::new(vec![sys(), replied(Message::assistant("hello"), SMALL_T, 1), Message::user("go on")], small());
+    let cps = h.step(&cc(), Moment::BeforeRequest).unwrap();
+    assert_eq!(cps[0].window, Window::Kept(vec![]));
+}
+
+#[test]
+fn case_05_files_come_back_only_when_a_turn_starts() {
+    // 2.1.332: a compaction as the user's new message arrives keeps the closing answer and that
+    // message, and re-attaches the files read before, a shell `cat` included.
+    let mut messages = vec![sys(), Message::user("look around")];
+    messages.push(call("r", "read", "src/auth.rs"));
+    messages.push(result("r", "read", "fn auth() {}"));
+    messages.push(Message::tool_call("b", "Bash", json!({"command": "cat notes.txt"})));
+    messages.push(result("b", "Bash", "remember the API"));
+    messages.push(Message::tool_call("x", "Bash", json!({"command": "cat a.txt | head"})));
+    messages.push(result("x", "Bash", "piped: not a read"));
+    messages.push(replied(Message::assistant("Done looking."), SMALL_T, 5));
+    messages.push(Message::user("next: fix auth"));
+    let mut h = Harness::new(messages, small());
+    let cp = h.compact(&cc(), Moment::BeforeRequest).unwrap().remove(0);
+    assert_eq!(cp.details["kept_messages"], json!(2), "the closing answer and the new message");
+    let files: Vec<&str> = cp.details["attachments"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(files, ["notes.txt", "src/auth.rs"]);
+    let v2168 = Harness::new(h.log.messages().map(|(_, m)| m.clone()).collect::<Vec<_>>(), small()).compact(&v2168(), Moment::BeforeRequest).unwrap().remove(0);
+    let files: Vec<&str> = v2168.details["attachments"]["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(files, ["src/auth.rs"], "2.1.68 counts no shell reads");
 }
 
 #[test]
@@ -265,7 +323,7 @@ fn case_06_file_reinjection() {
     messages.push(Message::tool_call("m", "Read", json!({"file_path": "CLAUDE.md"})));
     messages.push(result("m", "Read", "memory"));
     let mut h = Harness::new(messages, small());
-    let cp = h.compact(&cc(), Moment::BeforeRequest).unwrap().remove(0);
+    let cp = h.compact(&v2168(), Moment::BeforeRequest).unwrap().remove(0);
 
     let texts: Vec<String> = cp.injected.iter().map(Message::text).collect();
     assert!(texts[0].starts_with("Project instructions from CLAUDE.md"));
@@ -298,7 +356,7 @@ fn file_content_is_the_newest_seen_and_edit_only_files_are_references() {
         Message::tool_result("r2", "read", "ENOENT", true),
     ];
     let mut h = Harness::new(messages, small());
-    let cp = h.compact(&cc(), Moment::BeforeRequest).unwrap().remove(0);
+    let cp = h.compact(&v2168(), Moment::BeforeRequest).unwrap().remove(0);
     let texts: Vec<String> = cp.injected.iter().map(Message::text).collect();
     assert_eq!(texts.len(), 4, "instructions + three files");
     assert!(texts[1].contains("src/c.rs") && texts[1].contains("not included"), "a failed read shows no content");
@@ -465,8 +523,8 @@ fn reactive_compaction_at_overflow_fits_the_summary_request_by_dropping_rounds()
         messages.push(result(&format!("c{i}"), "bash", filler(&format!("log{i}"), 10_000)));
     }
     let mut h = Harness::new(messages, small());
-    assert_eq!(h.decide(&cc(), Moment::Overflow), Decision::compact("reactive"));
-    let cp = h.step(&cc(), Moment::Overflow).unwrap().remove(0);
+    assert_eq!(h.decide(&v2168(), Moment::Overflow), Decision::compact("reactive"));
+    let cp = h.step(&v2168(), Moment::Overflow).unwrap().remove(0);
     assert_eq!(cp.details["trigger"], json!("reactive"));
     assert_eq!(cp.details["ptl_retries"], json!(1));
     assert_eq!((cp.summarizer.calls, cp.summarizer.failures), (2, 1), "the rejected attempt is counted");
@@ -649,8 +707,8 @@ fn summary_then_attachments_in_order() {
         result("t", "TodoWrite", "ok"),
     ];
     let mut h = Harness::new(messages, small());
-    h.compact(&cc(), Moment::BeforeRequest).unwrap();
-    let view = h.view(&cc());
+    h.compact(&v2168(), Moment::BeforeRequest).unwrap();
+    let view = h.view(&v2168());
     let summary = view.messages[1].message.text();
     assert!(summary.starts_with("This session continues an earlier conversation that ran out of context."));
     assert!(summary.contains("Summary:") || summary.contains("SUMMARY 1"));
@@ -746,7 +804,7 @@ fn auto_compact_off_never_compacts_but_compact_still_runs() {
 fn variants_are_named_and_modelled() {
     let v = variants();
     let ids: Vec<&str> = v.iter().map(|s| s.info().id.as_str()).collect();
-    assert_eq!(ids, ["claude-code", "claude-code/api-context-management"]);
+    assert_eq!(ids, ["claude-code", "claude-code/v2.1.68", "claude-code/api-context-management"]);
     assert!(v.iter().all(|s| s.info().fidelity == compactbench_core::Fidelity::Modelled && s.info().harness == "claude-code"));
     assert_eq!(crate::strategy().info().id, "claude-code");
 }

@@ -26,11 +26,13 @@ pub(crate) fn run(
     cx: &mut Cx<'_>,
 ) -> Result<Vec<Checkpoint>, Error> {
     let injection = match at {
-        // Pre-turn and manual (`run_compact_task`) compactions: `DoNotInject` (spec (e)).
-        Moment::TurnEnd | Moment::Manual => Injection::DoNotInject,
+        // Manual (`run_compact_task`) compactions: `DoNotInject` (spec (e)).
+        Moment::Manual => Injection::DoNotInject,
+        Moment::TurnEnd if !config.pre_turn_context_before_last_user => Injection::DoNotInject,
+        Moment::TurnEnd => Injection::BeforeLastUserMessage,
         Moment::BeforeRequest | Moment::Overflow => Injection::BeforeLastUserMessage,
     };
-    let tokens_before = total_tokens(view, anchor);
+    let tokens_before = total_tokens(view, anchor, config.content_estimate);
     let start = start(log, view, anchor);
     let outcome = if config.uses_remote(cx.model.provider) {
         remote(log, start, injection, tokens_before, cx)?

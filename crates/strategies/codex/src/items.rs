@@ -191,6 +191,11 @@ pub(crate) fn message_tokens(message: &Message, compaction: bool) -> u64 {
     items(message, compaction).iter().map(Item::tokens).sum()
 }
 
+/// The model-visible part of that estimate: the sum of its items' content estimates.
+pub(crate) fn message_content_tokens(message: &Message, compaction: bool) -> u64 {
+    items(message, compaction).iter().map(Item::content_tokens).sum()
+}
+
 /// Removes `items[index]` and, if it is half of a call/output pair, the other half
 /// (`remove_corresponding_for`).
 pub(crate) fn remove_with_counterpart(items: &mut Vec<Item>, index: usize) {

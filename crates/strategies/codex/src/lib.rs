@@ -21,12 +21,17 @@
 //! The limit is `window * 9 / 10` (integer), or the configured `model_auto_compact_token_limit`
 //! capped at that value (uncapped in the Nov-2025 code, [`CodexConfig::cap_configured_limit`]).
 //! The count is the provider-reported total (input + output) of the last reply plus Codex's
-//! estimate of every item added after the last model-generated item; right after a compaction
+//! estimate of every item added after the last model-generated item (by its model-visible
+//! bytes, as 0.171.0 counts them in `cargo xtask fidelity --black-box`;
+//! [`CodexConfig::content_estimate`]` = false` counts the serialized JSON, as the cited commit
+//! does); right after a compaction
 //! it is the estimate Codex recomputes for the new history. Compaction runs when
 //! `count >= limit`, at two of Codex's sites:
 //! - pre-turn (`run_pre_sampling_compact`, before the new user message is recorded) maps to
-//!   [`Moment::TurnEnd`]; it compacts without initial context (`DoNotInject`) and the next turn
-//!   re-injects it;
+//!   [`Moment::TurnEnd`]; 0.171.0 places the initial context before the last real user
+//!   message of the replacement, as mid-turn (black box, every pre-turn compaction seen);
+//!   with [`CodexConfig::pre_turn_context_before_last_user`]` = false` it compacts without
+//!   initial context (`DoNotInject`) and the next turn re-injects it, as the cited commit does;
 //! - mid-turn (after a sample whose tool calls need a follow-up request) maps to
 //!   [`Moment::BeforeRequest`] when the last model reply called tools; it splices the initial
 //!   context in before the last real user message (`BeforeLastUserMessage`) and the turn goes on.
@@ -148,6 +153,14 @@ pub struct CodexConfig {
     /// `Some(false)`: always local (default); `Some(true)`: always the modelled remote path;
     /// `None`: as Codex routes, remote when the provider is OpenAI (the Responses shape).
     pub remote: Option<bool>,
+    /// The trigger counts the items added since the last reply by their model-visible bytes
+    /// (texts, outputs, names and arguments, no JSON syntax), as 0.171.0 does in the black-box
+    /// check; `false` counts their serialized JSON, as the cited commit does.
+    pub content_estimate: bool,
+    /// A pre-turn compaction places the initial context before the last real user message of
+    /// the replacement, as a mid-turn one does (0.171.0 in the black-box check); `false` leaves
+    /// it out for the next turn to re-inject after the summary (the cited commit).
+    pub pre_turn_context_before_last_user: bool,
 }
 
 impl Default for CodexConfig {
@@ -159,6 +172,8 @@ impl Default for CodexConfig {
             user_message_max_tokens: 20_000,
             stream_max_retries: 5,
             remote: Some(false),
+            content_estimate: true,
+            pre_turn_context_before_last_user: true,
         }
     }
 }

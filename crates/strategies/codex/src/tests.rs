@@ -19,12 +19,23 @@ use crate::{variants, CodexConfig, CodexStrategy};
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
 
+/// Defaults but for the cited commit's pre-turn layout: the initial context is left for the
+/// next turn to re-inject (most cases below document that commit's layouts).
+fn cited() -> CodexConfig {
+    CodexConfig { pre_turn_context_before_last_user: false, ..CodexConfig::default() }
+}
+
 fn local() -> CodexStrategy {
+    CodexStrategy::new(cited())
+}
+
+/// Codex 0.171.0 as the black-box check saw it.
+fn current() -> CodexStrategy {
     CodexStrategy::new(CodexConfig::default())
 }
 
 fn remote() -> CodexStrategy {
-    CodexStrategy::new(CodexConfig { remote: Some(true), ..CodexConfig::default() })
+    CodexStrategy::new(CodexConfig { remote: Some(true), ..cited() })
 }
 
 fn base() -> Message {
@@ -166,7 +177,7 @@ fn case_01_limit_from_window_and_config() {
     assert_eq!(auto_compact_limit(0, None, true), i64::MAX as u64, "no window, no setting: never");
 
     // Through the strategy: the configured 200,000 is the threshold, inclusive.
-    let s = CodexStrategy::new(CodexConfig { model_auto_compact_token_limit: Some(200_000), ..CodexConfig::default() });
+    let s = CodexStrategy::new(CodexConfig { model_auto_compact_token_limit: Some(200_000), ..cited() });
     let at = |total: u64| {
         let mut h = Harness::new(
             [base(), Message::user("u1"), replied(Message::assistant("a1"), total - 1_000, 1_000)],
@@ -184,16 +195,17 @@ fn case_01_limit_from_window_and_config() {
 
 #[test]
 fn case_02_reported_total_plus_bytes_of_items_since_last_model_output() {
-    // The item after the last model-generated item is one function_call_output; Codex counts
-    // its serialized JSON. This literal is that serialization with an empty output.
+    // The item after the last model-generated item is one function_call_output. 0.171.0 counts
+    // its model-visible bytes (the output text); the cited commit counts its serialized JSON,
+    // this literal with an empty output plus the text.
     let overhead = r#"{"type":"function_call_output","call_id":"c1","output":""}"#.len();
-    let session = |item_bytes: usize| {
+    let session = |text_bytes: usize| {
         Harness::new(
             [
                 base(),
                 Message::user("fix the failing test"),
                 replied(call("c1"), 239_000, 1_000),
-                output("c1", &"x".repeat(item_bytes - overhead)),
+                output("c1", &"x".repeat(text_bytes)),
             ],
             model(272_000, 8_000),
         )
@@ -206,6 +218,11 @@ fn case_02_reported_total_plus_bytes_of_items_since_last_model_output() {
     let cp = compact(&mut h, &local(), Moment::TurnEnd);
     assert_eq!(cp.tokens_before, 244_800);
     assert_eq!(details(&h.log).injection, Injection::DoNotInject);
+
+    // Counting the serialized JSON, the same text is `overhead` bytes more.
+    let json = CodexStrategy::new(CodexConfig { content_estimate: false, ..cited() });
+    assert_eq!(session(19_196 - overhead).decide(&json, Moment::TurnEnd), Decision::Skip);
+    assert_eq!(session(19_197 - overhead).decide(&json, Moment::TurnEnd), Decision::compact("pre-turn"));
 }
 
 #[test]
@@ -331,6 +348,29 @@ fn three_turns_mid_turn() -> Vec<Message> {
         output("c3", "O3"),
     ]);
     messages
+}
+
+#[test]
+fn pre_turn_context_goes_before_the_last_user_message_in_0_171() {
+    // 0.171.0: [base, U1, context, U2, summary], then the new prompt; the cited commit leaves
+    // the context to the next turn (case 06).
+    let mut h = Harness::new(three_turns_mid_turn(), model(100_000, 8_000));
+    compact(&mut h, &current(), Moment::TurnEnd);
+    assert_eq!(details(&h.log).injection, Injection::BeforeLastUserMessage);
+    assert_eq!(details(&h.log).reinjected_from, None);
+    assert_eq!(
+        shown(&h.view(&current())),
+        [
+            "entry system: You",
+            "entry user: U1",
+            "entry user: U2",
+            "injected system: <permissions",
+            "injected user: #",
+            "injected user: <environment_context>",
+            "entry user: U3",
+            "summary user: An",
+        ]
+    );
 }
 
 #[test]
@@ -540,7 +580,7 @@ fn case_11_remote_result_filter_and_placement() {
     assert_eq!(d.layout[..d.reinjected_from.unwrap()], [Slot::Entry(4), Slot::Summary, Slot::Entry(6)]);
 
     // `compact_prompt` only reaches the local path.
-    let custom = |remote| CodexConfig { compact_prompt: Some("MARKER-7".into()), remote: Some(remote), ..CodexConfig::default() };
+    let custom = |remote| CodexConfig { compact_prompt: Some("MARKER-7".into()), remote: Some(remote), ..cited() };
     for (is_remote, expect) in [(true, false), (false, true)] {
         let mut h = Harness::new(three_turns_mid_turn(), model(100_000, 8_000));
         compact(&mut h, &CodexStrategy::new(custom(is_remote)), Moment::TurnEnd);
@@ -550,7 +590,7 @@ fn case_11_remote_result_filter_and_placement() {
 
 #[test]
 fn case_12_routing_by_provider() {
-    let s = CodexStrategy::new(CodexConfig { remote: None, ..CodexConfig::default() });
+    let s = CodexStrategy::new(CodexConfig { remote: None, ..cited() });
     for (shape, purpose) in [
         (Shape::OpenaiResponses, "remote-compact"),
         (Shape::OpenaiChat, "compact"),
@@ -598,7 +638,7 @@ fn worked_example_two_compactions() {
     assert!(view.messages[1].message.text().contains("…3000 tokens truncated…"));
     let s1 = summary_text(&view);
     // Until the model answers again, the count is Codex's recomputed estimate.
-    assert_eq!(crate::trigger::total_tokens(&view, anchor(&h.log).as_ref()), details(&h.log).tokens_after);
+    assert_eq!(crate::trigger::total_tokens(&view, anchor(&h.log).as_ref(), true), details(&h.log).tokens_after);
 
     // The turn goes on, then the next turn with U4; then a pre-turn compaction.
     h.push(replied(Message::assistant("A3 tests fixed"), 40_000, 100));

@@ -3,7 +3,7 @@
 use compactbench_core::{Decision, Moment, Role, View};
 
 use crate::history::is_real_user;
-use crate::items::message_tokens;
+use crate::items::{message_content_tokens, message_tokens};
 use crate::layout::{is_compaction, Anchor};
 use crate::CodexConfig;
 
@@ -11,7 +11,7 @@ use crate::CodexConfig;
 /// when the count reaches the limit; mid-turn when it does and the last reply called tools.
 pub(crate) fn decide(config: &CodexConfig, view: &View, anchor: Option<&Anchor>, at: Moment, window: u64) -> Decision {
     let limit = auto_compact_limit(window, config.model_auto_compact_token_limit, config.cap_configured_limit);
-    let over = || total_tokens(view, anchor) >= limit;
+    let over = || total_tokens(view, anchor, config.content_estimate) >= limit;
     match at {
         Moment::TurnEnd if over() => Decision::compact("pre-turn"),
         Moment::BeforeRequest if needs_follow_up(view) && over() => Decision::compact("mid-turn"),
@@ -36,12 +36,15 @@ pub(crate) fn auto_compact_limit(window: u64, configured: Option<u64>, cap: bool
 }
 
 /// `get_total_token_usage`: the provider-reported total of the last reply plus Codex's
-/// byte estimate of every item added after the last model-generated item.
+/// byte estimate of every item added after the last model-generated item: of its
+/// model-visible content when `content` (0.171.0: the black-box check's compactions come
+/// before the request this predicts in 55 of 55 sessions, where the serialized JSON fires a
+/// request early in some), else of its serialized JSON (the cited commit).
 ///
 /// After a compaction and before the next reply, the reported total is the estimate Codex
 /// recomputed for the replacement history; the replacement holds no model-generated item
 /// (locally), so nothing is added to it until the model answers again.
-pub(crate) fn total_tokens(view: &View, anchor: Option<&Anchor>) -> u64 {
+pub(crate) fn total_tokens(view: &View, anchor: Option<&Anchor>, content: bool) -> u64 {
     let reported = match view.last_usage() {
         Some((_, usage)) => usage.total(),
         None => anchor.map_or(0, |a| a.details.tokens_after),
@@ -51,7 +54,7 @@ pub(crate) fn total_tokens(view: &View, anchor: Option<&Anchor>) -> u64 {
     };
     let added: u64 = view.messages[last_model + 1..]
         .iter()
-        .map(|m| message_tokens(&m.message, is_compaction(anchor, m.origin)))
+        .map(|m| if content { message_content_tokens(&m.message, is_compaction(anchor, m.origin)) } else { message_tokens(&m.message, is_compaction(anchor, m.origin)) })
         .sum();
     reported + added
 }

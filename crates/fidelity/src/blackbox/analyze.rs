@@ -1,0 +1,712 @@
+//! What a run's recorded requests say the harness did, and what our crate does on the same
+//! history: the same [`Facts`] from both sides.
+//!
+//! Our side replays the history the harness itself sent (each main request's messages, each
+//! assistant message carrying the usage the server reported for that reply), so a difference is
+//! a difference of rules, not of tool output formatting. Paths are made relative to the work dir
+//! and the session's own call ids (`toolu_cbNNNN`, `call_cbNNNN`) are stable, so facts compare
+//! as they are. Claude Code's requests are Anthropic Messages (`claude_session`), Codex's are
+//! Responses items (`codex_session`).
+
+use std::sync::Mutex;
+
+use compactbench_core::{
+    Checkpoint, Cx, Decision, Error, Log, Message, ModelProfile, Moment, Origin, Part, Role, Shape, Strategy, Summarizer, Summary, SummaryContext,
+    SummaryRequest, Usage, VirtualStore, Window,
+};
+use compactbench_strategy_claude_code::{ClaudeCodeConfig, ClaudeCodeStrategy};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::run::{Run, CLAUDE_COMPACT_MARKER};
+use super::server::Record;
+use crate::ours::{tokenizer, FixedSummarizer, FIXED_SUMMARY};
+
+/// What one side did with one session (`None`: it did not compact, or the fact is not known).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Facts {
+    /// Main-loop requests made before the compaction (the compaction came before request N).
+    pub compacted_at: Option<usize>,
+    /// The context size it measured when it compacted.
+    pub tokens_before: Option<u64>,
+    /// The compaction request reuses the conversation as its prefix (same system prompt and
+    /// messages, the instruction appended).
+    pub prefix_reused: Option<bool>,
+    /// What the instruction asks for: `analysis+summary` (both tags) or `handoff` (a handoff
+    /// summary), plus `text-only` where it forbids tool calls.
+    pub instruction: Option<String>,
+    /// Role of the message carrying the summary in the next request.
+    pub summary_role: Option<String>,
+    /// Index of that message among the next request's non-system messages.
+    pub summary_index: Option<usize>,
+    /// What the next request keeps verbatim from before: `call:ID`, `result:ID`,
+    /// `text:START` (assistant text) and, for Codex, `user:START` (real user messages), in order.
+    pub kept: Option<Vec<String>>,
+    /// Files re-attached in the next request (work-relative paths, sorted).
+    pub files: Option<Vec<String>>,
+}
+
+/// The parts of [`Facts`] compared, by name, in report order.
+pub const PARTS: [&str; 6] = ["trigger", "tokens_before", "compaction_request", "summary_placement", "kept", "files"];
+
+impl Facts {
+    /// The value of one compared part, as text (for tables and the agreement check).
+    pub fn part(&self, name: &str) -> String {
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+        match name {
+            "trigger" => opt(self.compacted_at.map(|n| format!("before request {n}"))),
+            "tokens_before" => opt(self.tokens_before.map(|n| n.to_string())),
+            "compaction_request" => opt(self.prefix_reused.map(|p| {
+                format!("{} · {}", if p { "prefix" } else { "fresh" }, self.instruction.as_deref().unwrap_or("?"))
+            })),
+            "summary_placement" => opt(self.summary_role.as_ref().map(|r| format!("{r} #{}", self.summary_index.map_or("?".into(), |i| i.to_string())))),
+            "kept" => opt(self.kept.as_ref().map(|k| if k.is_empty() { "nothing".into() } else { k.join(" ") })),
+            "files" => opt(self.files.as_ref().map(|f| if f.is_empty() { "none".into() } else { f.join(" ") })),
+            _ => unreachable!("unknown part {name}"),
+        }
+    }
+}
+
+/// One session's result.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SessionResult {
+    /// Session id (`scenario/sSEED`).
+    pub id: String,
+    /// Requests the harness made, by kind (`main`, `compaction`, `after_compaction`, `side`).
+    pub requests: Vec<String>,
+    /// How the CLI ended.
+    pub ended: String,
+    /// The harness's facts.
+    pub theirs: Facts,
+    /// Our crate's facts on the same history.
+    pub ours: Facts,
+    /// Why the run could not be analysed, if it could not.
+    pub problem: Option<String>,
+}
+
+impl SessionResult {
+    /// The parts that differ.
+    pub fn differing(&self) -> Vec<&'static str> {
+        if self.problem.is_some() {
+            return Vec::new();
+        }
+        PARTS.iter().copied().filter(|p| self.theirs.part(p) != self.ours.part(p)).collect()
+    }
+
+    /// One progress line.
+    pub fn line(&self) -> String {
+        if let Some(p) = &self.problem {
+            return format!("not analysed: {p} ({} requests, {})", self.requests.len(), self.ended);
+        }
+        let d = self.differing();
+        format!(
+            "{} requests, compacted {} (ours {}); {}",
+            self.requests.len(),
+            self.theirs.part("trigger"),
+            self.ours.part("trigger"),
+            if d.is_empty() { "agrees".to_owned() } else { format!("differs in {}", d.join(", ")) }
+        )
+    }
+}
+
+use super::run::content_text as text_of;
+
+/// Our messages for one Anthropic message. A user message with tool results becomes a user
+/// message of its text blocks (the harness's reminders), then a tool message: the results stay
+/// last, so a view ending in them reads as a turn going on, not as one starting.
+fn convert(message: &Value, names: &mut std::collections::HashMap<String, String>, usage: Option<Usage>) -> Vec<Message> {
+    let role = message["role"].as_str().unwrap_or("user");
+    let blocks: Vec<Value> = match &message["content"] {
+        Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
+        Value::Array(b) => b.clone(),
+        _ => Vec::new(),
+    };
+    if role == "assistant" {
+        let parts = blocks
+            .iter()
+            .filter_map(|b| match b["type"].as_str() {
+                Some("text") => Some(Part::text(b["text"].as_str().unwrap_or(""))),
+                Some("thinking") => Some(Part::Reasoning { text: b["thinking"].as_str().unwrap_or("").into() }),
+                Some("tool_use") => {
+                    let id = b["id"].as_str().unwrap_or("").to_owned();
+                    let name = b["name"].as_str().unwrap_or("").to_owned();
+                    names.insert(id.clone(), name.clone());
+                    Some(Part::ToolCall { id, name, args: b["input"].clone() })
+                }
+                _ => None,
+            })
+            .collect();
+        let mut m = Message::new(Role::Assistant, parts);
+        m.usage = usage;
+        return vec![m];
+    }
+    let mut results = Vec::new();
+    let mut texts = Vec::new();
+    for b in &blocks {
+        match b["type"].as_str() {
+            Some("tool_result") => {
+                let call_id = b["tool_use_id"].as_str().unwrap_or("").to_owned();
+                let name = names.get(&call_id).cloned().unwrap_or_default();
+                results.push(Part::ToolResult { call_id, name, text: text_of(&b["content"]), is_error: b["is_error"].as_bool().unwrap_or(false) });
+            }
+            Some("text") => texts.push(Part::text(b["text"].as_str().unwrap_or(""))),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if !texts.is_empty() {
+        out.push(Message::new(Role::User, texts));
+    }
+    if !results.is_empty() {
+        out.push(Message::new(Role::Tool, results));
+    }
+    out
+}
+
+/// Our log for a request's system prompt and messages; `usage` gives the usage reported for an
+/// assistant message, if the server sent it.
+pub fn to_log(system: &Value, messages: &[Value], usage: &dyn Fn(&Value) -> Option<Usage>) -> Log {
+    let mut log = Log::new();
+    let system = text_of(system);
+    if !system.is_empty() {
+        log.push_message(Message::system(system));
+    }
+    let mut names = std::collections::HashMap::new();
+    for m in messages {
+        let reported = if m["role"] == "assistant" { usage(m) } else { None };
+        for converted in convert(m, &mut names, reported) {
+            log.push_message(converted);
+        }
+    }
+    log
+}
+
+/// What identifies a reply in the history: its first tool call id, else its text.
+fn reply_key(blocks: &[Value]) -> String {
+    blocks
+        .iter()
+        .find_map(|b| b["id"].as_str().filter(|_| b["type"] == "tool_use").map(|id| format!("call:{id}")))
+        .unwrap_or_else(|| format!("text:{}", blocks.iter().filter_map(|b| b["text"].as_str()).collect::<String>()))
+}
+
+/// The usage the server reported for each reply of `records`, by [`reply_key`].
+fn reported_usage(records: &[&Record]) -> std::collections::HashMap<String, Usage> {
+    records
+        .iter()
+        .map(|r| {
+            let blocks: Vec<Value> = r
+                .reply
+                .blocks
+                .iter()
+                .map(|b| match b {
+                    super::server::Block::Text(t) => serde_json::json!({"type": "text", "text": t}),
+                    super::server::Block::Call { id, .. } => serde_json::json!({"type": "tool_use", "id": id}),
+                })
+                .collect();
+            (reply_key(&blocks), usage_of(r))
+        })
+        .collect()
+}
+
+fn usage_of(record: &Record) -> Usage {
+    Usage { input: record.reply.input_tokens, output: record.reply.output_tokens, cache_read: 0 }
+}
+
+/// Kept items of a list of Anthropic messages: every tool call and result, and assistant text.
+fn kept_items(messages: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in messages {
+        let Some(blocks) = m["content"].as_array() else { continue };
+        for b in blocks {
+            match b["type"].as_str() {
+                Some("tool_use") => out.push(format!("call:{}", b["id"].as_str().unwrap_or(""))),
+                Some("tool_result") => out.push(format!("result:{}", b["tool_use_id"].as_str().unwrap_or(""))),
+                Some("text") if m["role"] == "assistant" => out.push(format!("text:{}", start(b["text"].as_str().unwrap_or("")))),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+fn start(text: &str) -> String {
+    text.chars().take(24).collect()
+}
+
+/// How Claude Code introduces a re-attached file.
+const READ_ATTACHMENT: &str = "Called the Read tool with the following input: ";
+
+/// The `file_path` of the Read input a re-attachment reminder names, work-relative.
+fn read_input(text: &str, work: &str) -> Option<String> {
+    let input = text[text.find(READ_ATTACHMENT)? + READ_ATTACHMENT.len()..].lines().next()?;
+    let input: Value = serde_json::from_str(input).ok()?;
+    input["file_path"].as_str().map(|p| relative(p, work))
+}
+
+/// `path` relative to the work dir when it is under it.
+fn relative(path: &str, work: &str) -> String {
+    path.strip_prefix(work).map_or(path, |p| p.trim_start_matches('/')).to_owned()
+}
+
+/// `value` without `cache_control` keys.
+fn uncached(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(map.iter().filter(|(k, _)| *k != "cache_control").map(|(k, v)| (k.clone(), uncached(v))).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(uncached).collect()),
+        other => other.clone(),
+    }
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn instruction_kind(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut kind = if lower.contains("<analysis>") && lower.contains("<summary>") {
+        "analysis+summary".to_owned()
+    } else if lower.contains("handoff summary") {
+        "handoff".to_owned()
+    } else {
+        "other".to_owned()
+    };
+    if lower.contains("text only") || lower.contains("plain text only") {
+        kind.push_str(" text-only");
+    }
+    kind
+}
+
+/// The harness's facts from its recorded requests; also the history it compacted (for our
+/// side), as (system, messages).
+fn theirs(run: &Run, work: &str) -> (Facts, Option<(Value, Vec<Value>)>) {
+    let mut facts = Facts::default();
+    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").collect();
+    let Some(compaction) = run.records.iter().find(|r| r.kind == "compaction") else { return (facts, None) };
+    facts.compacted_at = Some(run.records.iter().take_while(|r| r.kind != "compaction").filter(|r| r.kind == "main").count());
+    facts.tokens_before = run.boundaries.first().and_then(|b| b["compact_metadata"]["pre_tokens"].as_u64());
+    let mut history: Vec<Value> = compaction.body["messages"].as_array().cloned().unwrap_or_default();
+    // The instruction: the last user message's text block with the marker (or the whole
+    // message when it holds nothing else).
+    let mut instruction = String::new();
+    if let Some(last) = history.last_mut() {
+        if let Some(blocks) = last["content"].as_array_mut() {
+            if let Some(i) = blocks.iter().position(|b| b["text"].as_str().is_some_and(|t| t.contains(CLAUDE_COMPACT_MARKER))) {
+                instruction = blocks.remove(i)["text"].as_str().unwrap_or("").to_owned();
+            }
+            if blocks.is_empty() {
+                history.pop();
+            }
+        } else if last["content"].as_str().is_some_and(|t| t.contains(CLAUDE_COMPACT_MARKER)) {
+            instruction = history.pop().map(|m| text_of(&m["content"])).unwrap_or_default();
+        }
+    }
+    facts.instruction = Some(instruction_kind(&instruction));
+    let previous = mains.iter().rev().find(|r| r.index < compaction.index);
+    // The previous main request's messages but its last (the user message the instruction
+    // may be appended to) open the compaction request, under the same system prompt and tools.
+    // Prompt-cache breakpoints move from request to request, so they are left out.
+    facts.prefix_reused = Some(previous.is_none_or(|p| {
+        let before: Vec<Value> = p.body["messages"].as_array().map_or(&[][..], |m| &m[..m.len().saturating_sub(1)]).iter().map(uncached).collect();
+        let history: Vec<Value> = history.iter().map(uncached).collect();
+        uncached(&p.body["system"]) == uncached(&compaction.body["system"]) && p.body["tools"] == compaction.body["tools"] && history.starts_with(&before)
+    }));
+    let Some(after) = run.records.iter().find(|r| r.kind == "after_compaction") else { return (facts, Some((compaction.body["system"].clone(), history))) };
+    let messages: Vec<Value> = after.body["messages"].as_array().cloned().unwrap_or_default();
+    let holder = messages.iter().position(|m| text_of(&m["content"]).contains(FIXED_SUMMARY));
+    facts.summary_index = holder;
+    facts.summary_role = holder.map(|i| messages[i]["role"].as_str().unwrap_or("?").to_owned());
+    let tail = &messages[holder.map_or(0, |i| i + 1)..];
+    facts.kept = Some(kept_items(tail));
+    // Claude Code re-attaches a file as a reminder naming a Read call and its input.
+    let attached: Vec<String> = tail
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["text"].as_str().filter(|t| t.contains(READ_ATTACHMENT)).and_then(|t| read_input(t, work)))
+        .collect();
+    facts.files = Some(sorted(attached));
+    // What was kept verbatim was in the history the harness had too: after the part it
+    // summarized (mid-turn), or overlapping its end (at a turn's start the closing answer is both
+    // summarized and kept). Reminders are attached anew after a compaction, so only those the
+    // CLI puts on every later prompt (seen on the earlier prompts of the history) are kept with
+    // the new prompt.
+    let is_reminder = |t: &str| t.trim_start().starts_with("<system-reminder>");
+    let prompt_reminders: Vec<String> = history
+        .iter()
+        .skip(1)
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_array())
+        .filter(|b| b.iter().any(|b| b["type"] == "text" && b["text"].as_str().is_some_and(|t| !is_reminder(t))))
+        .flat_map(|b| b.iter().filter_map(|b| b["text"].as_str()).filter(|t| is_reminder(t)).map(|t| t.trim().to_owned()).collect::<Vec<_>>())
+        .collect();
+    let attached_anew = |t: &str| is_reminder(t) && !prompt_reminders.iter().any(|p| p == t.trim());
+    let preserved: Vec<Value> = tail
+        .iter()
+        .filter_map(|m| {
+            let mut m = m.clone();
+            if let Some(blocks) = m["content"].as_array_mut() {
+                blocks.retain(|b| !(b["type"] == "text" && b["text"].as_str().is_some_and(attached_anew)));
+                if blocks.is_empty() {
+                    return None;
+                }
+            }
+            Some(m)
+        })
+        .collect();
+    let plain: Vec<Value> = history.iter().map(uncached).collect();
+    let preserved_plain: Vec<Value> = preserved.iter().map(uncached).collect();
+    let overlap = (0..=preserved.len().min(history.len())).rev().find(|&n| plain[plain.len() - n..] == preserved_plain[..n]).unwrap_or(0);
+    history.extend(preserved.into_iter().skip(overlap));
+    (facts, Some((compaction.body["system"].clone(), history)))
+}
+
+/// A summarizer that answers as [`FixedSummarizer`] and keeps how it was asked.
+#[derive(Default)]
+struct Recording {
+    asked: Mutex<Vec<(SummaryContext, String)>>,
+}
+
+impl Summarizer for Recording {
+    fn name(&self) -> &str {
+        "fixed"
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
+        self.asked.lock().expect("recording").push((request.context, request.instructions.clone()));
+        FixedSummarizer.summarize(request)
+    }
+}
+
+/// Our crate as the runs configure Claude Code: the `--autocompact` window, no CLAUDE.md (the
+/// scratch work dir has none), and the model the runs name.
+pub fn claude_strategy() -> (ClaudeCodeStrategy, ModelProfile) {
+    let config = ClaudeCodeConfig { auto_compact_window: Some(super::CLAUDE_AUTOCOMPACT_WINDOW), claude_md: Some(String::new()), ..ClaudeCodeConfig::default() };
+    let model = ModelProfile {
+        name: super::CLAUDE_MODEL.into(),
+        window: super::CLAUDE_MODEL_WINDOW,
+        max_output: super::CLAUDE_MODEL_MAX_OUTPUT,
+        provider: Shape::Anthropic,
+        pricing: Default::default(),
+    };
+    (ClaudeCodeStrategy::new(config), model)
+}
+
+fn fires(strategy: &dyn Strategy, log: &Log, model: &ModelProfile) -> bool {
+    let view = strategy.project(log);
+    let mut store = VirtualStore::new();
+    let cx = Cx::new(model, &FixedSummarizer, &mut store, tokenizer());
+    matches!(strategy.decide(log, &view, Moment::BeforeRequest, &cx), Decision::Compact { .. })
+}
+
+/// Our facts: the first request our trigger fires before (the harness's histories in turn),
+/// and our compaction of the history the harness compacted.
+fn ours(run: &Run, compacted: Option<&(Value, Vec<Value>)>, work: &str) -> Facts {
+    let (strategy, model) = claude_strategy();
+    let mut facts = Facts::default();
+    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
+    let reported = reported_usage(&mains);
+    let usage = |m: &Value| m["content"].as_array().and_then(|b| reported.get(&reply_key(b)).copied());
+    let mut histories: Vec<Log> = mains.iter().map(|r| to_log(&r.body["system"], r.body["messages"].as_array().map_or(&[][..], |m| m), &usage)).collect();
+    if let Some((system, messages)) = compacted {
+        histories.push(to_log(system, messages, &usage));
+    }
+    facts.compacted_at = histories.iter().position(|log| fires(&strategy, log, &model));
+    let Some(at) = facts.compacted_at else { return facts };
+    let log = &histories[at];
+    let view = strategy.project(log);
+    let recording = Recording::default();
+    let mut store = VirtualStore::new();
+    let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
+    let Ok(checkpoints) = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx) else { return facts };
+    if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
+        facts.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
+        facts.instruction = Some(instruction_kind(instructions));
+    }
+    let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) else { return facts };
+    facts.tokens_before = Some(cp.tokens_before);
+    let mut after = log.clone();
+    for cp in checkpoints.iter().cloned() {
+        after.push_checkpoint(cp);
+    }
+    view_facts(&mut facts, &strategy.project(&after), cp);
+    let files = cp.details["attachments"]["files"].as_array().map(|f| f.iter().filter_map(|f| f["path"].as_str()).map(|p| relative(p, work)).collect());
+    facts.files = Some(sorted(files.unwrap_or_default()));
+    facts
+}
+
+fn view_facts(facts: &mut Facts, view: &compactbench_core::View, cp: &Checkpoint) {
+    let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().skip_while(|m| m.message.role == Role::System).collect();
+    let holder = shown.iter().position(|m| matches!(m.origin, Origin::Summary(_)));
+    facts.summary_index = holder;
+    facts.summary_role = cp.summary.as_ref().map(|s| s.role.as_str().to_owned());
+    let mut kept = Vec::new();
+    for m in &shown {
+        match m.origin {
+            Origin::Entry(_) | Origin::Replaced(..) => {
+                for p in &m.message.parts {
+                    match p {
+                        Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
+                        Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
+                        Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
+                        _ => {}
+                    }
+                }
+            }
+            Origin::Injected(_) | Origin::Summary(_) => {}
+        }
+    }
+    facts.kept = Some(kept);
+}
+
+/// Analyzes one Claude Code run.
+pub fn claude_session(id: &str, run: &Run, work: &str) -> SessionResult {
+    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    if !run.records.iter().any(|r| r.kind == "main") {
+        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
+        return result;
+    }
+    let (theirs, compacted) = theirs(run, work);
+    result.ours = ours(run, compacted.as_ref(), work);
+    result.theirs = theirs;
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// Codex (OpenAI Responses items).
+
+/// Our messages for Responses `input` items: developer messages as system messages, user and
+/// assistant messages as they are, each run of function calls (with the assistant text before
+/// it) as one assistant message, each run of outputs as one tool message; reasoning left out.
+/// `usage` gives the usage reported for an assistant message, by its first call id or text.
+pub fn responses_log(items: &[Value], usage: &dyn Fn(&str) -> Option<Usage>) -> Log {
+    let mut log = Log::new();
+    let mut names = std::collections::HashMap::new();
+    let mut pending: Vec<Part> = Vec::new();
+    let mut outputs: Vec<Part> = Vec::new();
+    let flush_assistant = |log: &mut Log, pending: &mut Vec<Part>| {
+        if pending.is_empty() {
+            return;
+        }
+        let key = pending
+            .iter()
+            .find_map(|p| if let Part::ToolCall { id, .. } = p { Some(format!("call:{id}")) } else { None })
+            .unwrap_or_else(|| format!("text:{}", pending.iter().filter_map(|p| if let Part::Text { text } = p { Some(text.as_str()) } else { None }).collect::<String>()));
+        let mut m = Message::new(Role::Assistant, std::mem::take(pending));
+        m.usage = usage(&key);
+        log.push_message(m);
+    };
+    let flush_outputs = |log: &mut Log, outputs: &mut Vec<Part>| {
+        if !outputs.is_empty() {
+            log.push_message(Message::new(Role::Tool, std::mem::take(outputs)));
+        }
+    };
+    for item in items {
+        match (item["type"].as_str(), item["role"].as_str()) {
+            (Some("function_call"), _) => {
+                flush_outputs(&mut log, &mut outputs);
+                let id = item["call_id"].as_str().unwrap_or("").to_owned();
+                let name = item["name"].as_str().unwrap_or("").to_owned();
+                names.insert(id.clone(), name.clone());
+                let args = item["arguments"].as_str().and_then(|a| serde_json::from_str(a).ok()).unwrap_or(Value::Null);
+                pending.push(Part::ToolCall { id, name, args });
+            }
+            (Some("function_call_output"), _) => {
+                flush_assistant(&mut log, &mut pending);
+                let call_id = item["call_id"].as_str().unwrap_or("").to_owned();
+                let name = names.get(&call_id).cloned().unwrap_or_default();
+                let text = item["output"].as_str().map_or_else(|| text_of(&item["output"]), str::to_owned);
+                outputs.push(Part::ToolResult { call_id, name, text, is_error: false });
+            }
+            (Some("message"), Some("assistant")) => {
+                flush_outputs(&mut log, &mut outputs);
+                if pending.iter().any(|p| matches!(p, Part::ToolCall { .. })) {
+                    flush_assistant(&mut log, &mut pending);
+                }
+                pending.push(Part::text(text_of(&item["content"])));
+            }
+            (Some("message"), Some(role)) => {
+                flush_assistant(&mut log, &mut pending);
+                flush_outputs(&mut log, &mut outputs);
+                let role = if matches!(role, "developer" | "system") { Role::System } else { Role::User };
+                log.push_message(Message::new(role, vec![Part::text(text_of(&item["content"]))]));
+            }
+            _ => {}
+        }
+    }
+    flush_assistant(&mut log, &mut pending);
+    flush_outputs(&mut log, &mut outputs);
+    log
+}
+
+/// The key of a reply for [`responses_log`]: its first call id, else its text.
+fn responses_reply_key(reply: &super::server::Reply) -> String {
+    reply
+        .blocks
+        .iter()
+        .find_map(|b| if let super::server::Block::Call { id, .. } = b { Some(format!("call:{id}")) } else { None })
+        .unwrap_or_else(|| format!("text:{}", reply.blocks.iter().filter_map(|b| if let super::server::Block::Text(t) = b { Some(t.as_str()) } else { None }).collect::<String>()))
+}
+
+/// A real user message (not the contextual ones Codex writes in the user's name, which start
+/// with a tag).
+fn real_user(text: &str) -> bool {
+    !text.trim_start().starts_with('<')
+}
+
+/// Kept items of Responses input items: calls, outputs, assistant text, real user messages.
+fn responses_kept(items: &[Value]) -> Vec<String> {
+    items
+        .iter()
+        .filter_map(|item| match (item["type"].as_str(), item["role"].as_str()) {
+            (Some("function_call"), _) => Some(format!("call:{}", item["call_id"].as_str().unwrap_or(""))),
+            (Some("function_call_output"), _) => Some(format!("result:{}", item["call_id"].as_str().unwrap_or(""))),
+            (Some("message"), Some("assistant")) => Some(format!("text:{}", start(&text_of(&item["content"])))),
+            (Some("message"), Some("user")) => Some(text_of(&item["content"])).filter(|t| real_user(t)).map(|t| format!("user:{}", start(&t))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The index of the item holding the summary among the items that are not developer messages.
+fn responses_summary_index(items: &[Value]) -> Option<(usize, String)> {
+    let shown: Vec<&Value> = items.iter().filter(|i| !(i["type"] == "message" && matches!(i["role"].as_str(), Some("developer" | "system")))).collect();
+    shown.iter().position(|i| text_of(&i["content"]).contains(FIXED_SUMMARY)).map(|at| (at, shown[at]["role"].as_str().unwrap_or("?").to_owned()))
+}
+
+/// Our crate as the runs configure Codex.
+pub fn codex_strategy() -> (compactbench_strategy_codex::CodexStrategy, ModelProfile) {
+    let config = compactbench_strategy_codex::CodexConfig {
+        model_auto_compact_token_limit: Some(super::CODEX_AUTO_COMPACT_LIMIT),
+        remote: Some(false),
+        ..compactbench_strategy_codex::CodexConfig::default()
+    };
+    let model = ModelProfile {
+        name: super::CODEX_MODEL.into(),
+        window: super::CODEX_CONTEXT_WINDOW,
+        max_output: super::CODEX_MAX_OUTPUT,
+        provider: Shape::OpenaiResponses,
+        pricing: Default::default(),
+    };
+    (compactbench_strategy_codex::CodexStrategy::new(config), model)
+}
+
+/// The moment Codex checks at before a request with this input, and how much of the input it
+/// has then: mid-turn after tool outputs (all of it); before a turn when the input ends with the
+/// new user message (the items from that message on are not recorded yet); before a turn too
+/// when it ends with the model's closing answer (a compaction request's history).
+fn codex_moment(items: &[Value]) -> (Moment, usize) {
+    let is_real_user = |i: &Value| i["type"] == "message" && i["role"] == "user" && real_user(&text_of(&i["content"]));
+    match items.last() {
+        Some(last) if last["type"] == "function_call_output" => (Moment::BeforeRequest, items.len()),
+        Some(last) if last["type"] == "message" && last["role"] == "user" => {
+            (Moment::TurnEnd, items.iter().rposition(is_real_user).unwrap_or(items.len()))
+        }
+        _ => (Moment::TurnEnd, items.len()),
+    }
+}
+
+/// Analyzes one Codex run.
+pub fn codex_session(id: &str, run: &Run) -> SessionResult {
+    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
+    if mains.is_empty() {
+        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
+        return result;
+    }
+    let input = |r: &Record| r.body["input"].as_array().cloned().unwrap_or_default();
+    // Theirs.
+    let compaction = run.records.iter().find(|r| r.kind == "compaction");
+    let mut theirs = Facts::default();
+    let mut compacted_history = None;
+    if let Some(c) = compaction {
+        theirs.compacted_at = Some(mains.len());
+        let mut history = input(c);
+        let instruction = history.pop().map(|i| text_of(&i["content"])).unwrap_or_default();
+        theirs.instruction = Some(instruction_kind(&instruction));
+        let previous = mains.last().map(|p| input(p));
+        theirs.prefix_reused = Some(previous.is_none_or(|p| {
+            let before: Vec<Value> = p[..p.len().saturating_sub(1)].iter().map(uncached).collect();
+            history.iter().map(uncached).collect::<Vec<_>>().starts_with(&before)
+        }));
+        if let Some(after) = run.records.iter().find(|r| r.kind == "after_compaction") {
+            let items = input(after);
+            if let Some((at, role)) = responses_summary_index(&items) {
+                theirs.summary_index = Some(at);
+                theirs.summary_role = Some(role);
+            }
+            // Kept: what the next request has of the history it compacted (not the summary, not
+            // a new turn's message), item ids aside.
+            let plain = |i: &Value| {
+                let mut i = uncached(i);
+                if let Some(map) = i.as_object_mut() {
+                    map.remove("id");
+                }
+                i
+            };
+            let before: Vec<Value> = history.iter().map(plain).collect();
+            let others: Vec<Value> = items.iter().filter(|i| before.contains(&plain(i))).cloned().collect();
+            theirs.kept = Some(responses_kept(&others));
+        }
+        compacted_history = Some(history);
+    }
+    // Ours.
+    let (strategy, model) = codex_strategy();
+    let reported: std::collections::HashMap<String, Usage> = mains.iter().map(|r| (responses_reply_key(&r.reply), usage_of(r))).collect();
+    let usage = |key: &str| reported.get(key).copied();
+    let mut ours = Facts::default();
+    let mut histories: Vec<Vec<Value>> = mains.iter().map(|r| input(r)).collect();
+    histories.extend(compacted_history);
+    let checks: Vec<(Log, Moment)> = histories
+        .iter()
+        .map(|items| {
+            let (moment, end) = codex_moment(items);
+            (responses_log(&items[..end], &usage), moment)
+        })
+        .collect();
+    ours.compacted_at = checks.iter().position(|(log, moment)| {
+        let view = strategy.project(log);
+        let mut store = VirtualStore::new();
+        let cx = Cx::new(&model, &FixedSummarizer, &mut store, tokenizer());
+        matches!(strategy.decide(log, &view, *moment, &cx), Decision::Compact { .. })
+    });
+    if let Some(at) = ours.compacted_at {
+        let (log, moment) = &checks[at];
+        let view = strategy.project(log);
+        let recording = Recording::default();
+        let mut store = VirtualStore::new();
+        let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
+        if let Ok(checkpoints) = strategy.compact(log, &view, *moment, &mut cx) {
+            if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
+                ours.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
+                ours.instruction = Some(instruction_kind(instructions));
+            }
+            let mut after = log.clone();
+            for cp in checkpoints {
+                after.push_checkpoint(cp);
+            }
+            let view = strategy.project(&after);
+            let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().filter(|m| m.message.role != Role::System).collect();
+            if let Some(at) = shown.iter().position(|m| m.message.text().contains(FIXED_SUMMARY)) {
+                ours.summary_index = Some(at);
+                ours.summary_role = Some(shown[at].message.role.as_str().to_owned());
+            }
+            let mut kept = Vec::new();
+            for m in shown.iter().filter(|m| matches!(m.origin, Origin::Entry(_) | Origin::Replaced(..))) {
+                for p in &m.message.parts {
+                    match p {
+                        Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
+                        Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
+                        Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
+                        Part::Text { text } if m.message.role == Role::User && real_user(text) => kept.push(format!("user:{}", start(text))),
+                        _ => {}
+                    }
+                }
+            }
+            ours.kept = Some(kept);
+        }
+    }
+    result.theirs = theirs;
+    result.ours = ours;
+    result
+}

@@ -1,0 +1,239 @@
+//! The black-box check: a harness CLI (installed from its registry package) runs whole
+//! against a scripted model server of ours on 127.0.0.1 that plays a generated session as the
+//! model's side ([`script`], [`server`], [`run`]); the requests it recorded tell what the
+//! harness did ([`analyze`]), and our crate replays the same history to say what it would
+//! have done.
+
+pub mod analyze;
+pub mod report;
+pub mod run;
+pub mod script;
+pub mod server;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use compactbench_eval::generate::generate;
+use compactbench_eval::scenario::Scenario;
+use compactbench_eval::session::Session;
+use compactbench_tokens::TokenCounter;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::originals::Harness;
+use run::Cli;
+use script::Tools;
+use server::Limits;
+
+/// The auto-compact window the runs set (`--autocompact`, Claude Code's smallest).
+pub const CLAUDE_AUTOCOMPACT_WINDOW: u64 = 100_000;
+/// The model slug the runs name (one the release knows: its window and output limit set the
+/// threshold arithmetic).
+pub const CLAUDE_MODEL: &str = "claude-sonnet-4-5";
+/// The model window and output limit our side is given for that slug.
+pub const CLAUDE_MODEL_WINDOW: u64 = 200_000;
+/// The output limit of that model, as our crate reads it.
+pub const CLAUDE_MODEL_MAX_OUTPUT: u64 = 64_000;
+/// The threshold the overhead is placed against: our crate's for the settings above
+/// (`100_000 − min(64_000, 20_000) − 13_000`).
+pub const CLAUDE_THRESHOLD: u64 = 67_000;
+
+/// The model slug the Codex runs name (one the release knows).
+pub const CODEX_MODEL: &str = "gpt-5.5";
+/// `model_context_window` of the Codex runs.
+pub const CODEX_CONTEXT_WINDOW: u64 = 100_000;
+/// The output limit our side is given for that model (Codex reserves none for compaction).
+pub const CODEX_MAX_OUTPUT: u64 = 32_000;
+/// `model_auto_compact_token_limit` of the Codex runs (below 90% of the window, so it stands).
+pub const CODEX_AUTO_COMPACT_LIMIT: u64 = 67_000;
+
+/// The `config.toml` of the Codex runs (`{BASE_URL}`: the scripted server). The provider is
+/// not named "OpenAI": that switches Codex to server-side compaction.
+pub fn codex_config() -> String {
+    format!(
+        "model = \"{CODEX_MODEL}\"\nmodel_provider = \"compactbench\"\nmodel_context_window = {CODEX_CONTEXT_WINDOW}\n\
+         model_auto_compact_token_limit = {CODEX_AUTO_COMPACT_LIMIT}\n\n[model_providers.compactbench]\nname = \"compactbench\"\n\
+         base_url = \"{{BASE_URL}}\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+    )
+}
+
+/// The settings a Codex run uses, for the report.
+pub fn codex_settings() -> String {
+    format!(
+        "`codex exec --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --json PROMPT`, later turns `codex exec ... resume --last PROMPT`; \
+         `config.toml`: model `{CODEX_MODEL}`, a provider named `compactbench` (Responses wire, retries 0), `model_context_window = {CODEX_CONTEXT_WINDOW}`, \
+         `model_auto_compact_token_limit = {CODEX_AUTO_COMPACT_LIMIT}`; scratch `HOME` and `CODEX_HOME`"
+    )
+}
+
+/// How the script maps the session for Codex, for the report.
+pub fn codex_script() -> String {
+    format!(
+        "every call becomes `exec_command` printing a prepared file (`cat .compactbench/N.out`, `; exit 1` for errors); each reply reports \
+         input tokens = the session's own prefix (o200k) plus a per-session overhead that puts the {CODEX_AUTO_COMPACT_LIMIT}-token limit near a \
+         seeded request (the 5th to the 25th), output tokens = the reply's own; the run stops at the request after the first compaction"
+    )
+}
+
+/// Codex as `--setup` installed it.
+pub fn codex_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
+    Cli {
+        program: installs.join(harness.dir).join(harness.bin),
+        args: ["--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--json"].map(str::to_owned).into(),
+        env: [("OPENAI_API_KEY", "sk-compactbench-scripted"), ("LANG", "C.UTF-8"), ("TZ", "UTC")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
+        timeout,
+    }
+}
+
+/// Runs Codex on the sessions and analyzes each run.
+pub fn check_codex(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &dyn Fn(&str)) -> Result<report::HarnessReport> {
+    let cli = codex_cli(&options.installs, harness, options.timeout);
+    let mut results = Vec::new();
+    for (id, session) in sessions(options.scenarios, options.sessions) {
+        let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
+        let work = scratch.join("work");
+        let mut script = script::build(&session, Tools::Codex, &work.to_string_lossy(), counter);
+        let (target, slack) = placement(&id, script.requests());
+        script.place(CODEX_AUTO_COMPACT_LIMIT, target, slack);
+        let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
+        let run = session_run(options, &scratch, || run::run_codex(&cli, script, &scratch, &codex_config(), limits))?;
+        let result = analyze::codex_session(&id, &run);
+        std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
+        progress(&format!("{id}: {}", result.line()));
+        results.push(result);
+    }
+    Ok(report::HarnessReport { harness: harness.name.into(), strategy: harness.strategy.into(), settings: codex_settings(), script: codex_script(), sessions: results })
+}
+
+/// Options of a black-box run.
+pub struct Options<'a> {
+    /// Where the install folders are (`target/fidelity`).
+    pub installs: PathBuf,
+    /// Scenarios sessions are generated from.
+    pub scenarios: &'a [Scenario],
+    /// Sessions wanted.
+    pub sessions: usize,
+    /// Scratch folder (per-session HOME and work dirs, recordings).
+    pub scratch: PathBuf,
+    /// Longest one CLI run may take.
+    pub timeout: Duration,
+    /// Analyse the runs an earlier black-box run recorded in `scratch` instead of running the
+    /// CLIs again (after a change of our crate or of the analysis).
+    pub recorded: bool,
+}
+
+/// The run of one session: recorded earlier (`options.recorded`), or made now by `make`.
+fn session_run(options: &Options<'_>, scratch: &Path, make: impl FnOnce() -> Result<run::Run>) -> Result<run::Run> {
+    if options.recorded {
+        let path = scratch.join("records.json");
+        let text = std::fs::read_to_string(&path).with_context(|| format!("{}: no recorded run (run --black-box without --recorded first)", path.display()))?;
+        return Ok(serde_json::from_str(&text)?);
+    }
+    make()
+}
+
+/// The settings a Claude Code run uses, for the report.
+pub fn claude_settings() -> String {
+    format!(
+        "`claude -p --input-format stream-json --output-format stream-json --verbose --dangerously-skip-permissions --autocompact {CLAUDE_AUTOCOMPACT_WINDOW} --model {CLAUDE_MODEL}`; env `IS_SANDBOX=1 DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 CLAUDE_CODE_MAX_RETRIES=0`, scratch `HOME`, no settings files"
+    )
+}
+
+/// How the script maps the session for Claude Code, for the report.
+pub fn claude_script() -> String {
+    format!(
+        "a session's `read` calls become `Read` of a file holding the session's result, every other call (and a failed read) `Bash` \
+         printing a prepared file (`cat .compactbench/N.out`, `; exit 1` for errors); each reply reports input tokens = the session's \
+         own prefix (o200k) plus a per-session overhead that puts the {CLAUDE_THRESHOLD}-token threshold near a seeded request \
+         (the 5th to the 25th), output tokens = the reply's own; the run stops at the request after the first compaction"
+    )
+}
+
+/// Claude Code as `--setup` installed it.
+pub fn claude_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+        "--autocompact",
+        &CLAUDE_AUTOCOMPACT_WINDOW.to_string(),
+        "--model",
+        CLAUDE_MODEL,
+    ];
+    let env = [
+        ("ANTHROPIC_API_KEY", "sk-ant-compactbench-scripted"),
+        ("IS_SANDBOX", "1"),
+        ("DISABLE_TELEMETRY", "1"),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+        ("DISABLE_ERROR_REPORTING", "1"),
+        ("CLAUDE_CODE_MAX_RETRIES", "0"),
+        ("LANG", "C.UTF-8"),
+        ("TZ", "UTC"),
+    ];
+    Cli {
+        program: installs.join(harness.dir).join(harness.bin),
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        env: env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        timeout,
+    }
+}
+
+/// The sessions of a run: seeds 0, 1, ... of every generated scenario in turn (replayed
+/// transcripts are left out: their tools are not the generator's), `count` in all.
+pub fn sessions(scenarios: &[Scenario], count: usize) -> Vec<(String, Session)> {
+    let generated: Vec<&Scenario> = scenarios.iter().filter(|s| s.replay.is_none()).collect();
+    if generated.is_empty() {
+        return Vec::new();
+    }
+    (0..count)
+        .map(|i| {
+            let s = generated[i % generated.len()];
+            let seed = (i / generated.len()) as u64;
+            (format!("{}/s{seed}", s.name), generate(s, seed))
+        })
+        .collect()
+}
+
+/// The request whose prompt is placed at the threshold: one of the 5th to 25th, seeded by the
+/// session id (so the crossing falls at varied places in a turn), and the slack under the
+/// threshold (so it falls on that request or one of the next few).
+fn placement(id: &str, requests: usize) -> (usize, u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)));
+    let last = requests.saturating_sub(3).clamp(1, 25);
+    let target = rng.gen_range(last.min(4)..=last);
+    (target, rng.gen_range(0..4_000))
+}
+
+/// Runs Claude Code on the sessions and analyzes each run.
+pub fn check_claude(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &dyn Fn(&str)) -> Result<report::HarnessReport> {
+    let cli = claude_cli(&options.installs, harness, options.timeout);
+    let mut results = Vec::new();
+    for (id, session) in sessions(options.scenarios, options.sessions) {
+        let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
+        let work = scratch.join("work");
+        let mut script = script::build(&session, Tools::ClaudeCode, &work.to_string_lossy(), counter);
+        let (target, slack) = placement(&id, script.requests());
+        script.place(CLAUDE_THRESHOLD, target, slack);
+        let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
+        let run = session_run(options, &scratch, || run::run_claude(&cli, script, &scratch, limits))?;
+        let result = analyze::claude_session(&id, &run, &work.to_string_lossy());
+        std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
+        progress(&format!("{id}: {}", result.line()));
+        results.push(result);
+    }
+    Ok(report::HarnessReport {
+        harness: harness.name.into(),
+        strategy: harness.strategy.into(),
+        settings: claude_settings(),
+        script: claude_script(),
+        sessions: results,
+    })
+}

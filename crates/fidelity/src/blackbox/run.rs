@@ -1,0 +1,352 @@
+//! Running a harness CLI on one scripted session: scratch HOME and work dir, the scripted
+//! server, the CLI process (bounded in time), and what it recorded.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::script::{Script, OUT_DIR};
+use super::server::{Limits, Record, Reply, Responder, Server, Wire};
+use crate::ours::FIXED_SUMMARY;
+
+/// The marker of Claude Code's compaction request (the start of its summary instruction).
+pub const CLAUDE_COMPACT_MARKER: &str = "CRITICAL: Respond with TEXT ONLY";
+/// The marker of Codex's local compaction request (the start of its handoff prompt).
+pub const CODEX_COMPACT_MARKER: &str = "CONTEXT CHECKPOINT COMPACTION";
+
+/// What the scripted model answers Claude Code's compaction request with.
+pub fn summary_reply_text() -> String {
+    format!("<analysis>\nFixed analysis.\n</analysis>\n\n<summary>\n{FIXED_SUMMARY}\n</summary>")
+}
+
+/// The text of a content value: a string, or the text of its blocks (Messages `text`,
+/// Responses `input_text` / `output_text`).
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The conversation of a request: Messages `messages` or Responses `input`.
+pub fn conversation(wire: Wire, body: &Value) -> &[Value] {
+    let key = match wire {
+        Wire::Anthropic => "messages",
+        Wire::Responses => "input",
+    };
+    body.get(key).and_then(Value::as_array).map_or(&[], |m| m)
+}
+
+/// The text of a request's last message (all its text blocks).
+pub fn last_message_text(wire: Wire, body: &Value) -> String {
+    conversation(wire, body).last().map(|m| content_text(&m["content"])).unwrap_or_default()
+}
+
+fn has_tool(body: &Value, name: &str) -> bool {
+    body.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)))
+}
+
+/// Whether the request's last item answers tool calls (a turn goes on) rather than starting a
+/// turn.
+fn continues_turn(wire: Wire, body: &Value) -> bool {
+    let Some(last) = conversation(wire, body).last() else { return false };
+    match wire {
+        Wire::Anthropic => last["content"].as_array().is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result")),
+        Wire::Responses => last["type"] == "function_call_output",
+    }
+}
+
+/// The harness a [`Player`] plays for: how it recognises the main loop and the compaction
+/// request, and what the summary reply looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Claude Code: the main loop has the `Bash` tool; the summary comes in `<summary>` tags.
+    ClaudeCode,
+    /// Codex: the main loop has `exec_command`; the summary is plain text.
+    Codex,
+}
+
+impl Flavor {
+    fn marker(self) -> &'static str {
+        match self {
+            Flavor::ClaudeCode => CLAUDE_COMPACT_MARKER,
+            Flavor::Codex => CODEX_COMPACT_MARKER,
+        }
+    }
+
+    fn main_tool(self) -> &'static str {
+        match self {
+            Flavor::ClaudeCode => "Bash",
+            Flavor::Codex => "exec_command",
+        }
+    }
+
+    fn summary(self) -> String {
+        match self {
+            Flavor::ClaudeCode => summary_reply_text(),
+            Flavor::Codex => FIXED_SUMMARY.to_owned(),
+        }
+    }
+}
+
+/// Plays a [`Script`]: the main loop's requests get the session's replies in order, the
+/// compaction request the fixed summary, the request after a compaction a closing text (the
+/// run stops there), anything else a short text.
+pub struct Player {
+    script: Script,
+    work: PathBuf,
+    flavor: Flavor,
+    turn: Option<usize>,
+    step: usize,
+    compacted: bool,
+}
+
+impl Player {
+    /// A player of `script` for `flavor`, writing tool files under `work`.
+    pub fn new(script: Script, work: PathBuf, flavor: Flavor) -> Player {
+        Player { script, work, flavor, turn: None, step: 0, compacted: false }
+    }
+
+    fn write_files(&self, files: &[(String, String)]) {
+        for (path, content) in files {
+            let path = self.work.join(path);
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = std::fs::write(path, content);
+        }
+    }
+}
+
+impl Responder for Player {
+    fn respond(&mut self, wire: Wire, body: &Value) -> (String, Reply) {
+        let overhead = self.script.overhead;
+        let here = |p: &Player| {
+            let t = p.turn.and_then(|t| p.script.turns.get(t));
+            t.and_then(|t| t.replies.get(p.step.min(t.replies.len().saturating_sub(1)))).map_or(0, |p| p.reply.input_tokens)
+        };
+        if last_message_text(wire, body).contains(self.flavor.marker()) {
+            self.compacted = true;
+            return ("compaction".into(), Reply::text(self.flavor.summary(), overhead + here(self), 40));
+        }
+        if !has_tool(body, self.flavor.main_tool()) {
+            return ("side".into(), Reply::text("OK", 8, 1));
+        }
+        if self.compacted {
+            return ("after_compaction".into(), Reply::text("Done.", overhead, 2));
+        }
+        if !continues_turn(wire, body) {
+            self.turn = Some(self.turn.map_or(0, |t| t + 1));
+            self.step = 0;
+        }
+        let planned = self.turn.and_then(|t| self.script.turns.get(t)).and_then(|t| t.replies.get(self.step)).cloned();
+        self.step += 1;
+        match planned {
+            Some(p) => {
+                self.write_files(&p.files);
+                let mut reply = p.reply;
+                reply.input_tokens += overhead;
+                ("main".into(), reply)
+            }
+            None => ("main".into(), Reply::text("Done with this step.", overhead + here(self), 4)),
+        }
+    }
+}
+
+/// A harness CLI as installed by `--setup`.
+#[derive(Clone, Debug)]
+pub struct Cli {
+    /// The executable.
+    pub program: PathBuf,
+    /// Arguments before any per-run ones.
+    pub args: Vec<String>,
+    /// Environment set on top of a cleared one (PATH and LANG kept).
+    pub env: Vec<(String, String)>,
+    /// Longest a run may take.
+    pub timeout: Duration,
+}
+
+/// What one run left.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Run {
+    /// Every request the server got.
+    pub records: Vec<Record>,
+    /// The CLI's `compact_boundary` events (stream-json), in order.
+    pub boundaries: Vec<Value>,
+    /// How the CLI ended (`exit 0`, `killed after 300 s`, ...).
+    pub ended: String,
+    /// The end of its stderr, when it failed.
+    pub stderr_tail: String,
+}
+
+/// Runs Claude Code (`claude -p --input-format stream-json`) on `script` in `scratch` (HOME
+/// and work dir made fresh there), typing each turn's user message after the previous turn's
+/// result, until the run compacted and made its next request, or the turns ran out.
+pub fn run_claude(cli: &Cli, script: Script, scratch: &Path, limits: Limits) -> Result<Run> {
+    let _ = std::fs::remove_dir_all(scratch);
+    let home = scratch.join("home");
+    let work = scratch.join("work");
+    std::fs::create_dir_all(&home)?;
+    std::fs::create_dir_all(work.join(OUT_DIR))?;
+    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
+    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::ClaudeCode)), limits)?;
+    let mut cmd = Command::new(&cli.program);
+    cmd.args(&cli.args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .current_dir(&work)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(scratch.join("stderr.log"))?);
+    let mut child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
+    let mut stdin = child.stdin.take();
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let user_line = |text: &str| json!({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": null, "session_id": ""}).to_string();
+    let mut turn = 0;
+    if let (Some(first), Some(input)) = (users.first(), stdin.as_mut()) {
+        writeln!(input, "{}", user_line(first))?;
+        input.flush()?;
+    }
+    let start = Instant::now();
+    let mut run = Run::default();
+    let mut transcript = std::fs::File::create(scratch.join("stdout.jsonl"))?;
+    let ended = loop {
+        let left = cli.timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            let _ = child.kill();
+            break format!("killed after {} s", cli.timeout.as_secs());
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(500))) {
+            Ok(line) => {
+                let _ = writeln!(transcript, "{line}");
+                let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
+                if event["type"] == "system" && event["subtype"] == "compact_boundary" {
+                    run.boundaries.push(event);
+                } else if event["type"] == "result" {
+                    let finished = server.records().iter().any(|r| r.kind == "after_compaction");
+                    turn += 1;
+                    match (finished, users.get(turn), stdin.as_mut()) {
+                        (false, Some(next), Some(input)) => {
+                            writeln!(input, "{}", user_line(next))?;
+                            input.flush()?;
+                        }
+                        _ => drop(stdin.take()),
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = child.wait()?;
+                break format!("{status}");
+            }
+        }
+    };
+    let _ = child.wait();
+    let _ = reader.join();
+    run.ended = ended;
+    run.records = server.records();
+    if !run.ended.contains("exit status: 0") {
+        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
+        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+    }
+    drop(server);
+    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
+    Ok(run)
+}
+
+/// Runs Codex (`codex exec --json`, then `codex exec resume --last` for each later turn) on
+/// `script` in `scratch` (HOME, `CODEX_HOME` with the given `config.toml` and work dir made fresh
+/// there), until the run compacted and made its next request, or the turns ran out. `config`
+/// gets the server's base URL for `{BASE_URL}`.
+pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits: Limits) -> Result<Run> {
+    let _ = std::fs::remove_dir_all(scratch);
+    let home = scratch.join("home");
+    let codex_home = home.join(".codex");
+    let work = scratch.join("work");
+    std::fs::create_dir_all(&codex_home)?;
+    std::fs::create_dir_all(work.join(OUT_DIR))?;
+    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
+    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::Codex)), limits)?;
+    std::fs::write(codex_home.join("config.toml"), config.replace("{BASE_URL}", &format!("{}/v1", server.url())))?;
+    let start = Instant::now();
+    let mut run = Run::default();
+    let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
+    let mut ended = String::from("no turn");
+    for (turn, prompt) in users.iter().enumerate() {
+        let left = cli.timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            ended = format!("stopped after {} s", cli.timeout.as_secs());
+            break;
+        }
+        let mut cmd = Command::new(&cli.program);
+        cmd.arg("exec").args(&cli.args);
+        if turn > 0 {
+            cmd.args(["resume", "--last"]);
+        }
+        cmd.arg(prompt)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("CODEX_HOME", &codex_home)
+            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(&work)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
+        let mut child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
+        let stdout = child.stdout.take().expect("piped");
+        let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break format!("{status}");
+            }
+            if start.elapsed() >= cli.timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                break format!("killed after {} s", cli.timeout.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        for line in reader.join().unwrap_or_default() {
+            let _ = writeln!(events, "{line}");
+            // Codex's own word on a compaction, if its JSON events carry one (0.171.0's do not).
+            if let Ok(event) = serde_json::from_str::<Value>(&line) {
+                let kind = |v: &Value| v.as_str().is_some_and(|t| t.contains("compact"));
+                if kind(&event["type"]) || kind(&event["item"]["type"]) {
+                    run.boundaries.push(event);
+                }
+            }
+        }
+        ended = status;
+        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+            break;
+        }
+    }
+    run.ended = ended;
+    run.records = server.records();
+    if !run.ended.contains("exit status: 0") {
+        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
+        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+    }
+    drop(server);
+    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
+    Ok(run)
+}

@@ -1,0 +1,189 @@
+//! The server, the script, the player and the request analysis, without any harness CLI.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use compactbench_core::{Message, Part, Role};
+use compactbench_eval::session::{Session, Step};
+use compactbench_tokens::TokenCounter;
+use serde_json::{json, Value};
+
+use super::analyze::{claude_session, Facts};
+use super::run::{Flavor, Player, Run, CLAUDE_COMPACT_MARKER};
+use super::script::{build, Tools};
+use super::server::{Block, Limits, Reply, Responder, Server, Wire};
+
+/// Answers every request with one tool call and 100 input tokens, counting them.
+struct Fixed;
+
+impl Responder for Fixed {
+    fn respond(&mut self, wire: Wire, _body: &Value) -> (String, Reply) {
+        let blocks = vec![Block::Text("Looking.".into()), Block::Call { id: "toolu_1".into(), name: "Bash".into(), input: json!({"command": "ls"}) }];
+        (format!("{wire:?}"), Reply { blocks, input_tokens: 100, output_tokens: 7 })
+    }
+}
+
+/// One HTTP/1.1 exchange: status line, headers and body as text.
+fn post(server: &Server, method: &str, path: &str, body: &Value) -> String {
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = body.to_string();
+    write!(stream, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn the_server_streams_both_wires_records_and_keeps_its_budget() {
+    let server = Server::start(Box::new(Fixed), Limits { max_requests: 3, lifetime: Duration::from_secs(30) }).unwrap();
+    assert!(server.url().starts_with("http://127.0.0.1:"));
+
+    let messages = post(&server, "POST", "/v1/messages?beta=true", &json!({"model": "m", "stream": true, "messages": []}));
+    assert!(messages.starts_with("HTTP/1.1 200") && messages.contains("text/event-stream"), "{messages}");
+    let order: Vec<&str> = messages.lines().filter_map(|l| l.strip_prefix("event: ")).collect();
+    assert_eq!(order, [
+        "message_start", "content_block_start", "content_block_delta", "content_block_stop", "content_block_start", "content_block_delta",
+        "content_block_stop", "message_delta", "message_stop",
+    ]);
+    assert!(messages.contains(r#""partial_json":"{\"command\":\"ls\"}""#) && messages.contains(r#""stop_reason":"tool_use""#));
+    assert!(messages.contains(r#""input_tokens":100"#) && messages.contains(r#""output_tokens":7"#));
+
+    let plain = post(&server, "POST", "/v1/messages", &json!({"model": "m", "messages": []}));
+    let json_body: Value = serde_json::from_str(plain.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(json_body["content"][1]["name"], "Bash");
+
+    let responses = post(&server, "POST", "/v1/responses", &json!({"model": "m", "stream": true, "input": []}));
+    assert!(responses.contains("event: response.completed") && responses.contains(r#""type":"function_call""#) && responses.contains(r#""call_id":"toolu_1""#));
+
+    assert!(post(&server, "GET", "/v1/models", &json!({})).starts_with("HTTP/1.1 404"));
+    let spent = post(&server, "POST", "/v1/messages", &json!({"model": "m", "messages": []}));
+    assert!(spent.starts_with("HTTP/1.1 400") && spent.contains("budget is spent"), "{spent}");
+    let kinds: Vec<String> = server.records().into_iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, ["Anthropic", "Anthropic", "Responses"]);
+}
+
+fn session() -> Session {
+    let call = |id: &str, name: &str, args: Value| Message::new(Role::Assistant, vec![Part::ToolCall { id: id.into(), name: name.into(), args }]);
+    Session {
+        system: Message::system("You are a coding agent."),
+        steps: vec![
+            Step::User(Message::user("Fix the parser.")),
+            Step::Assistant(Message::new(Role::Assistant, vec![Part::text("Reading it."), Part::ToolCall { id: "c1".into(), name: "read".into(), args: json!({"path": "src/parser.rs"}) }])),
+            Step::Tool(Message::tool_result("c1", "read", "fn parse() {}", false)),
+            Step::Assistant(call("c2", "bash", json!({"command": "cargo test parser::"}))),
+            Step::Tool(Message::tool_result("c2", "bash", "test parser::a ... FAILED", true)),
+            Step::Assistant(Message::assistant("The parser test fails.")),
+            Step::User(Message::user("Go on.")),
+            Step::Assistant(Message::assistant("Done.")),
+        ],
+        facts: Vec::new(),
+        spans: Vec::new(),
+        instructions: Default::default(),
+    }
+}
+
+#[test]
+fn a_session_becomes_turns_of_replies_with_the_files_their_calls_need() {
+    let mut script = build(&session(), Tools::ClaudeCode, "/w", &TokenCounter::default());
+    assert_eq!(script.turns.len(), 2);
+    assert_eq!((script.turns[0].user.as_str(), script.turns[0].replies.len(), script.requests()), ("Fix the parser.", 3, 4));
+    let first = &script.turns[0].replies[0];
+    assert_eq!(first.reply.blocks[1], Block::Call { id: "toolu_cb0000".into(), name: "Read".into(), input: json!({"file_path": "/w/src/parser.rs"}) });
+    assert_eq!(first.files, [("src/parser.rs".to_owned(), "fn parse() {}".to_owned())]);
+    let Block::Call { name, input, .. } = &script.turns[0].replies[1].reply.blocks[0] else { panic!("a call") };
+    assert_eq!((name.as_str(), input["command"].as_str()), ("Bash", Some("cat .compactbench/0001.out; exit 1")));
+    assert_eq!(script.turns[0].replies[1].files[0].1, "test parser::a ... FAILED");
+    let prefixes = script.prefixes();
+    assert!(prefixes.windows(2).all(|w| w[0] < w[1]), "each prompt holds more of the session: {prefixes:?}");
+    script.place(1_000, 2, 10);
+    assert_eq!(script.overhead, 1_000 - prefixes[2] - 10);
+}
+
+fn request(messages: Value, tools: bool) -> Value {
+    let tools = if tools { json!([{"name": "Bash"}, {"name": "Read"}]) } else { json!([]) };
+    json!({"model": "claude-sonnet-4-5", "system": [{"type": "text", "text": "sys"}], "tools": tools, "messages": messages})
+}
+
+#[test]
+fn the_player_answers_turns_in_order_and_stops_after_the_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = build(&session(), Tools::ClaudeCode, &dir.path().to_string_lossy(), &TokenCounter::default());
+    let replies: Vec<Reply> = script.turns[0].replies.iter().map(|p| p.reply.clone()).collect();
+    let mut player = Player::new(script, dir.path().to_path_buf(), Flavor::ClaudeCode);
+    let user = json!([{"role": "user", "content": "Fix the parser."}]);
+    assert_eq!(player.respond(Wire::Anthropic, &request(user.clone(), false)).0, "side", "no Bash tool: not the main loop");
+    let (kind, reply) = player.respond(Wire::Anthropic, &request(user, true));
+    assert_eq!((kind.as_str(), &reply.blocks), ("main", &replies[0].blocks));
+    assert_eq!(std::fs::read_to_string(dir.path().join("src/parser.rs")).unwrap(), "fn parse() {}", "written before the reply");
+    let results = json!([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_cb0000", "content": "1\tfn parse() {}"}]}]);
+    let (_, reply) = player.respond(Wire::Anthropic, &request(results.clone(), true));
+    assert_eq!(reply.blocks, replies[1].blocks);
+    let compact = json!([{"role": "user", "content": [{"type": "text", "text": format!("{CLAUDE_COMPACT_MARKER}. Summarize.")}]}]);
+    let (kind, reply) = player.respond(Wire::Anthropic, &request(compact, true));
+    assert!(kind == "compaction" && matches!(&reply.blocks[0], Block::Text(t) if t.contains("<summary>")));
+    assert_eq!(player.respond(Wire::Anthropic, &request(results, true)).0, "after_compaction");
+}
+
+/// A recorded Claude Code 2.1.332 run (`stale-values/s0`), trimmed: system prompt, tools and
+/// reminders cut short, tool results cut to 600 characters, scratch paths renamed.
+fn recorded() -> Run {
+    serde_json::from_str(include_str!("../../tests/fixtures/claude-code-2.1.332-stale-values-s0.json")).unwrap()
+}
+
+#[test]
+fn a_recorded_claude_code_run_yields_its_facts_and_ours() {
+    let run = recorded();
+    let result = claude_session("stale-values/s0", &run, "/scratch/work");
+    assert_eq!(result.problem, None);
+    let kept = Some(vec!["call:toolu_cb0004".to_owned(), "result:toolu_cb0004".to_owned()]);
+    let theirs = Facts {
+        compacted_at: Some(5),
+        tokens_before: Some(68_224),
+        prefix_reused: Some(true),
+        instruction: Some("analysis+summary text-only".into()),
+        summary_role: Some("user".into()),
+        summary_index: Some(0),
+        kept: kept.clone(),
+        files: Some(Vec::new()),
+    };
+    assert_eq!(result.theirs, theirs);
+    assert_eq!(result.ours, Facts { tokens_before: result.ours.tokens_before, ..theirs.clone() });
+    assert_eq!(result.differing(), ["tokens_before"]);
+
+    // Without the request after the compaction, nothing is known of what the CLI keeps.
+    let mut old = run.clone();
+    old.records.retain(|r| r.kind != "after_compaction");
+    let result = claude_session("stale-values/s0", &old, "/scratch/work");
+    assert_eq!((result.theirs.kept, result.theirs.summary_role), (None, None), "no request after the compaction: nothing to say");
+}
+
+#[test]
+fn a_turn_start_compaction_re_attaches_files_on_both_sides() {
+    // Recorded 2.1.332 run `stale-values/s2`, trimmed as above and to its last two main
+    // requests: the compaction came as the user's next message arrived.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/claude-code-2.1.332-stale-values-s2-turn-start.json")).unwrap();
+    let result = claude_session("stale-values/s2", &run, "/scratch/work");
+    let files: Vec<String> =
+        [".compactbench/0006.out", ".compactbench/0007.out", ".compactbench/0008.out", ".compactbench/0009.out", "src/core/auth.rs"].map(str::to_owned).into();
+    assert_eq!(result.theirs.files.as_ref(), Some(&files), "the five newest reads, cat included");
+    assert_eq!(result.theirs.kept, Some(vec!["text:Done with src/net/auth.r".to_owned()]), "the closing answer stays");
+    assert_eq!((result.theirs.compacted_at, result.theirs.tokens_before), (Some(2), Some(67_007)));
+    assert!(result.differing().is_empty(), "{result:#?}");
+}
+
+#[test]
+fn a_recorded_codex_run_yields_its_facts_and_ours() {
+    // A recorded Codex 0.171.0 run (`stale-values/s0`), trimmed: developer and contextual
+    // messages and the handoff prompt cut short, tools named only, scratch paths renamed.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/codex-0.171.0-stale-values-s0.json")).unwrap();
+    let result = super::analyze::codex_session("stale-values/s0", &run);
+    assert_eq!(result.problem, None);
+    let theirs = &result.theirs;
+    assert_eq!((theirs.compacted_at, theirs.prefix_reused, theirs.instruction.as_deref()), (Some(5), Some(true), Some("handoff")));
+    assert_eq!((theirs.summary_role.as_deref(), theirs.tokens_before, theirs.files.as_ref()), (Some("user"), None, None));
+    let kept = theirs.kept.as_ref().unwrap();
+    assert!(!kept.is_empty() && kept.iter().all(|k| k.starts_with("user:")), "Codex keeps the real user messages only: {kept:?}");
+    assert!(result.differing().is_empty(), "{result:#?}");
+}
