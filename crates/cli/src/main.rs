@@ -347,10 +347,9 @@ fn eval(
     let strategies = select_strategies(strategies)?;
     let scenarios = select_scenarios(common.source.scenarios()?, names, &common.source.dir())?;
     let counter = common.counter()?;
-    let encoding = counter.encoding();
     let started = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.unwrap_or(0)).build()?;
-    let primary = summarizer::Primary::new(summarizer, encoding)?;
+    let primary = summarizer::Primary::new(summarizer, &counter)?;
     let schedule = primary.schedule(summarizer);
     let delegating = chosen(&strategies, delegate);
     check_text_chat(text_chat)?;
@@ -435,10 +434,10 @@ fn eval(
         let needles = |session: &Session| session.facts.iter().map(|f| f.needle.clone()).collect();
         let null: &SummarizerFactory<'_> = &|session: &Session| Box::new(Null::new(primary.for_session(session), needles(session)));
         let oracle: &SummarizerFactory<'_> = &|session: &Session| {
-            Box::new(Oracle::new(primary.for_session(session), needles(session), primary.line_counter()))
+            Box::new(Oracle::new(primary.for_session(session), needles(session), primary.counter()))
         };
         // An offline summarizer that writes the sections the strategy's own prompt asks for.
-        let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(primary.line_counter()));
+        let prompted: &SummarizerFactory<'_> = &|_: &Session| Box::new(PromptFollowing::new(primary.counter()));
         for (factory, name) in [null, oracle, prompted].into_iter().zip(cells::BOUNDS) {
             runs.extend(section(&summarizing, factory, RunOptions::default(), name));
         }
@@ -454,9 +453,9 @@ fn eval(
         eprintln!("summary cache: {} calls served from cache, {} sent to the model", c.hits, c.misses);
     }
     let (misses, hits) = counter.stats();
-    // The tokenize-once floor of this run: BPE time of the runner's and the summarizers' memos
-    // (each unique text once), spread over the pool's threads.
-    let bpe = counter.bpe_time() + primary.line_counter().bpe_time();
+    // The tokenize-once floor of this run: BPE time of the run's one memo (each unique text
+    // once; the summarizers count through clones of `counter`), spread over the pool's threads.
+    let bpe = counter.bpe_time();
     eprintln!(
         "{} runs{} in {:.1}s ({} unique messages tokenized, {} cache hits, tokenize-once floor {:.2}s on {} threads{}){}",
         runs.len(),

@@ -10,7 +10,7 @@ use compactbench_eval::generate::Session;
 use compactbench_eval::matrix::{waiting, Schedule};
 use compactbench_summarize::{CacheMode, CacheStats, Extractive, FaultKind, Faulty, ReplayCache, Trigger};
 use compactbench_summarize_http::{OpenAi, OpenAiConfig};
-use compactbench_tokens::{Encoding, TokenCounter};
+use compactbench_tokens::TokenCounter;
 
 /// Default of `--max-inflight`: enough to keep a single-GPU serving engine's batch busy, few
 /// enough not to queue past the timeout on a small one.
@@ -102,12 +102,14 @@ pub(crate) struct Primary {
     judge: Option<Shared>,
     fault: Option<(FaultKind, Trigger)>,
     name: String,
-    /// One memo of line counts for every offline summarizer of the run (see `TokenCounter`).
-    lines: TokenCounter,
+    /// The run's counter, whose memo every offline summarizer of the run shares with the runner
+    /// (see `TokenCounter`): the runner measures each summary call's request, a transcript the
+    /// summarizer has just counted, and with two memos every line of it was tokenized twice.
+    counter: TokenCounter,
 }
 
 impl Primary {
-    pub(crate) fn new(args: &SummarizerArgs, encoding: Encoding) -> Result<Primary> {
+    pub(crate) fn new(args: &SummarizerArgs, counter: &TokenCounter) -> Result<Primary> {
         let fault = match &args.fault {
             None => None,
             Some(spec) => {
@@ -133,12 +135,12 @@ impl Primary {
             Some((kind, trigger)) => format!("{base}+{kind}@{trigger}"),
             None => base,
         };
-        Ok(Primary { model, judge, fault, name, lines: TokenCounter::new(encoding) })
+        Ok(Primary { model, judge, fault, name, counter: counter.clone() })
     }
 
-    /// A counter sharing the run's memo of line counts, for the other offline summarizers.
-    pub(crate) fn line_counter(&self) -> TokenCounter {
-        self.lines.clone()
+    /// A counter sharing the run's memo, for the other offline summarizers.
+    pub(crate) fn counter(&self) -> TokenCounter {
+        self.counter.clone()
     }
 
     /// The model that judges, with `--judge`.
@@ -156,7 +158,7 @@ impl Primary {
     pub(crate) fn for_session(&self, _: &Session) -> Box<dyn Summarizer> {
         let inner: Box<dyn Summarizer> = match &self.model {
             Some(m) => Box::new(m.clone()),
-            None => Box::new(Extractive::new(self.lines.clone())),
+            None => Box::new(Extractive::new(self.counter.clone())),
         };
         match self.fault {
             Some((kind, trigger)) => Box::new(Faulty::new(inner, kind, trigger)),

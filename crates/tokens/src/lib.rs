@@ -164,10 +164,15 @@ impl TokenCounter {
     /// paragraphs, mostly whole messages that earlier transcripts held too), each block's count
     /// is memoized, and only a block seen for the first time is counted line by line (its lines
     /// memoized in turn, so a new summary made of old lines costs no BPE). Looking up every line
-    /// of every transcript was most of a summarizer's time once the BPE was done.
+    /// of every transcript was most of a summarizer's time once the BPE was done. The whole
+    /// text's count is memoized too: the runner measures each summary request (and answer) the
+    /// summarizer has just counted, and then finds it with one hash.
     pub fn count_text_segmented(&self, text: &str) -> u64 {
-        let blocks = cuts(text).filter(|&i| i >= 2 && matches!(text.as_bytes()[i - 2], b'\r' | b'\n'));
-        pieces(text, blocks).map(|block| self.count_block(block)).sum()
+        self.memoized(key(Kind::Text(self.encoding), text), || {
+            let blocks = cuts(text).filter(|&i| i >= 2 && matches!(text.as_bytes()[i - 2], b'\r' | b'\n'));
+            pieces(text, blocks).map(|block| self.count_block(block)).sum()
+        })
+        .0
     }
 
     /// A block of [`Self::count_text_segmented`]: memoized whole, counted line by line.

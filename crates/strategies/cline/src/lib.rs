@@ -49,8 +49,8 @@
 //! The algorithm is plain functions of the log and of Cline's task (`task.rs`: the history it
 //! stored, the `ContextManager` state), which a compaction builds from the whole log: the checks
 //! and steps below, the fold (`fold.rs`), the range and view (`truncate.rs`), the repair
-//! (`repair.rs`). The trigger reads the previous request's usage off the log; a run keeps only
-//! the view (`replay.rs`).
+//! (`repair.rs`). The trigger reads the previous request's usage off the log; a run keeps the
+//! view and the task, entry by entry (`replay.rs`).
 //!
 //! # Mapping Cline's history onto our model
 //! Cline's index space is the Anthropic-format history (see `history.rs`): each assistant log
@@ -116,10 +116,10 @@ mod tests;
 
 use std::collections::HashMap;
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Incremental, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window, default_projection};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window, default_projection};
 
 use crate::history::{speakers, Src};
-use crate::replay::ClineView;
+use crate::replay::ClineReplay;
 use crate::state::State;
 use crate::task::Task;
 use crate::trigger::{over_limit, previous_usage, quarter, should_compact_context_window, window_info, WindowInfo};
@@ -171,6 +171,53 @@ impl ClineStrategy {
     /// Whether this request goes through auto-condense rather than truncation.
     fn condenses(&self, model: &ModelProfile) -> bool {
         self.config.use_auto_condense && trigger::is_next_gen(&model.name)
+    }
+
+    /// `decide` with auto-condense's guard answered by `too_few_active` (asked only when the
+    /// usage is over the threshold: it needs the task).
+    pub(crate) fn decide_with(&self, log: &Log, at: Moment, cx: &Cx<'_>, too_few_active: impl FnOnce() -> bool) -> Decision {
+        match at {
+            // Cline checks per request, once the new user content exists.
+            Moment::TurnEnd | Moment::Manual => Decision::Skip,
+            // Any context-window error gets one automatic truncate-and-retry.
+            Moment::Overflow => Decision::compact("context window exceeded"),
+            Moment::BeforeRequest => {
+                let Some(usage) = previous_usage(log) else { return Decision::Skip };
+                let info = window_info(cx.model);
+                if self.condenses(cx.model) {
+                    if !should_compact_context_window(usage, info, self.config.auto_condense_threshold) || too_few_active() {
+                        return Decision::Skip;
+                    }
+                    Decision::compact("auto-condense")
+                } else if over_limit(usage, info) {
+                    Decision::compact(if quarter(usage, info) { "usage over limit, keep quarter" } else { "usage over limit, keep half" })
+                } else {
+                    Decision::Skip
+                }
+            }
+        }
+    }
+
+    /// `compact` given Cline's task at the state of `log`.
+    pub(crate) fn compact_with(&self, log: &Log, task: &Task, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let usage = previous_usage(log);
+        let info = window_info(cx.model);
+        let mut staged = Staged::new(log, task, usage.unwrap_or(0));
+        match at {
+            Moment::TurnEnd | Moment::Manual => {}
+            Moment::Overflow => {
+                self.overflow_step(&mut staged);
+                // The automatic retry goes through the pre-request check again.
+                if !self.condenses(cx.model) {
+                    if let Some(usage) = usage.filter(|u| over_limit(*u, info)) {
+                        self.truncation_step(&mut staged, usage, info);
+                    }
+                }
+            }
+            Moment::BeforeRequest if self.condenses(cx.model) => self.condense_step(&mut staged, cx)?,
+            Moment::BeforeRequest => self.truncation_step(&mut staged, usage.unwrap_or(0), info),
+        }
+        Ok(staged.out)
     }
 
     /// Truncation mode's step in `getNewContextMessagesAndMetadata`: fold, then truncate
@@ -353,52 +400,15 @@ impl Strategy for ClineStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(Incremental::new(self, ClineView::new(self)))
+        Box::new(ClineReplay::new(self))
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        match at {
-            // Cline checks per request, once the new user content exists.
-            Moment::TurnEnd | Moment::Manual => Decision::Skip,
-            // Any context-window error gets one automatic truncate-and-retry.
-            Moment::Overflow => Decision::compact("context window exceeded"),
-            Moment::BeforeRequest => {
-                let Some(usage) = previous_usage(log) else { return Decision::Skip };
-                let info = window_info(cx.model);
-                if self.condenses(cx.model) {
-                    if !should_compact_context_window(usage, info, self.config.auto_condense_threshold) || Task::of(log).too_few_active() {
-                        return Decision::Skip;
-                    }
-                    Decision::compact("auto-condense")
-                } else if over_limit(usage, info) {
-                    Decision::compact(if quarter(usage, info) { "usage over limit, keep quarter" } else { "usage over limit, keep half" })
-                } else {
-                    Decision::Skip
-                }
-            }
-        }
+        self.decide_with(log, at, cx, || Task::of(log).too_few_active())
     }
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let usage = previous_usage(log);
-        let info = window_info(cx.model);
-        let task = Task::of(log);
-        let mut staged = Staged::new(log, &task, usage.unwrap_or(0));
-        match at {
-            Moment::TurnEnd | Moment::Manual => {}
-            Moment::Overflow => {
-                self.overflow_step(&mut staged);
-                // The automatic retry goes through the pre-request check again.
-                if !self.condenses(cx.model) {
-                    if let Some(usage) = usage.filter(|u| over_limit(*u, info)) {
-                        self.truncation_step(&mut staged, usage, info);
-                    }
-                }
-            }
-            Moment::BeforeRequest if self.condenses(cx.model) => self.condense_step(&mut staged, cx)?,
-            Moment::BeforeRequest => self.truncation_step(&mut staged, usage.unwrap_or(0), info),
-        }
-        Ok(staged.out)
+        self.compact_with(log, &Task::of(log), at, cx)
     }
 
     /// The default projection follows the checkpoints' window and replacements; Cline then

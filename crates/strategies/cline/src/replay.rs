@@ -1,4 +1,7 @@
-//! The incremental layer: one run's view, kept as the log grows.
+//! The incremental layer: one run's view and Cline's task, kept as the log grows.
+//!
+//! The task (the history Cline stored and its context-management state) takes in each entry
+//! once; building it from the whole log at every compaction made a long replay quadratic.
 //!
 //! The view grows by the messages appended since it was shown when it ends with an assistant
 //! message or the first new message is one: every run of tool results before that message is
@@ -6,9 +9,10 @@
 //! checkpoint (it moves the window and the repair's attribution) or a system message (it may
 //! join the leading ones), the view is projected afresh.
 
-use compactbench_core::{Entry, EntryId, Log, Origin, Role, Strategy, View, ViewMessage, ViewState};
+use compactbench_core::{Checkpoint, Cx, Entry, EntryId, Error, Log, Moment, Origin, Plan, Replay, Role, Strategy, View, ViewMessage, ViewState};
 
 use crate::repair::repair;
+use crate::task::Task;
 use crate::ClineStrategy;
 
 pub(crate) struct ClineView<'s> {
@@ -62,5 +66,40 @@ impl ViewState for ClineView<'_> {
         self.stale = false;
         self.shown = log.len();
         &self.view
+    }
+}
+
+/// A run of [`ClineStrategy`]: its view, and the task the from-scratch functions build with
+/// `Task::of`.
+pub(crate) struct ClineReplay<'s> {
+    strategy: &'s ClineStrategy,
+    view: ClineView<'s>,
+    task: Task,
+}
+
+impl<'s> ClineReplay<'s> {
+    pub(crate) fn new(strategy: &'s ClineStrategy) -> ClineReplay<'s> {
+        ClineReplay { strategy, view: ClineView::new(strategy), task: Task::default() }
+    }
+}
+
+impl Replay for ClineReplay<'_> {
+    fn push(&mut self, log: &Log, id: EntryId) {
+        self.view.push(log, id);
+        self.task.push(log, id);
+    }
+
+    fn view(&mut self, log: &Log) -> &View {
+        self.view.view(log)
+    }
+
+    fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
+        let task = &self.task;
+        Plan::from_decision(log, at, self.strategy.decide_with(log, at, cx, || task.too_few_active()))
+    }
+
+    fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        plan.check(log);
+        self.strategy.compact_with(log, &self.task, plan.at(), cx)
     }
 }

@@ -1,7 +1,7 @@
 //! What Cline's `Task` holds for its context management at one log state: the API history it
-//! stored and the `ContextManager` state persisted with it, built from the whole log. Only a
-//! compaction and auto-condense's guard read it; the trigger reads the usage off the log
-//! ([`crate::trigger::previous_usage`]).
+//! stored and the `ContextManager` state persisted with it, built from the whole log or kept
+//! entry by entry by a run (`replay.rs`). Only a compaction and auto-condense's guard read it;
+//! the trigger reads the usage off the log ([`crate::trigger::previous_usage`]).
 
 use std::collections::HashMap;
 
@@ -24,21 +24,26 @@ impl Task {
     /// The task at the state of `log`.
     pub(crate) fn of(log: &Log) -> Task {
         let mut task = Task::default();
-        for (id, entry) in log.entries() {
-            match entry {
-                Entry::Message(m) => task.history.push(id, m),
-                Entry::Checkpoint(cp) => {
-                    if let Some(state) = State::of(cp) {
-                        if state.condensed {
-                            task.history.push_condense(cp.summary.as_ref().map(Message::text).unwrap_or_default());
-                        }
-                        task.state = State { condensed: false, ..state };
-                    }
-                    task.shown.extend(cp.replacements.iter().map(|r| (r.entry, r.message.clone())));
-                }
-            }
+        for (id, _) in log.entries() {
+            task.push(log, id);
         }
         task
+    }
+
+    /// Takes in entry `id`, which `log` just appended (the entries before it taken in already).
+    pub(crate) fn push(&mut self, log: &Log, id: EntryId) {
+        match log.get(id).expect("pushed entries are in the log") {
+            Entry::Message(m) => self.history.push(id, m),
+            Entry::Checkpoint(cp) => {
+                if let Some(state) = State::of(cp) {
+                    if state.condensed {
+                        self.history.push_condense(cp.summary.as_ref().map(Message::text).unwrap_or_default());
+                    }
+                    self.state = State { condensed: false, ..state };
+                }
+                self.shown.extend(cp.replacements.iter().map(|r| (r.entry, r.message.clone())));
+            }
+        }
     }
 
     /// Length of the history without a trailing user message of our log (the content of the
