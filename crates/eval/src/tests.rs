@@ -549,8 +549,13 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         claude-code timeout: ok 0, failed 3, calls 3, over-window requests 17
         claude-code http500: ok 0, failed 3, calls 3, over-window requests 17
         claude-code empty: ok 0, failed 3, calls 3, over-window requests 17
-        claude-code over-cap: ok 19, failed 0, calls 19, over-window requests 0, cut off 19 (used 19)
-        claude-code garbage: ok 6, failed 0, calls 6, over-window requests 0
+        claude-code over-cap: ok 13, failed 0, calls 13, over-window requests 0, cut off 13 (used 13)
+        claude-code garbage: ok 4, failed 0, calls 4, over-window requests 0
+        claude-code/v2.1.68 timeout: ok 0, failed 3, calls 3, over-window requests 17
+        claude-code/v2.1.68 http500: ok 0, failed 3, calls 3, over-window requests 17
+        claude-code/v2.1.68 empty: ok 0, failed 3, calls 3, over-window requests 17
+        claude-code/v2.1.68 over-cap: ok 19, failed 0, calls 19, over-window requests 0, cut off 19 (used 19)
+        claude-code/v2.1.68 garbage: ok 6, failed 0, calls 6, over-window requests 0
         codex timeout: ok 0, failed 21, calls 126, over-window requests 17
         codex http500: ok 0, failed 21, calls 126, over-window requests 17
         codex empty: ok 1, failed 0, calls 1, over-window requests 0

@@ -96,7 +96,10 @@ pub fn section(reports: &[HarnessReport], reviewed: &[Difference]) -> String {
         let _ = writeln!(md, "| part | agree | what it compares |\n|---|---:|---|");
         for part in PARTS {
             let (agree, n) = r.count(part);
-            let _ = writeln!(md, "| {part} | {agree}/{n} | {} |", meaning(part));
+            // A part the CLI never shows (Codex reports no size at a compaction) is not compared.
+            let shown = r.analysed().any(|s| s.theirs.part(part) != "–");
+            let agree = if shown { format!("{agree}/{n}") } else { "not shown by the CLI".into() };
+            let _ = writeln!(md, "| {part} | {agree} | {} |", meaning(part));
         }
         let _ = writeln!(md, "\nWhat the CLI did (sessions per answer):\n");
         for part in ["compaction_request", "summary_placement", "kept", "files"] {
@@ -153,7 +156,7 @@ fn shape(part: &str, facts: &super::analyze::Facts) -> String {
 fn meaning(part: &str) -> &'static str {
     match part {
         "trigger" => "the main-loop request the compaction came before",
-        "tokens_before" => "the context size measured then (the CLI's `compact_boundary` `pre_tokens`)",
+        "tokens_before" => "the context size measured then (Claude Code's `compact_boundary` `pre_tokens`)",
         "compaction_request" => "conversation reused as the prefix or sent fresh; what the instruction asks for",
         "summary_placement" => "role and position of the message holding the summary in the next request",
         "kept" => "tool calls, results and assistant text of before kept verbatim in the next request",
