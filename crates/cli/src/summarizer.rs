@@ -169,9 +169,10 @@ impl Primary {
     /// How the matrix runs: with a model to wait on (summaries or `--judge`), up to
     /// `--max-inflight` runs wait on it at once; otherwise every run computes on the pool.
     pub(crate) fn schedule(&self, args: &SummarizerArgs) -> Schedule {
-        match self.model.is_some() || self.judge.is_some() {
-            true => Schedule::Remote { max_inflight: args.max_inflight },
-            false => Schedule::Compute,
+        if self.model.is_some() || self.judge.is_some() {
+            Schedule::Remote { max_inflight: args.max_inflight }
+        } else {
+            Schedule::Compute
         }
     }
 
