@@ -127,7 +127,7 @@ fn compress_with(
     force: bool,
 ) -> Result<Option<compactbench_core::Checkpoint>, Error> {
     let view = default_projection(log);
-    let mut cx = Cx { model, summarizer, store, tokenizer: compactbench_testkit::tokenizer(), failures: 0 };
+    let mut cx = Cx { model, summarizer, store, tokenizer: compactbench_testkit::tokenizer(), failures: 0, manual: None };
     compress_now(&GeminiCliConfig::default(), log, &view, &mut cx, force)
 }
 
