@@ -673,6 +673,8 @@ fn null_bound_never_beats_the_real_summary_and_every_violation_is_explained() {
             f.turn = f.turn.min(turns - 1);
             f.until_turn = f.until_turn.map(|t| t.clamp(f.turn, turns - 1));
         }
+        // A manual command after the last kept turn has no user message to come before.
+        sc.manual.retain(|m| m.turn < turns);
     }
     let strategies = compactbench_registry::all();
     let counter = TokenCounter::default();
