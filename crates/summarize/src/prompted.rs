@@ -779,7 +779,8 @@ test result: FAILED. 11 passed; 1 failed; 0 ignored
     /// other lines.
     #[test]
     fn follows_the_names_a_user_asks_to_keep() {
-        let filler: String = (0..60).map(|i| format!("[Tool result]: error: check {i} failed in src/mod_{i}.rs\n\n")).collect();
+        let filler: String =
+            (0..60).map(|i| format!("[User]: run check {i} again\n\n[Tool result]: error: check {i} failed in src/mod_{i}.rs\n\n")).collect();
         let transcript = format!(
             "[User]: Setting: cache_port_q7k2 = `8431` for now.\n\n{filler}[User]: Change of plan: cache_port_q7k2 = `9172` (was `8431`).\n\n{filler}"
         );
@@ -790,7 +791,6 @@ test result: FAILED. 11 passed; 1 failed; 0 ignored
         let s = PromptFollowing::default().summarize(&asked).unwrap();
         expect![[r#"
             ## User focus
-            [User]: Setting: cache_port_q7k2 = `8431` for now.
             [User]: Change of plan: cache_port_q7k2 = `9172` (was `8431`)."#]]
         .assert_eq(s.text.split("\n\n").next().unwrap());
     }
