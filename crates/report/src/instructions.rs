@@ -11,7 +11,7 @@ use std::fmt::Write;
 use compactbench_eval::facts::NamedBy;
 use compactbench_eval::results::{Instructed, RunResult};
 
-use crate::markdown::share;
+use crate::row::share;
 
 /// Whether `run`'s session carried compaction instructions.
 fn instructed(run: &RunResult) -> bool {

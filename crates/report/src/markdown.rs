@@ -6,6 +6,7 @@ use compactbench_eval::facts::FactKind;
 use compactbench_eval::results::{Phases, RunResult, Status};
 use compactbench_eval::scenario::Scenario;
 
+use crate::row::share;
 use crate::{Row, StrategyMeta};
 
 fn num(x: f64) -> String {
@@ -20,21 +21,6 @@ fn retained(s: Status) -> bool {
     s.is_verbatim() || s == Status::Recoverable
 }
 
-/// `kept/needed` for facts matching `pred`, with the stale ones named (`1/4, 2 stale`), or `–`
-/// when none.
-pub(crate) fn share<'a>(facts: impl Iterator<Item = &'a Status>) -> String {
-    let (mut kept, mut stale, mut all) = (0, 0, 0);
-    for s in facts {
-        all += 1;
-        kept += usize::from(retained(*s));
-        stale += usize::from(*s == Status::Stale);
-    }
-    match (all, stale) {
-        (0, _) => "–".to_owned(),
-        (_, 0) => format!("{kept}/{all}"),
-        _ => format!("{kept}/{all}, {stale} stale"),
-    }
-}
 
 /// Per strategy: retention by the quarter of the session a fact was planted in.
 fn position(out: &mut String, runs: &[&RunResult], strategies: &[&str]) {

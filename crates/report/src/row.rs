@@ -217,3 +217,19 @@ fn row(scenario: &Scenario, group: &[RunResult]) -> Row {
         compaction_cost_share: if session_cost == 0.0 { 0.0 } else { round3(compaction_cost / session_cost) },
     }
 }
+
+/// `kept/needed` for facts matching `pred`, with the stale ones named (`1/4, 2 stale`), or `–`
+/// when none.
+pub(crate) fn share<'a>(facts: impl Iterator<Item = &'a Status>) -> String {
+    let (mut kept, mut stale, mut all) = (0, 0, 0);
+    for s in facts {
+        all += 1;
+        kept += usize::from(s.is_verbatim() || *s == Status::Recoverable);
+        stale += usize::from(*s == Status::Stale);
+    }
+    match (all, stale) {
+        (0, _) => "–".to_owned(),
+        (_, 0) => format!("{kept}/{all}"),
+        _ => format!("{kept}/{all}, {stale} stale"),
+    }
+}
