@@ -178,13 +178,13 @@ impl CallCost {
             SummaryContext::Prefix | SummaryContext::Fork => {
                 // The view as the main request would send it, the instruction appended as a final
                 // user turn.
-                let instruction = if request.instructions.is_empty() { 0 } else { user_tokens(counter, &request.instructions) };
+                let instruction = optional_message_tokens(counter, &request.instructions);
                 let cached = if self.prefix_sent { prefix.tokens - PER_REQUEST_OVERHEAD } else { prefix.cached };
                 Priced { input: prefix.tokens + instruction, cached, fresh: None }
             }
             SummaryContext::Fresh => {
                 let user = request.user_message();
-                let system = if request.system.is_empty() { 0 } else { user_tokens(counter, &request.system) };
+                let system = optional_message_tokens(counter, &request.system);
                 let cached = match &self.last_fresh {
                     Some((s, u)) if *s == request.system => system + shared_tokens(counter, u, &user),
                     _ => 0,
@@ -219,8 +219,13 @@ struct Priced {
 /// strategy that retries with the oldest turns dropped sends less than the view: what the
 /// provider counts is what the request holds.
 fn held_tokens(counter: &TokenCounter, request: &SummaryRequest) -> u64 {
-    let system = if request.system.is_empty() { 0 } else { user_tokens(counter, &request.system) };
-    system + user_tokens(counter, &request.user_message()) + PER_REQUEST_OVERHEAD
+    optional_message_tokens(counter, &request.system) + user_tokens(counter, &request.user_message()) + PER_REQUEST_OVERHEAD
+}
+
+/// [`user_tokens`] of a message the request leaves out when `text` is empty (a system prompt,
+/// an appended instruction).
+fn optional_message_tokens(counter: &TokenCounter, text: &str) -> u64 {
+    if text.is_empty() { 0 } else { user_tokens(counter, text) }
 }
 
 /// The provider's rejection of a request of `tokens` against a window of `window`, worded as
