@@ -13,8 +13,8 @@ use compactbench_eval::results::{Instructed, RunResult};
 
 use crate::row::share;
 
-/// Whether `run`'s session carried compaction instructions.
-fn instructed(run: &RunResult) -> bool {
+/// Whether `run`'s session carried compaction instructions (a memory names at least one fact).
+pub(crate) fn instructed(run: &RunResult) -> bool {
     run.instructed.manual_asked > 0 || run.facts.iter().any(|f| f.named_by.is_some())
 }
 

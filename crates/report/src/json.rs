@@ -126,7 +126,7 @@ impl<'a> From<&'a RunResult> for Run<'a> {
             log_entries: r.log_entries,
             output_tokens: r.output_tokens,
             child: Child::from(r.child),
-            instructed: (r.instructed != Instructed::default()).then(|| Reach::from(r.instructed)),
+            instructed: crate::instructions::instructed(r).then(|| Reach::from(r.instructed)),
         }
     }
 }
