@@ -141,6 +141,13 @@ impl Harness {
     /// The strategy's decision at `at`.
     pub fn decide(&mut self, strategy: &dyn Strategy, at: Moment) -> Decision {
         let view = strategy.project(&self.log);
+        let (log, cx) = self.cx(at);
+        strategy.decide(log, &view, at, &cx)
+    }
+
+    /// The log beside the context a call at `at` gets (the manual command's text only at
+    /// [`Moment::Manual`]).
+    fn cx(&mut self, at: Moment) -> (&Log, Cx<'_>) {
         let manual = (at == Moment::Manual).then_some(self.manual.as_str());
         let cx = Cx {
             model: &self.model,
@@ -150,7 +157,7 @@ impl Harness {
             failures: self.failures,
             manual,
         };
-        strategy.decide(&self.log, &view, at, &cx)
+        (&self.log, cx)
     }
 
     /// Runs `compact` unconditionally at `at`, appends what it returns, and asserts that the
@@ -159,16 +166,8 @@ impl Harness {
     pub fn compact(&mut self, strategy: &dyn Strategy, at: Moment) -> Result<Vec<Checkpoint>, Error> {
         let before = self.log.clone();
         let view = strategy.project(&self.log);
-        let manual = (at == Moment::Manual).then_some(self.manual.as_str());
-        let mut cx = Cx {
-            model: &self.model,
-            summarizer: &self.summarizer,
-            store: &mut self.store,
-            tokenizer: tokenizer(),
-            failures: self.failures,
-            manual,
-        };
-        let checkpoints = match strategy.compact(&self.log, &view, at, &mut cx) {
+        let (log, mut cx) = self.cx(at);
+        let checkpoints = match strategy.compact(log, &view, at, &mut cx) {
             Ok(c) => c,
             Err(e) => {
                 if e.kind != compactbench_core::ErrorKind::NothingToCompact {

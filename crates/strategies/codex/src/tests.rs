@@ -358,20 +358,21 @@ fn pre_turn_context_goes_before_the_last_user_message_in_0_171() {
     compact(&mut h, &current(), Moment::TurnEnd);
     assert_eq!(details(&h.log).injection, Injection::BeforeLastUserMessage);
     assert_eq!(details(&h.log).reinjected_from, None);
-    assert_eq!(
-        shown(&h.view(&current())),
-        [
-            "entry system: You",
-            "entry user: U1",
-            "entry user: U2",
-            "injected system: <permissions",
-            "injected user: #",
-            "injected user: <environment_context>",
-            "entry user: U3",
-            "summary user: An",
-        ]
-    );
+    assert_eq!(shown(&h.view(&current())), CONTEXT_BEFORE_LAST_USER_MESSAGE);
 }
+
+/// A mid-turn compaction of three turns: the initial context just before the last real user
+/// message, the summary last.
+const CONTEXT_BEFORE_LAST_USER_MESSAGE: [&str; 8] = [
+    "entry system: You",
+    "entry user: U1",
+    "entry user: U2",
+    "injected system: <permissions",
+    "injected user: #",
+    "injected user: <environment_context>",
+    "entry user: U3",
+    "summary user: An",
+];
 
 #[test]
 fn case_06_initial_context_by_injection_mode() {
@@ -379,19 +380,7 @@ fn case_06_initial_context_by_injection_mode() {
     // Mid-turn: context just before the last real user message, summary last.
     let mut h = Harness::new(three_turns_mid_turn(), model(100_000, 8_000));
     compact(&mut h, &s, Moment::BeforeRequest);
-    assert_eq!(
-        shown(&h.view(&s)),
-        [
-            "entry system: You",
-            "entry user: U1",
-            "entry user: U2",
-            "injected system: <permissions",
-            "injected user: #",
-            "injected user: <environment_context>",
-            "entry user: U3",
-            "summary user: An",
-        ]
-    );
+    assert_eq!(shown(&h.view(&s)), CONTEXT_BEFORE_LAST_USER_MESSAGE);
     assert_eq!(details(&h.log).reinjected_from, None);
 
     // Pre-turn: no context in the replacement; the next turn re-injects it before its message.
