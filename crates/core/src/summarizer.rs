@@ -11,6 +11,15 @@ pub enum SummaryContext {
     /// main request before it, the summary instruction appended as a final user turn (Claude
     /// Code, Codex local compaction). The provider's cache holds that prefix.
     Prefix,
+    /// The conversation's own prefix, as [`SummaryContext::Prefix`], with the view's `newest`
+    /// trailing messages left out to make it fit (Codex's remote compaction drops trailing tool
+    /// outputs with their calls). It holds a prefix of what the main request sent, so the
+    /// provider counts those messages and its cache serves them as far as they go: the
+    /// harness's own rendering of the call (`transcript`) is not what the provider counts.
+    TrimmedPrefix {
+        /// View messages left out at the end.
+        newest: usize,
+    },
     /// A fresh prompt: its own system prompt (or none) and the history serialized into one user
     /// message (Pi, OpenCode). Nothing of the conversation's cached prefix is reused; at most
     /// the fixed start it shares with the run's previous summary call.
@@ -26,15 +35,16 @@ impl SummaryContext {
     /// Snake-case name (`prefix`, `fresh`, `fork`).
     pub fn as_str(self) -> &'static str {
         match self {
-            SummaryContext::Prefix => "prefix",
+            SummaryContext::Prefix | SummaryContext::TrimmedPrefix { .. } => "prefix",
             SummaryContext::Fresh => "fresh",
             SummaryContext::Fork => "fork",
         }
     }
 
-    /// Whether the call replays the conversation's own prefix (`Prefix` and `Fork`).
+    /// Whether the call replays the conversation's own prefix (`Prefix`, `TrimmedPrefix` and
+    /// `Fork`).
     pub fn reuses_prefix(self) -> bool {
-        matches!(self, SummaryContext::Prefix | SummaryContext::Fork)
+        matches!(self, SummaryContext::Prefix | SummaryContext::TrimmedPrefix { .. } | SummaryContext::Fork)
     }
 }
 

@@ -34,7 +34,7 @@ impl Run<'_> {
         // A summary call sent as the conversation's own prefix reuses what the last main request
         // left in the cache, counted as that request's `cached_tokens` is.
         let shared = self.shared_with_previous();
-        let prefix = Prefix { tokens: tokens_before, cached: self.measured.tokens[..shared].iter().sum() };
+        let prefix = Prefix { tokens: tokens_before, messages: &self.measured.tokens, shared };
         let observed = Observed {
             inner: self.env.summarizer,
             counter: self.env.counter,
@@ -139,11 +139,20 @@ impl Run<'_> {
 /// The view a compaction starts from, as a summary call sent with the conversation as its
 /// prefix sees it.
 #[derive(Clone, Copy)]
-struct Prefix {
+struct Prefix<'a> {
     /// Exact tokens of the view as a request (per-request overhead included).
     tokens: u64,
-    /// Of those, the prefix shared with the last main request.
-    cached: u64,
+    /// Exact tokens of each of its messages.
+    messages: &'a [u64],
+    /// How many of its first messages the last main request also began with.
+    shared: usize,
+}
+
+impl Prefix<'_> {
+    /// Exact tokens of the view's first `n` messages.
+    fn first(&self, n: usize) -> u64 {
+        self.messages[..n.min(self.messages.len())].iter().sum()
+    }
 }
 
 /// What the summary calls of one compaction sent and got back, measured as requests.
@@ -173,14 +182,22 @@ impl CallCost {
     /// What `request`, sent as its context says, costs: its input and cached tokens, and the
     /// fresh call it leaves as the next one's cache. Nothing is recorded yet: a request the
     /// provider rejects is neither billed nor cached.
-    fn price(&self, request: &SummaryRequest, prefix: Prefix, counter: &TokenCounter) -> Priced {
+    fn price(&self, request: &SummaryRequest, prefix: Prefix<'_>, counter: &TokenCounter) -> Priced {
+        let instruction = || optional_message_tokens(counter, &request.instructions);
         match request.context {
             SummaryContext::Prefix | SummaryContext::Fork => {
                 // The view as the main request would send it, the instruction appended as a final
                 // user turn.
-                let instruction = optional_message_tokens(counter, &request.instructions);
-                let cached = if self.prefix_sent { prefix.tokens - PER_REQUEST_OVERHEAD } else { prefix.cached };
-                Priced { input: prefix.tokens + instruction, cached, fresh: None }
+                let cached = if self.prefix_sent { prefix.tokens - PER_REQUEST_OVERHEAD } else { prefix.first(prefix.shared) };
+                Priced { input: prefix.tokens + instruction(), cached, fresh: None }
+            }
+            SummaryContext::TrimmedPrefix { newest } => {
+                // The view's first messages only: the cache serves what of them an earlier
+                // request of the same content sent.
+                let kept = prefix.messages.len().saturating_sub(newest);
+                let held = prefix.first(kept);
+                let cached = if self.prefix_sent { held } else { prefix.first(prefix.shared.min(kept)) };
+                Priced { input: held + instruction() + PER_REQUEST_OVERHEAD, cached, fresh: None }
             }
             SummaryContext::Fresh => {
                 let user = request.user_message();
@@ -303,7 +320,7 @@ fn shared_tokens(counter: &TokenCounter, a: &str, b: &str) -> u64 {
 struct Observed<'a> {
     inner: &'a dyn Summarizer,
     counter: &'a TokenCounter,
-    prefix: Prefix,
+    prefix: Prefix<'a>,
     /// The scenario's window and the provider that enforces it.
     window: (u64, Shape),
     cut_off: AtomicU32,
@@ -326,9 +343,12 @@ impl Summarizer for Observed<'_> {
         let priced = lock().price(request, self.prefix, self.counter);
         let (window, provider) = self.window;
         // Only a request priced over the window can be over it: the rarer exact count of what it
-        // holds is taken then.
+        // holds is taken then (a trimmed prefix is priced by exactly what it holds).
         if priced.input > window {
-            let held = held_tokens(self.counter, request);
+            let held = match request.context {
+                SummaryContext::TrimmedPrefix { .. } => priced.input,
+                _ => held_tokens(self.counter, request),
+            };
             if held > window {
                 lock().over_window += 1;
                 return Err(context_overflow(provider, priced.input.min(held), window));
@@ -386,15 +406,16 @@ mod tests {
     /// A summary request larger than the window never reaches the summarizer: it is refused as
     /// the scenario's provider words it, counted, and left out of the cost; one that fits is
     /// answered; a prefix call whose own content fits (a retry that dropped the oldest turns) is
-    /// sent even though the whole view would not fit.
+    /// sent even though the whole view would not fit, and a trimmed prefix is judged by the view
+    /// messages it holds.
     #[test]
     fn refuses_summary_requests_over_the_window() {
         let counter = TokenCounter::default();
         let inner = Counting(AtomicU32::new(0));
-        let observed = |prefix_tokens: u64| Observed {
+        let observed = |messages: &'static [u64]| Observed {
             inner: &inner,
             counter: &counter,
-            prefix: Prefix { tokens: prefix_tokens, cached: 0 },
+            prefix: Prefix { tokens: messages.iter().sum::<u64>() + PER_REQUEST_OVERHEAD, messages, shared: 1 },
             window: (1_000, Shape::Anthropic),
             cut_off: AtomicU32::new(0),
             micros: AtomicU64::new(0),
@@ -403,7 +424,7 @@ mod tests {
             rule: "",
         };
 
-        let o = observed(0);
+        let o = observed(&[]);
         let err = o.summarize(&request(SummaryContext::Fresh, 4_000)).unwrap_err();
         assert_eq!(err.kind, ErrorKind::ContextOverflow);
         let gap = err.message.strip_prefix("prompt is too long: ").and_then(|m| m.strip_suffix(" tokens > 1000 maximum"));
@@ -411,20 +432,35 @@ mod tests {
         let cost = o.cost.into_inner().unwrap();
         assert_eq!((inner.0.load(Ordering::Relaxed), cost.over_window, cost.input), (0, 1, 0));
 
-        let o = observed(0);
+        let o = observed(&[]);
         assert!(o.summarize(&request(SummaryContext::Fresh, 400)).is_ok());
         assert_eq!(inner.0.load(Ordering::Relaxed), 1);
 
         // The view is over the window, the request's own content is not.
-        let o = observed(5_000);
+        let o = observed(&[1_000, 4_000]);
         assert!(o.summarize(&request(SummaryContext::Prefix, 400)).is_ok());
         let cost = o.cost.into_inner().unwrap();
         assert_eq!((inner.0.load(Ordering::Relaxed), cost.over_window), (2, 0));
         // Both over: refused, worded as an OpenAI server words it.
-        let mut o = observed(5_000);
+        let mut o = observed(&[1_000, 4_000]);
         o.window.1 = Shape::OpenaiChat;
         let err = o.summarize(&request(SummaryContext::Prefix, 4_000)).unwrap_err();
         assert!(err.message.starts_with("context_length_exceeded"), "{}", err.message);
         assert_eq!(inner.0.load(Ordering::Relaxed), 2);
+
+        // A trimmed prefix holds the view's first messages, whatever its own rendering weighs:
+        // sent and priced by them when they fit, the cache serving the shared first one.
+        let o = observed(&[400, 300, 3_000]);
+        assert!(o.summarize(&request(SummaryContext::TrimmedPrefix { newest: 1 }, 4_000)).is_ok());
+        let cost = o.cost.into_inner().unwrap();
+        let instruction = user_tokens(&counter, "Summarize.");
+        assert_eq!((inner.0.load(Ordering::Relaxed), cost.over_window), (3, 0));
+        assert_eq!((cost.input, cost.cached), (700 + instruction + PER_REQUEST_OVERHEAD, 400));
+        // Left out too little to fit: refused by the same count.
+        let o = observed(&[400, 300, 3_000]);
+        let err = o.summarize(&request(SummaryContext::TrimmedPrefix { newest: 0 }, 40)).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::ContextOverflow);
+        assert!(err.message.contains(&format!("{} tokens", 3_700 + instruction + PER_REQUEST_OVERHEAD)), "{}", err.message);
+        assert_eq!(inner.0.load(Ordering::Relaxed), 3);
     }
 }

@@ -420,7 +420,7 @@ fn ours(run: &Run, compacted: Option<&(Value, Vec<Value>)>, work: &str) -> Facts
     let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
     let Ok(checkpoints) = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx) else { return facts };
     if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
-        facts.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
+        facts.prefix_reused = Some(context.reuses_prefix());
         facts.instruction = Some(instruction_kind(instructions));
     }
     let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) else { return facts };
@@ -678,7 +678,7 @@ pub fn codex_session(id: &str, run: &Run) -> SessionResult {
         let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
         if let Ok(checkpoints) = strategy.compact(log, &view, *moment, &mut cx) {
             if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
-                ours.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
+                ours.prefix_reused = Some(context.reuses_prefix());
                 ours.instruction = Some(instruction_kind(instructions));
             }
             let mut after = log.clone();

@@ -67,7 +67,11 @@ fn start(log: &Log, view: &View, anchor: Option<&Anchor>) -> Start {
 }
 
 fn history_items(history: &[HistMessage]) -> Vec<Item> {
-    history.iter().flat_map(|h| items(&h.message, h.compaction)).collect()
+    history
+        .iter()
+        .enumerate()
+        .flat_map(|(owner, h)| items(&h.message, h.compaction).into_iter().map(move |item| Item { owner, ..item }))
+        .collect()
 }
 
 /// Whether a summarizer error is the provider's context-window rejection, which Codex maps
@@ -255,10 +259,18 @@ fn remote(
             _ => break,
         }
     }
+    // What the trim left out is the view's newest messages: the history after the last one
+    // with an item left, and the model-switch message after it, which is never sent.
+    let context = if trimmed == 0 {
+        SummaryContext::Prefix
+    } else {
+        let sent = request_items.iter().map(|i| i.owner + 1).max().unwrap_or(0);
+        SummaryContext::TrimmedPrefix { newest: history.len() - sent + usize::from(model_switch.is_some()) }
+    };
     let request = SummaryRequest {
         purpose: "remote-compact".into(),
         // modelled: spec (d) remote sends the same history and base_instructions to /responses/compact.
-        context: SummaryContext::Prefix,
+        context,
         system: base.clone(),
         transcript: transcript(&request_items),
         // `compact_prompt` is not applied on this path.

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use compactbench_core::{
     Checkpoint, Cx, Decision, Error, ErrorKind, Log, Message, Moment, Origin, Part, Role, Shape, StopReason, Strategy,
-    Summarizer, Summary, SummaryRequest, Usage, View, VirtualStore,
+    Summarizer, Summary, SummaryContext, SummaryRequest, Usage, View, VirtualStore,
 };
 use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
 
@@ -687,6 +687,8 @@ fn remote_trims_trailing_tool_outputs_until_the_request_fits() {
     assert!(!transcript.contains("ooo") && !transcript.contains(r#""call_id":"c4""#), "output and its call dropped");
     assert!(transcript.contains(r#""call_id":"c3""#), "earlier pair kept: the trim stops once it fits");
     assert_eq!(details(&h.log).trimmed_items, 1);
+    // The call and its output were the view's last two messages: the request holds the rest.
+    assert_eq!(h.summarizer.requests()[0].context, SummaryContext::TrimmedPrefix { newest: 2 });
 }
 
 #[test]
