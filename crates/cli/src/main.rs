@@ -313,6 +313,7 @@ fn meta(s: &dyn Strategy) -> StrategyMeta {
         },
         summary: i.summary.clone(),
         agreement: agreement(&i.id),
+        check: compactbench_fidelity::checks::describe(&i.id),
         violation_notes: Rule::ALL.iter().filter_map(|r| s.explain_violation(r.as_str()).map(|n| (r.as_str(), n.to_owned()))).collect(),
     }
 }
@@ -524,8 +525,9 @@ fn list(common: &Common) -> Result<()> {
     println!("strategies:");
     for s in compactbench_registry::all() {
         let i = s.info();
+        let check = compactbench_fidelity::checks::describe(&i.id).map(|c| format!(" [check: {c}]")).unwrap_or_default();
         let measured = agreement(&i.id).map(|a| format!(" [agreement with the original: {a}]")).unwrap_or_default();
-        println!("  {:<28} {:<9} {}{measured}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
+        println!("  {:<28} {:<9} {}{check}{measured}", i.id, format!("{:?}", i.fidelity).to_lowercase(), i.summary);
     }
     println!("scenarios ({}):", common.source.dir().display());
     for s in common.source.scenarios()? {

@@ -17,6 +17,7 @@
 
 pub mod blackbox;
 pub mod cases;
+pub mod checks;
 pub mod compare;
 pub mod deliberate;
 pub mod driver;

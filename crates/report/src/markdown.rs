@@ -242,12 +242,13 @@ pub fn markdown(scenarios: &[Scenario], meta: &[StrategyMeta], rows: &[Row], run
     let _ = writeln!(out, "Summarizer: `{summarizer}`. Tokens are exact (tiktoken) per request. Facts: state at the last request that needed each fact. Column dictionary: reports/README.md.\n");
     crate::glance::markdown(&mut out, meta, rows, summarizer);
     let _ = writeln!(out, "## Strategies\n");
-    let _ = writeln!(out, "| strategy | fidelity | agreement with the original's code | source | what it does |");
-    let _ = writeln!(out, "|---|---|---|---|---|");
+    let _ = writeln!(out, "| strategy | fidelity | differential check | agreement with the original's code | source | what it does |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
     for m in meta {
-        let _ = writeln!(out, "| {} | {} | {} | {} | {} |", m.id, m.fidelity, m.agreement.as_deref().unwrap_or("–"), m.source, m.summary);
+        let (check, agreement) = (m.check.as_deref().unwrap_or("–"), m.agreement.as_deref().unwrap_or("–"));
+        let _ = writeln!(out, "| {} | {} | {check} | {agreement} | {} | {} |", m.id, m.fidelity, m.source, m.summary);
     }
-    let _ = writeln!(out, "\nAgreement: trigger decisions and selections (first kept entry, kept set, split turn) that match the original package's own functions on seeded sessions; `cargo xtask fidelity` measures it (reports/fidelity/report.md).");
+    let _ = writeln!(out, "\nDifferential check: what the crate is compared with, the original's own functions from its published package or its CLI run whole against a scripted model server. Agreement: trigger decisions and selections (first kept entry, kept set, split turn) that match the original package's own functions on seeded sessions; `cargo xtask fidelity` measures both (reports/fidelity/report.md).");
     let primary: Vec<&RunResult> = runs.iter().filter(|r| r.summarizer == summarizer).collect();
     violations(&mut out, meta, runs);
     let strategies = crate::row::strategies(rows, summarizer);

@@ -20,6 +20,9 @@ pub struct StrategyMeta {
     /// Measured agreement with the original's own code (`compactbench-fidelity`), e.g.
     /// `trigger 100.0% · selection 100.0% (346 cases)`; `None` where not measured.
     pub agreement: Option<String>,
+    /// Which differential check its crate has (`compactbench_fidelity::checks`), e.g.
+    /// `black box: @openai/codex 0.171.0` or `none (closed source; ...)`; `None` for a baseline.
+    pub check: Option<String>,
     /// The strategy's own explanation of each provider rule its requests break by design
     /// (`Strategy::explain_violation`), by rule name.
     pub violation_notes: Vec<(&'static str, String)>,

@@ -128,7 +128,7 @@ pub(crate) fn runs() -> Vec<RunResult> {
 
 #[test]
 fn markdown_report_snapshot() {
-    let meta = vec![StrategyMeta { id: "sum".into(), source: "owner/repo@abc1234".into(), fidelity: "source", summary: "summarizes".into(), agreement: None, violation_notes: Vec::new() }];
+    let meta = vec![StrategyMeta { id: "sum".into(), source: "owner/repo@abc1234".into(), fidelity: "source", summary: "summarizes".into(), agreement: None, check: None, violation_notes: Vec::new() }];
     let runs = runs();
     let md = markdown(&[scenario()], &meta, &rows(&[scenario()], &runs), &runs, "extractive");
     expect![[r#"
@@ -149,11 +149,11 @@ fn markdown_report_snapshot() {
 
         ## Strategies
 
-        | strategy | fidelity | agreement with the original's code | source | what it does |
-        |---|---|---|---|---|
-        | sum | source | – | owner/repo@abc1234 | summarizes |
+        | strategy | fidelity | differential check | agreement with the original's code | source | what it does |
+        |---|---|---|---|---|---|
+        | sum | source | – | – | owner/repo@abc1234 | summarizes |
 
-        Agreement: trigger decisions and selections (first kept entry, kept set, split turn) that match the original package's own functions on seeded sessions; `cargo xtask fidelity` measures it (reports/fidelity/report.md).
+        Differential check: what the crate is compared with, the original's own functions from its published package or its CLI run whole against a scripted model server. Agreement: trigger decisions and selections (first kept entry, kept set, split turn) that match the original package's own functions on seeded sessions; `cargo xtask fidelity` measures both (reports/fidelity/report.md).
 
         ## Validity violations
 
@@ -315,12 +315,13 @@ fn violations_are_listed_with_their_example_and_explanation() {
             fidelity: "source",
             summary: "summarizes".into(),
             agreement: Some("trigger 100.0% · selection 100.0% (9 cases)".into()),
+            check: Some("library functions of sum 1.0".into()),
             violation_notes: vec![("orphan_result", "the original does it too".into())],
         },
-        StrategyMeta { id: "trunc".into(), source: "s".into(), fidelity: "baseline", summary: "truncates".into(), agreement: None, violation_notes: Vec::new() },
+        StrategyMeta { id: "trunc".into(), source: "s".into(), fidelity: "baseline", summary: "truncates".into(), agreement: None, check: None, violation_notes: Vec::new() },
     ];
     let md = markdown(&[scenario()], &meta, &rows(&[scenario()], &runs), &runs, "extractive");
-    assert!(md.contains("| sum | source | trigger 100.0% · selection 100.0% (9 cases) | s | summarizes |"), "{md}");
+    assert!(md.contains("| sum | source | library functions of sum 1.0 | trigger 100.0% · selection 100.0% (9 cases) | s | summarizes |"), "{md}");
     assert!(
         md.contains("| sum | orphan_result | anthropic | 3 | tiny seed 0 (extractive), request 7: result for c1 has no call (log entries #12) | the original does it too |"),
         "{md}"
