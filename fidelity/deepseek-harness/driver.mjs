@@ -67,9 +67,9 @@ const answer = async req => {
 	} catch (e) {
 		failed = e;
 	}
-	// The first checkpoint that landed: its `user/message` replaced the range it summarized,
-	// from the surface the first summary call saw.
-	const landed = session.events.find(e => e.type === "user/message" && e.surfaceOp?.op === "replace");
+	// The first checkpoint that landed now (the exported log may hold earlier ones): its
+	// `user/message` replaced the range it summarized, from the surface the first summary call saw.
+	const landed = session.events.find(e => e.seq >= exported && e.type === "user/message" && e.surfaceOp?.op === "replace");
 	let first;
 	if (landed !== undefined) {
 		const nodes = asked[0].nodes;

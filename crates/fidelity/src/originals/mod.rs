@@ -189,7 +189,7 @@ pub const ORIGINALS: &[Original] = &[
         // `agent/pre-step`, before each model request of a turn after its first.
         moment: Moment::BeforeRequest,
         export: deepseek_harness::export_pre_step,
-        history: false,
+        history: true,
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (turn end)",
@@ -201,7 +201,7 @@ pub const ORIGINALS: &[Original] = &[
         // The pre-step of a turn's first request runs before its user message is appended.
         moment: Moment::TurnEnd,
         export: deepseek_harness::export_turn_end,
-        history: false,
+        history: true,
     },
 ];
 
