@@ -64,7 +64,18 @@ fn selected(only: &[String]) -> Result<Vec<&'static Original>> {
         return Ok(ORIGINALS.iter().collect());
     }
     let harness = |n: &String| HARNESSES.iter().any(|h| h.dir == n || h.strategy == n);
-    only.iter().filter(|n| !harness(n)).map(|n| originals::find(n).with_context(|| format!("no original named {n:?}; known: {}", names()))).collect()
+    let mut chosen: Vec<&'static Original> = Vec::new();
+    for n in only.iter().filter(|n| !harness(n)) {
+        if originals::matching(n).next().is_none() {
+            bail!("no original named {n:?}; known: {}", names());
+        }
+        for o in originals::matching(n) {
+            if !chosen.iter().any(|c| c.dir == o.dir) {
+                chosen.push(o);
+            }
+        }
+    }
+    Ok(chosen)
 }
 
 fn names() -> String {

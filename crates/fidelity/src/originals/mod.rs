@@ -6,6 +6,7 @@ use crate::{Case, Export};
 
 mod aider;
 mod deep_agents;
+mod deepseek_harness;
 mod gemini_cli;
 mod kimi_cli;
 mod oh_my_pi;
@@ -45,6 +46,19 @@ pub struct Original {
     /// too.
     pub history: bool,
 }
+
+/// DeepSeek Harness's compaction engine, pruner and token meter, and the session, LLM and
+/// plugin-host packages they take as peers, all pinned. The engine's packages stop at
+/// 0.1.0-rc.8; their sources are unchanged from there to the commit our crate reads
+/// (b150a551, 0.1.1-rc.2), which changed only the meter's UI projections and image handling.
+const DEEPSEEK_HARNESS: Install = Install::Npm(&[
+    "@deepseek-ai/dsh-compaction-basic@0.1.0-rc.8",
+    "@deepseek-ai/dsh-compaction-tool-result-pruner@0.1.0-rc.8",
+    "@deepseek-ai/dsh-token-meter@0.1.0-rc.8",
+    "@deepseek-ai/dsh-session@0.1.0-rc.8",
+    "@deepseek-ai/dsh-llm@0.1.0-rc.8",
+    "@deepseek-ai/cordis@4.0.4",
+]);
 
 /// Every original, in report order.
 pub const ORIGINALS: &[Original] = &[
@@ -165,6 +179,30 @@ pub const ORIGINALS: &[Original] = &[
         export: openhands::export,
         history: true,
     },
+    Original {
+        name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (pre-step)",
+        dir: "dsh-compaction-basic-0.1.0-rc.8",
+        strategy: "deepseek-harness",
+        install: DEEPSEEK_HARNESS,
+        driver: "fidelity/deepseek-harness/driver.mjs",
+        args: &[],
+        // `agent/pre-step`, before each model request of a turn after its first.
+        moment: Moment::BeforeRequest,
+        export: deepseek_harness::export_pre_step,
+        history: true,
+    },
+    Original {
+        name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (turn end)",
+        dir: "dsh-compaction-basic-0.1.0-rc.8-turn-end",
+        strategy: "deepseek-harness",
+        install: DEEPSEEK_HARNESS,
+        driver: "fidelity/deepseek-harness/driver.mjs",
+        args: &[],
+        // The pre-step of a turn's first request runs before its user message is appended.
+        moment: Moment::TurnEnd,
+        export: deepseek_harness::export_turn_end,
+        history: true,
+    },
 ];
 
 /// A harness CLI run whole against the scripted model server (`--black-box`): installed by
@@ -201,9 +239,10 @@ pub const HARNESSES: &[Harness] = &[
     },
 ];
 
-/// The original named `name` (its `dir` or its strategy id).
-pub fn find(name: &str) -> Option<&'static Original> {
-    ORIGINALS.iter().find(|o| o.dir == name || o.strategy == name)
+/// The originals named `name`: the one installed in that `dir`, or every one checking that
+/// strategy id (Pi and DeepSeek Harness have a row per moment).
+pub fn matching(name: &str) -> impl Iterator<Item = &'static Original> + '_ {
+    ORIGINALS.iter().filter(move |o| o.dir == name || o.strategy == name)
 }
 
 #[cfg(test)]
