@@ -199,6 +199,13 @@ pub const HARNESSES: &[Harness] = &[
         install: Install::Npm(&["@openai/codex@0.171.0"]),
         bin: "node_modules/.bin/codex",
     },
+    Harness {
+        name: "opencode-ai 1.18.33",
+        dir: "opencode-1.18.33",
+        strategy: "opencode-v1",
+        install: Install::Npm(&["opencode-ai@1.18.33"]),
+        bin: "node_modules/.bin/opencode",
+    },
 ];
 
 /// The original named `name` (its `dir` or its strategy id).
