@@ -601,15 +601,15 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         kimi-cli/k1 empty: ok 0, failed 41, calls 75, over-window requests 17
         kimi-cli/k1 over-cap: ok 41, failed 0, calls 41, over-window requests 0, cut off 41 (used 41)
         kimi-cli/k1 garbage: ok 41, failed 0, calls 41, over-window requests 0
-        opencode-v1 timeout: ok 0, failed 42, calls 42, over-window requests 17
-        opencode-v1 http500: ok 0, failed 42, calls 42, over-window requests 17
+        opencode-v1 timeout: ok 0, failed 41, calls 41, over-window requests 17
+        opencode-v1 http500: ok 0, failed 41, calls 41, over-window requests 17
         opencode-v1 empty: ok 1, failed 0, calls 1, over-window requests 0
-        opencode-v1 over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
+        opencode-v1 over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         opencode-v1 garbage: ok 1, failed 0, calls 1, over-window requests 0
-        opencode-v1/prune timeout: ok 0, failed 42, calls 42, over-window requests 17
-        opencode-v1/prune http500: ok 0, failed 42, calls 42, over-window requests 17
+        opencode-v1/prune timeout: ok 0, failed 41, calls 41, over-window requests 17
+        opencode-v1/prune http500: ok 0, failed 41, calls 41, over-window requests 17
         opencode-v1/prune empty: ok 1, failed 0, calls 1, over-window requests 0
-        opencode-v1/prune over-cap: ok 2, failed 0, calls 2, over-window requests 0, cut off 2 (used 2)
+        opencode-v1/prune over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         opencode-v1/prune garbage: ok 1, failed 0, calls 1, over-window requests 0
         opencode-v2 timeout: ok 0, failed 41, calls 41, over-window requests 17
         opencode-v2 http500: ok 0, failed 41, calls 41, over-window requests 17

@@ -49,6 +49,10 @@ struct Cli {
     /// Seconds one CLI run may take (--black-box).
     #[arg(long, default_value_t = 240)]
     timeout: u64,
+    /// Sessions run at once per harness CLI (--black-box); each has its own scratch folder,
+    /// server and CLI process.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
     /// With --black-box: analyse the requests an earlier run recorded in --scratch instead of
     /// running the CLIs again.
     #[arg(long)]
@@ -210,6 +214,7 @@ fn black_box(root: &Path, cli: &Cli, scenarios: &[compactbench_eval::scenario::S
         sessions: cli.sessions,
         scratch: root.join(&cli.scratch),
         timeout: std::time::Duration::from_secs(cli.timeout),
+        jobs: cli.jobs,
         recorded: cli.recorded,
     };
     let mut all = Vec::new();
@@ -218,8 +223,7 @@ fn black_box(root: &Path, cli: &Cli, scenarios: &[compactbench_eval::scenario::S
             eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", h.name);
             continue;
         }
-        let check = if h.strategy == "codex" { blackbox::check_codex } else { blackbox::check_claude };
-        let report = check(h, &options, counter, &|line| eprintln!("{line}"))?;
+        let report = blackbox::check(h, &options, counter, &|line| eprintln!("{line}"))?;
         for part in blackbox::analyze::PARTS {
             let (agree, n) = report.count(part);
             eprintln!("{}: {part} {agree}/{n}", h.strategy);

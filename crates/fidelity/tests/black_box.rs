@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use compactbench_eval::scenario::load_dir;
-use compactbench_fidelity::blackbox::{check_claude, report::load_reviewed, Options};
+use compactbench_fidelity::blackbox::{check, report::load_reviewed, Options};
 use compactbench_fidelity::HARNESSES;
 use compactbench_tokens::{Encoding, TokenCounter};
 
@@ -18,13 +18,13 @@ fn installed_harness_clis_agree_on_two_sessions() {
     let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "giant-outputs" || s.name == "stale-values").collect();
     let reviewed = load_reviewed(&root).unwrap();
     let scratch = tempfile::tempdir().unwrap();
-    let options = Options { installs: installs.clone(), scenarios: &scenarios, sessions: 2, scratch: scratch.path().to_path_buf(), timeout: Duration::from_secs(180), recorded: false };
-    for h in HARNESSES.iter().filter(|h| h.strategy == "claude-code") {
+    let options = Options { installs: installs.clone(), scenarios: &scenarios, sessions: 2, scratch: scratch.path().to_path_buf(), timeout: Duration::from_secs(180), jobs: 1, recorded: false };
+    for h in HARNESSES.iter().filter(|h| matches!(h.strategy, "claude-code" | "opencode-v1")) {
         if !installs.join(h.dir).join(".installed").exists() {
             eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", h.name);
             continue;
         }
-        let report = check_claude(h, &options, &TokenCounter::new(Encoding::O200kBase), &|line| eprintln!("{line}")).unwrap();
+        let report = check(h, &options, &TokenCounter::new(Encoding::O200kBase), &|line| eprintln!("{line}")).unwrap();
         assert_eq!(report.analysed().count(), 2, "{:?}", report.sessions.iter().map(|s| &s.problem).collect::<Vec<_>>());
         assert_eq!(report.unreviewed(&reviewed), 0, "{:#?}", report.sessions);
     }

@@ -6,7 +6,8 @@
 //! a difference of rules, not of tool output formatting. Paths are made relative to the work dir
 //! and the session's own call ids (`toolu_cbNNNN`, `call_cbNNNN`) are stable, so facts compare
 //! as they are. Claude Code's requests are Anthropic Messages (`claude_session`), Codex's are
-//! Responses items (`codex_session`).
+//! Responses items (`codex_session`), OpenCode's are Anthropic Messages through its bundled
+//! `anthropic` provider (`opencode_session`).
 
 use std::sync::Mutex;
 
@@ -40,7 +41,8 @@ pub struct Facts {
     /// Index of that message among the next request's non-system messages.
     pub summary_index: Option<usize>,
     /// What the next request keeps verbatim from before: `call:ID`, `result:ID`,
-    /// `text:START` (assistant text) and, for Codex, `user:START` (real user messages), in order.
+    /// `text:START` (assistant text) and, for Codex and OpenCode, `user:START` (real user messages),
+    /// in order; OpenCode's pruned tool outputs as `cleared:ID`.
     pub kept: Option<Vec<String>>,
     /// Files re-attached in the next request (work-relative paths, sorted).
     pub files: Option<Vec<String>>,
@@ -269,6 +271,9 @@ fn instruction_kind(text: &str) -> String {
         "analysis+summary".to_owned()
     } else if lower.contains("handoff summary") {
         "handoff".to_owned()
+    } else if lower.contains("## objective") && lower.contains("## next move") {
+        // OpenCode's anchored summary template; `<prior-summary>` when it updates an earlier one.
+        if lower.contains("<prior-summary>") { "anchored-update" } else { "anchored" }.to_owned()
     } else {
         "other".to_owned()
     };
@@ -699,6 +704,189 @@ pub fn codex_session(id: &str, run: &Run) -> SessionResult {
                         Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
                         Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
                         Part::Text { text } if m.message.role == Role::User && real_user(text) => kept.push(format!("user:{}", start(text))),
+                        _ => {}
+                    }
+                }
+            }
+            ours.kept = Some(kept);
+        }
+    }
+    result.theirs = theirs;
+    result.ours = ours;
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenCode (Anthropic Messages through its bundled `anthropic` provider).
+
+/// The auto-continue message OpenCode appends after an automatic compaction (its start).
+const OPENCODE_CONTINUE: &str = "Continue if you have next steps";
+
+/// What a pruned tool output reads in OpenCode's requests.
+const OPENCODE_CLEARED: &str = "[Old tool result content cleared]";
+
+/// A kept tool result: `result:ID`, or `cleared:ID` when prune replaced its output.
+fn kept_result(call_id: &str, text: &str) -> String {
+    if text == OPENCODE_CLEARED {
+        format!("cleared:{call_id}")
+    } else {
+        format!("result:{call_id}")
+    }
+}
+
+/// Kept items of OpenCode's Anthropic messages: tool calls and results (pruned ones as
+/// `cleared:ID`), assistant text, and the user's own messages (`user:START`; not the
+/// auto-continue message, which both sides add anew).
+fn opencode_kept(messages: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in messages {
+        let blocks = match &m["content"] {
+            Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
+            Value::Array(b) => b.clone(),
+            _ => Vec::new(),
+        };
+        for b in &blocks {
+            match (b["type"].as_str(), m["role"].as_str()) {
+                (Some("tool_use"), _) => out.push(format!("call:{}", b["id"].as_str().unwrap_or(""))),
+                (Some("tool_result"), _) => out.push(kept_result(b["tool_use_id"].as_str().unwrap_or(""), &text_of(&b["content"]))),
+                (Some("text"), Some("assistant")) => out.push(format!("text:{}", start(b["text"].as_str().unwrap_or("")))),
+                (Some("text"), Some("user")) => {
+                    let text = b["text"].as_str().unwrap_or("");
+                    if !text.starts_with(OPENCODE_CONTINUE) {
+                        out.push(format!("user:{}", start(text)));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The reply the CLI compacted after as Anthropic messages: the assistant message, and the user
+/// message with its tool results as OpenCode's `tool_use` events report them (the output its
+/// next request sends, or the error of a failed call).
+fn opencode_last_round(run: &Run, reply: &super::server::Reply) -> Vec<Value> {
+    let mut content = Vec::new();
+    let mut results = Vec::new();
+    for b in &reply.blocks {
+        match b {
+            super::server::Block::Text(t) => content.push(serde_json::json!({"type": "text", "text": t})),
+            super::server::Block::Call { id, name, input } => {
+                content.push(serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+                let part = run.tools.iter().map(|e| &e["part"]).find(|p| p["callID"] == id.as_str());
+                let state = part.map(|p| &p["state"]);
+                let (text, is_error) = match state.and_then(|s| s["status"].as_str()) {
+                    Some("error") => (state.and_then(|s| s["error"].as_str()).unwrap_or(""), true),
+                    _ => (state.and_then(|s| s["output"].as_str()).unwrap_or(""), false),
+                };
+                results.push(serde_json::json!({"type": "tool_result", "tool_use_id": id, "content": text, "is_error": is_error}));
+            }
+        }
+    }
+    let mut out = vec![serde_json::json!({"role": "assistant", "content": content})];
+    if !results.is_empty() {
+        out.push(serde_json::json!({"role": "user", "content": results}));
+    }
+    out
+}
+
+/// Our crate as the runs configure OpenCode: the defaults (auto on, prune off) and the model's
+/// limits.
+pub fn opencode_strategy() -> (compactbench_strategy_opencode_v1::OpencodeV1Strategy, ModelProfile) {
+    let model = ModelProfile {
+        name: super::OPENCODE_MODEL.into(),
+        window: super::OPENCODE_CONTEXT,
+        max_output: super::OPENCODE_OUTPUT,
+        provider: Shape::Anthropic,
+        pricing: Default::default(),
+    };
+    (compactbench_strategy_opencode_v1::OpencodeV1Strategy::new(Default::default()), model)
+}
+
+/// Analyzes one OpenCode run. The CLI checks the usage of each finished reply before it goes
+/// on, so the history it compacted is its last main request's messages and that request's
+/// reply with the reply's tool results; our crate is asked on each main request's history and
+/// on that one.
+pub fn opencode_session(id: &str, run: &Run) -> SessionResult {
+    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
+    let Some(last) = mains.last() else {
+        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
+        return result;
+    };
+    let messages = |r: &Record| r.body["messages"].as_array().cloned().unwrap_or_default();
+    // Theirs.
+    let compaction = run.records.iter().find(|r| r.kind == "compaction");
+    let mut theirs = Facts::default();
+    if let Some(c) = compaction {
+        theirs.compacted_at = Some(mains.len());
+        let request = messages(c);
+        theirs.instruction = request.last().map(|m| instruction_kind(&text_of(&m["content"])));
+        let before: Vec<Value> = messages(last).iter().map(uncached).collect();
+        let sent: Vec<Value> = request.iter().map(uncached).collect();
+        theirs.prefix_reused = Some(
+            uncached(&last.body["system"]) == uncached(&c.body["system"]) && last.body["tools"] == c.body["tools"] && sent.starts_with(&before[..before.len().saturating_sub(1)]),
+        );
+        if let Some(after) = run.records.iter().find(|r| r.kind == "after_compaction") {
+            let shown = messages(after);
+            let holder = shown.iter().position(|m| text_of(&m["content"]).contains(FIXED_SUMMARY));
+            theirs.summary_index = holder;
+            theirs.summary_role = holder.map(|i| shown[i]["role"].as_str().unwrap_or("?").to_owned());
+            // The provider merges consecutive assistant messages: a tail that starts at an
+            // assistant message shares the summary's message, after the summary's text.
+            let mut tail: Vec<Value> = holder
+                .and_then(|i| shown[i]["content"].as_array().map(|blocks| (i, blocks)))
+                .map(|(i, blocks)| {
+                    let rest: Vec<Value> = blocks.iter().skip_while(|b| !b["text"].as_str().is_some_and(|t| t.contains(FIXED_SUMMARY))).skip(1).cloned().collect();
+                    serde_json::json!({"role": shown[i]["role"], "content": rest})
+                })
+                .into_iter()
+                .collect();
+            tail.extend(shown[holder.map_or(0, |i| i + 1)..].iter().cloned());
+            theirs.kept = Some(opencode_kept(&tail));
+        }
+    }
+    // The history after the last main request's reply: the one the CLI compacted, or the one it
+    // went on from without compacting.
+    let mut latest = messages(last);
+    latest.extend(opencode_last_round(run, &last.reply));
+    // Ours.
+    let (strategy, model) = opencode_strategy();
+    let reported = reported_usage(&mains);
+    let usage = |m: &Value| m["content"].as_array().and_then(|b| reported.get(&reply_key(b)).copied());
+    let mut histories: Vec<Log> = mains.iter().map(|r| to_log(&r.body["system"], &messages(r), &usage)).collect();
+    histories.push(to_log(&last.body["system"], &latest, &usage));
+    let mut ours = Facts::default();
+    ours.compacted_at = histories.iter().position(|log| fires(&strategy, log, &model));
+    if let Some(at) = ours.compacted_at {
+        let log = &histories[at];
+        let view = strategy.project(log);
+        let recording = Recording::default();
+        let mut store = VirtualStore::new();
+        let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
+        if let Ok(checkpoints) = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx) {
+            if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
+                ours.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
+                ours.instruction = Some(instruction_kind(instructions));
+            }
+            let mut after = log.clone();
+            for cp in checkpoints {
+                after.push_checkpoint(cp);
+            }
+            let view = strategy.project(&after);
+            let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().filter(|m| m.message.role != Role::System).collect();
+            let holder = shown.iter().position(|m| matches!(m.origin, Origin::Summary(_)));
+            ours.summary_index = holder;
+            ours.summary_role = holder.map(|i| shown[i].message.role.as_str().to_owned());
+            let mut kept = Vec::new();
+            for m in shown.iter().skip(holder.map_or(0, |i| i + 1)).filter(|m| matches!(m.origin, Origin::Entry(_) | Origin::Replaced(..))) {
+                for p in &m.message.parts {
+                    match p {
+                        Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
+                        Part::ToolResult { call_id, text, .. } => kept.push(kept_result(call_id, text)),
+                        Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
+                        Part::Text { text } if m.message.role == Role::User => kept.push(format!("user:{}", start(text))),
                         _ => {}
                     }
                 }

@@ -13,6 +13,8 @@ pub mod server;
 mod tests;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -89,23 +91,122 @@ pub fn codex_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
 }
 
 /// Runs Codex on the sessions and analyzes each run.
-pub fn check_codex(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &dyn Fn(&str)) -> Result<report::HarnessReport> {
+pub fn check_codex(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &(dyn Fn(&str) + Sync)) -> Result<report::HarnessReport> {
     let cli = codex_cli(&options.installs, harness, options.timeout);
-    let mut results = Vec::new();
-    for (id, session) in sessions(options.scenarios, options.sessions) {
+    let results = each_session(options, progress, &|id, session| {
         let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
         let work = scratch.join("work");
-        let mut script = script::build(&session, Tools::Codex, &work.to_string_lossy(), counter);
-        let (target, slack) = placement(&id, script.requests());
+        let mut script = script::build(session, Tools::Codex, &work.to_string_lossy(), counter);
+        let (target, slack) = placement(id, script.requests());
         script.place(CODEX_AUTO_COMPACT_LIMIT, target, slack);
         let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
         let run = session_run(options, &scratch, || run::run_codex(&cli, script, &scratch, &codex_config(), limits))?;
-        let result = analyze::codex_session(&id, &run);
+        let result = analyze::codex_session(id, &run);
         std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
-        progress(&format!("{id}: {}", result.line()));
-        results.push(result);
-    }
+        Ok(result)
+    })?;
     Ok(report::HarnessReport { harness: harness.name.into(), strategy: harness.strategy.into(), settings: codex_settings(), script: codex_script(), sessions: results })
+}
+
+/// The model the OpenCode runs name: a model of their own under the bundled `anthropic`
+/// provider, whose `baseURL` is the scripted server (the Messages wire, no npm download).
+pub const OPENCODE_MODEL: &str = "compactbench";
+/// `limit.context` of that model.
+pub const OPENCODE_CONTEXT: u64 = 100_000;
+/// `limit.output` of that model (at `OUTPUT_TOKEN_MAX`, so `maxOutputTokens` is this).
+pub const OPENCODE_OUTPUT: u64 = 32_000;
+/// The usage OpenCode 1.18.33 compacts at with those limits: `usable = context − maxOutputTokens`
+/// (its `overflow.ts` reserves no compaction buffer when the model has no input limit).
+pub const OPENCODE_THRESHOLD: u64 = OPENCODE_CONTEXT - OPENCODE_OUTPUT;
+
+/// The global `opencode.json` of the OpenCode runs (`{BASE_URL}`: the scripted server). Every
+/// tool is allowed; compaction settings are the defaults (auto on, prune off); no snapshot of the
+/// work dir is taken at every step (it only feeds undo).
+pub fn opencode_config() -> String {
+    let config = serde_json::json!({
+        "autoupdate": false,
+        "share": "disabled",
+        "snapshot": false,
+        "model": format!("anthropic/{OPENCODE_MODEL}"),
+        "permission": {"*": "allow"},
+        "provider": {"anthropic": {
+            "options": {"baseURL": "{BASE_URL}", "apiKey": "sk-ant-compactbench-scripted"},
+            "models": {OPENCODE_MODEL: {"name": OPENCODE_MODEL, "tool_call": true, "limit": {"context": OPENCODE_CONTEXT, "output": OPENCODE_OUTPUT}}},
+        }},
+    });
+    serde_json::to_string_pretty(&config).expect("static config") + "\n"
+}
+
+/// The settings an OpenCode run uses, for the report.
+pub fn opencode_settings() -> String {
+    format!(
+        "`opencode run --pure --format json -m anthropic/{OPENCODE_MODEL}` with the user message on stdin, later turns `opencode run --continue ...`; \
+         global `opencode.json`: the bundled `anthropic` provider with `baseURL` on the scripted server, model `{OPENCODE_MODEL}` with \
+         `limit: {{context: {OPENCODE_CONTEXT}, output: {OPENCODE_OUTPUT}}}`, permission `allow`, autoupdate, share and snapshots off, compaction defaults; \
+         env `OPENCODE_DISABLE_MODELS_FETCH OPENCODE_DISABLE_AUTOUPDATE OPENCODE_DISABLE_DEFAULT_PLUGINS OPENCODE_DISABLE_SHARE \
+         OPENCODE_DISABLE_LSP_DOWNLOAD OPENCODE_DISABLE_CLAUDE_CODE = 1`, `GIT_CEILING_DIRECTORIES` at the scratch folder; scratch `HOME` and XDG dirs"
+    )
+}
+
+/// How the script maps the session for OpenCode, for the report.
+pub fn opencode_script() -> String {
+    format!(
+        "a session's `read` calls become `read` of a file holding the session's result, every other call (and a failed read) `bash` \
+         printing a prepared file (`cat .compactbench/N.out`, `; exit 1` for errors); each reply reports input tokens = the session's \
+         own prefix (o200k) plus a per-session overhead that puts the {OPENCODE_THRESHOLD}-token usable context near a seeded request \
+         (the 5th to the 25th), output tokens = the reply's own; the run stops at the request after the first compaction"
+    )
+}
+
+/// OpenCode as `--setup` installed it.
+pub fn opencode_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
+    let env = [
+        "OPENCODE_DISABLE_MODELS_FETCH",
+        "OPENCODE_DISABLE_AUTOUPDATE",
+        "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+        "OPENCODE_DISABLE_SHARE",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD",
+        "OPENCODE_DISABLE_CLAUDE_CODE",
+    ];
+    Cli {
+        program: installs.join(harness.dir).join(harness.bin),
+        args: ["--pure", "--format", "json", "-m", &format!("anthropic/{OPENCODE_MODEL}")].map(str::to_owned).into(),
+        env: env.iter().map(|k| ((*k).to_owned(), "1".to_owned())).chain([("LANG", "C.UTF-8"), ("TZ", "UTC")].map(|(k, v)| (k.to_owned(), v.to_owned()))).collect(),
+        timeout,
+    }
+}
+
+/// Runs OpenCode on the sessions and analyzes each run.
+pub fn check_opencode(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &(dyn Fn(&str) + Sync)) -> Result<report::HarnessReport> {
+    let cli = opencode_cli(&options.installs, harness, options.timeout);
+    let results = each_session(options, progress, &|id, session| {
+        let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
+        let work = scratch.join("work");
+        let mut script = script::build(session, Tools::OpenCode, &work.to_string_lossy(), counter);
+        let (target, slack) = placement(id, script.requests());
+        script.place(OPENCODE_THRESHOLD, target, slack);
+        let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
+        let run = session_run(options, &scratch, || run::run_opencode(&cli, script, &scratch, &opencode_config(), limits))?;
+        let result = analyze::opencode_session(id, &run);
+        std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
+        Ok(result)
+    })?;
+    Ok(report::HarnessReport {
+        harness: harness.name.into(),
+        strategy: harness.strategy.into(),
+        settings: opencode_settings(),
+        script: opencode_script(),
+        sessions: results,
+    })
+}
+
+/// Runs the check of `harness` (by our strategy id: each CLI has its own runner and analysis).
+pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &(dyn Fn(&str) + Sync)) -> Result<report::HarnessReport> {
+    match harness.strategy {
+        "codex" => check_codex(harness, options, counter, progress),
+        "opencode-v1" => check_opencode(harness, options, counter, progress),
+        _ => check_claude(harness, options, counter, progress),
+    }
 }
 
 /// Options of a black-box run.
@@ -120,9 +221,38 @@ pub struct Options<'a> {
     pub scratch: PathBuf,
     /// Longest one CLI run may take.
     pub timeout: Duration,
+    /// Sessions run at once.
+    pub jobs: usize,
     /// Analyse the runs an earlier black-box run recorded in `scratch` instead of running the
     /// CLIs again (after a change of our crate or of the analysis).
     pub recorded: bool,
+}
+
+/// Runs `one` on every session of the run, `options.jobs` at a time (each has its own scratch
+/// folder, server and CLI process), reporting each result as it comes; the results are in
+/// session order.
+fn each_session(
+    options: &Options<'_>,
+    progress: &(dyn Fn(&str) + Sync),
+    one: &(dyn Fn(&str, &Session) -> Result<analyze::SessionResult> + Sync),
+) -> Result<Vec<analyze::SessionResult>> {
+    let all = sessions(options.scenarios, options.sessions);
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<Option<Result<analyze::SessionResult>>>> = Mutex::new((0..all.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.clamp(1, all.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((id, session)) = all.get(i) else { break };
+                let result = one(id, session);
+                if let Ok(r) = &result {
+                    progress(&format!("{id}: {}", r.line()));
+                }
+                done.lock().expect("results")[i] = Some(result);
+            });
+        }
+    });
+    done.into_inner().expect("results").into_iter().map(|r| r.expect("every session ran")).collect()
 }
 
 /// The run of one session: recorded earlier (`options.recorded`), or made now by `make`.
@@ -213,22 +343,20 @@ fn placement(id: &str, requests: usize) -> (usize, u64) {
 }
 
 /// Runs Claude Code on the sessions and analyzes each run.
-pub fn check_claude(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &dyn Fn(&str)) -> Result<report::HarnessReport> {
+pub fn check_claude(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &(dyn Fn(&str) + Sync)) -> Result<report::HarnessReport> {
     let cli = claude_cli(&options.installs, harness, options.timeout);
-    let mut results = Vec::new();
-    for (id, session) in sessions(options.scenarios, options.sessions) {
+    let results = each_session(options, progress, &|id, session| {
         let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
         let work = scratch.join("work");
-        let mut script = script::build(&session, Tools::ClaudeCode, &work.to_string_lossy(), counter);
-        let (target, slack) = placement(&id, script.requests());
+        let mut script = script::build(session, Tools::ClaudeCode, &work.to_string_lossy(), counter);
+        let (target, slack) = placement(id, script.requests());
         script.place(CLAUDE_THRESHOLD, target, slack);
         let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
         let run = session_run(options, &scratch, || run::run_claude(&cli, script, &scratch, limits))?;
-        let result = analyze::claude_session(&id, &run, &work.to_string_lossy());
+        let result = analyze::claude_session(id, &run, &work.to_string_lossy());
         std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
-        progress(&format!("{id}: {}", result.line()));
-        results.push(result);
-    }
+        Ok(result)
+    })?;
     Ok(report::HarnessReport {
         harness: harness.name.into(),
         strategy: harness.strategy.into(),

@@ -145,7 +145,7 @@ fn shape(part: &str, facts: &super::analyze::Facts) -> String {
                 return "nothing".into();
             }
             let count = |kind: &str| kept.iter().filter(|k| k.starts_with(kind)).count();
-            let named = [("call:", "calls"), ("result:", "results"), ("text:", "assistant texts"), ("user:", "user messages")];
+            let named = [("call:", "calls"), ("result:", "results"), ("cleared:", "pruned results"), ("text:", "assistant texts"), ("user:", "user messages")];
             named.iter().filter(|(k, _)| count(k) > 0).map(|(k, name)| format!("{} {name}", count(k))).collect::<Vec<_>>().join(" + ")
         }
         ("files", _, Some(files)) => format!("{} files", files.len()),
@@ -159,7 +159,7 @@ fn meaning(part: &str) -> &'static str {
         "tokens_before" => "the context size measured then (Claude Code's `compact_boundary` `pre_tokens`)",
         "compaction_request" => "conversation reused as the prefix or sent fresh; what the instruction asks for",
         "summary_placement" => "role and position of the message holding the summary in the next request",
-        "kept" => "tool calls, results and assistant text of before kept verbatim in the next request",
+        "kept" => "tool calls, results (pruned ones apart) and assistant text of before kept verbatim in the next request, and user messages for Codex and OpenCode",
         "files" => "files re-attached in the next request",
         _ => "",
     }

@@ -20,6 +20,10 @@ pub const CLAUDE_COMPACT_MARKER: &str = "CRITICAL: Respond with TEXT ONLY";
 /// The marker of Codex's local compaction request (the start of its handoff prompt).
 pub const CODEX_COMPACT_MARKER: &str = "CONTEXT CHECKPOINT COMPACTION";
 
+/// The marker of OpenCode's compaction request (the start of the prompt its `buildPrompt` lays
+/// out before the serialized conversation).
+pub const OPENCODE_COMPACT_MARKER: &str = "Here is the conversation so far:";
+
 /// What the scripted model answers Claude Code's compaction request with.
 pub fn summary_reply_text() -> String {
     format!("<analysis>\nFixed analysis.\n</analysis>\n\n<summary>\n{FIXED_SUMMARY}\n</summary>")
@@ -71,6 +75,9 @@ pub enum Flavor {
     ClaudeCode,
     /// Codex: the main loop has `exec_command`; the summary is plain text.
     Codex,
+    /// OpenCode: the main loop has `bash`; the summary is plain text (the template's headings
+    /// are not checked in prepend mode).
+    OpenCode,
 }
 
 impl Flavor {
@@ -78,6 +85,7 @@ impl Flavor {
         match self {
             Flavor::ClaudeCode => CLAUDE_COMPACT_MARKER,
             Flavor::Codex => CODEX_COMPACT_MARKER,
+            Flavor::OpenCode => OPENCODE_COMPACT_MARKER,
         }
     }
 
@@ -85,13 +93,14 @@ impl Flavor {
         match self {
             Flavor::ClaudeCode => "Bash",
             Flavor::Codex => "exec_command",
+            Flavor::OpenCode => "bash",
         }
     }
 
     fn summary(self) -> String {
         match self {
             Flavor::ClaudeCode => summary_reply_text(),
-            Flavor::Codex => FIXED_SUMMARY.to_owned(),
+            Flavor::Codex | Flavor::OpenCode => FIXED_SUMMARY.to_owned(),
         }
     }
 }
@@ -180,6 +189,11 @@ pub struct Run {
     pub records: Vec<Record>,
     /// The CLI's `compact_boundary` events (stream-json), in order.
     pub boundaries: Vec<Value>,
+    /// OpenCode's `tool_use` events (a finished tool part each, with the output the next request
+    /// sends): the results of a reply the CLI compacted after, which no recorded request holds
+    /// whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
     /// How the CLI ended (`exit 0`, `killed after 300 s`, ...).
     pub ended: String,
     /// The end of its stderr, when it failed.
@@ -332,6 +346,96 @@ pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits
                 let kind = |v: &Value| v.as_str().is_some_and(|t| t.contains("compact"));
                 if kind(&event["type"]) || kind(&event["item"]["type"]) {
                     run.boundaries.push(event);
+                }
+            }
+        }
+        ended = status;
+        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+            break;
+        }
+    }
+    run.ended = ended;
+    run.records = server.records();
+    if !run.ended.contains("exit status: 0") {
+        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
+        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+    }
+    drop(server);
+    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
+    Ok(run)
+}
+
+/// Runs OpenCode (`opencode run`, then `opencode run --continue` for each later turn, the user
+/// message on stdin) on `script` in `scratch` (HOME, XDG dirs with the given `opencode.json` as
+/// the global config, and work dir made fresh there), until the run compacted and made its next
+/// request, or the turns ran out. `config` gets the server's base URL for `{BASE_URL}`.
+pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, limits: Limits) -> Result<Run> {
+    let _ = std::fs::remove_dir_all(scratch);
+    let home = scratch.join("home");
+    let work = scratch.join("work");
+    let xdg = |dir: &str| home.join(dir);
+    std::fs::create_dir_all(xdg(".config/opencode"))?;
+    std::fs::create_dir_all(work.join(OUT_DIR))?;
+    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
+    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::OpenCode)), limits)?;
+    std::fs::write(xdg(".config/opencode/opencode.json"), config.replace("{BASE_URL}", &format!("{}/v1", server.url())))?;
+    let start = Instant::now();
+    let mut run = Run::default();
+    let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
+    let mut ended = String::from("no turn");
+    for (turn, prompt) in users.iter().enumerate() {
+        if start.elapsed() >= cli.timeout {
+            ended = format!("stopped after {} s", cli.timeout.as_secs());
+            break;
+        }
+        let mut cmd = Command::new(&cli.program);
+        cmd.arg("run").args(&cli.args);
+        if turn > 0 {
+            cmd.arg("--continue");
+        }
+        // The message goes on stdin: `opencode run` quotes a positional message that has spaces.
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("PWD", &work)
+            // OpenCode takes the enclosing git work tree for the project (the scratch lies in
+            // ours): stop its search at the scratch folder.
+            .env("GIT_CEILING_DIRECTORIES", scratch)
+            .env("XDG_CONFIG_HOME", xdg(".config"))
+            .env("XDG_DATA_HOME", xdg(".local/share"))
+            .env("XDG_CACHE_HOME", xdg(".cache"))
+            .env("XDG_STATE_HOME", xdg(".local/state"))
+            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(&work)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
+        let mut child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
+        if let Some(mut input) = child.stdin.take() {
+            input.write_all(prompt.as_bytes())?;
+        }
+        let stdout = child.stdout.take().expect("piped");
+        let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break format!("{status}");
+            }
+            if start.elapsed() >= cli.timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                break format!("killed after {} s", cli.timeout.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        for line in reader.join().unwrap_or_default() {
+            let _ = writeln!(events, "{line}");
+            if let Ok(event) = serde_json::from_str::<Value>(&line) {
+                // OpenCode's own word on a compaction, if its JSON events carry one.
+                let kind = |v: &Value| v.as_str().is_some_and(|t| t.contains("compact"));
+                if kind(&event["type"]) || kind(&event["part"]["type"]) {
+                    run.boundaries.push(event);
+                } else if event["type"] == "tool_use" {
+                    run.tools.push(event);
                 }
             }
         }

@@ -50,6 +50,9 @@ pub enum Tools {
     /// Codex: `exec_command {cmd}` printing a prepared file for every call (Codex reads files
     /// through the shell too).
     Codex,
+    /// OpenCode: `read {filePath}` of a file holding the result for a read, `bash {command,
+    /// description}` printing a prepared file for everything else (and a failed read).
+    OpenCode,
 }
 
 fn call_tokens(counter: &TokenCounter, m: &Message) -> u64 {
@@ -59,13 +62,16 @@ fn call_tokens(counter: &TokenCounter, m: &Message) -> u64 {
 /// The harness call and files standing for one session call.
 fn map_call(tools: Tools, work: &str, n: usize, name: &str, args: &Value, result: Option<(&str, bool)>) -> (Block, Vec<(String, String)>) {
     let id = match tools {
-        Tools::ClaudeCode => format!("toolu_cb{n:04}"),
+        Tools::ClaudeCode | Tools::OpenCode => format!("toolu_cb{n:04}"),
         Tools::Codex => format!("call_cb{n:04}"),
     };
     let (text, is_error) = result.unwrap_or(("", false));
     let path = args.get("path").and_then(Value::as_str);
-    if let (Tools::ClaudeCode, true, Some(path), false) = (tools, name == "read", path, is_error) {
-        let call = Block::Call { id, name: "Read".into(), input: json!({"file_path": format!("{work}/{path}")}) };
+    if let (Tools::ClaudeCode | Tools::OpenCode, true, Some(path), false) = (tools, name == "read", path, is_error) {
+        let call = match tools {
+            Tools::OpenCode => Block::Call { id, name: "read".into(), input: json!({"filePath": format!("{work}/{path}")}) },
+            _ => Block::Call { id, name: "Read".into(), input: json!({"file_path": format!("{work}/{path}")}) },
+        };
         return (call, vec![(path.to_owned(), text.to_owned())]);
     }
     let file = format!("{OUT_DIR}/{n:04}.out");
@@ -77,6 +83,7 @@ fn map_call(tools: Tools, work: &str, n: usize, name: &str, args: &Value, result
     let call = match tools {
         Tools::ClaudeCode => Block::Call { id, name: "Bash".into(), input: json!({"command": command, "description": format!("Show the output of: {what}")}) },
         Tools::Codex => Block::Call { id, name: "exec_command".into(), input: json!({"cmd": command}) },
+        Tools::OpenCode => Block::Call { id, name: "bash".into(), input: json!({"command": command, "description": format!("Show the output of: {what}")}) },
     };
     (call, vec![(file, text.to_owned())])
 }

@@ -187,3 +187,33 @@ fn a_recorded_codex_run_yields_its_facts_and_ours() {
     assert!(!kept.is_empty() && kept.iter().all(|k| k.starts_with("user:")), "Codex keeps the real user messages only: {kept:?}");
     assert!(result.differing().is_empty(), "{result:#?}");
 }
+
+#[test]
+fn a_recorded_opencode_run_yields_its_facts_and_ours() {
+    // A recorded opencode-ai 1.18.33 run (`multi-file-refactor/s0`), trimmed to its last main
+    // request, the compaction request and the request after it: system prompt cut short, tools
+    // named only, the serialized conversation and the tool results outside the kept tail cut,
+    // scratch paths renamed. The last reply reported 69,983 + 39 tokens.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/opencode-1.18.33-multi-file-refactor-s0.json")).unwrap();
+    let result = super::analyze::opencode_session("multi-file-refactor/s0", &run);
+    assert_eq!(result.problem, None);
+    let theirs = &result.theirs;
+    assert_eq!((theirs.compacted_at, theirs.prefix_reused, theirs.instruction.as_deref()), (Some(1), Some(false), Some("anchored")));
+    assert_eq!((theirs.summary_role.as_deref(), theirs.summary_index, theirs.tokens_before, theirs.files.as_ref()), (Some("assistant"), Some(1), None, None));
+    let kept = theirs.kept.as_ref().unwrap();
+    // The tail starts inside a turn (at an assistant message, which shares the summary's
+    // message on the wire) and holds the next turn whole, its user message included.
+    assert_eq!(kept.first().map(String::as_str), Some("text:I'll resolve what src/ne"));
+    assert_eq!(kept.iter().filter(|k| k.starts_with("user:")).count(), 1);
+    assert_eq!(kept.last().map(String::as_str), Some("result:toolu_cb0021"), "the results of the reply it compacted after are kept");
+    assert!(result.differing().is_empty(), "{result:#?}");
+
+    // Just under the usable context (100,000 − 32,000): neither side compacts there.
+    let mut under = run.clone();
+    under.records[0].reply.input_tokens = super::OPENCODE_THRESHOLD - under.records[0].reply.output_tokens - 1;
+    under.records.truncate(1);
+    let result = super::analyze::opencode_session("multi-file-refactor/s0", &under);
+    assert_eq!((result.theirs.compacted_at, result.ours.compacted_at), (None, None));
+    under.records[0].reply.input_tokens += 1;
+    assert_eq!(super::analyze::opencode_session("multi-file-refactor/s0", &under).ours.compacted_at, Some(1));
+}

@@ -237,6 +237,13 @@ pub const HARNESSES: &[Harness] = &[
         install: Install::Npm(&["@openai/codex@0.171.0"]),
         bin: "node_modules/.bin/codex",
     },
+    Harness {
+        name: "opencode-ai 1.18.33",
+        dir: "opencode-1.18.33",
+        strategy: "opencode-v1",
+        install: Install::Npm(&["opencode-ai@1.18.33"]),
+        bin: "node_modules/.bin/opencode",
+    },
 ];
 
 /// The originals named `name`: the one installed in that `dir`, or every one checking that

@@ -16,8 +16,11 @@
 //! # Trigger
 //! Provider-reported usage of the newest finished assistant message in storage order
 //! (`input + output + cache_read`), compared inclusively with
-//! `usable = context − min(output, 32,000) − min(20,000, min(output, 32,000))` (or
-//! `input limit − reserved` when the model has an input limit). No local estimate. A summary
+//! `usable = context − min(output, 32,000)` (or `input limit − reserved` when the model has an
+//! input limit, `reserved = min(20,000, min(output, 32,000))`), as `overflow.ts` ships in
+//! opencode-ai 1.18.33 (measured black box: `cargo xtask fidelity --black-box`);
+//! `sst/opencode@31e22f65` subtracts `reserved` without an input limit too
+//! ([`OpencodeV1Config::reserve_without_input_limit`]). No local estimate. A summary
 //! being the newest finished message never triggers. The check runs after every response, so it
 //! is made at [`Moment::BeforeRequest`] (mid-turn) and [`Moment::TurnEnd`]; a provider overflow
 //! ([`Moment::Overflow`]) compacts with `overflow: true`, which replays the last user message.
@@ -123,8 +126,13 @@ pub struct OpencodeV1Config {
     /// `compaction.preserve_recent_tokens` (default unset: a quarter of the usable context,
     /// clamped to 2,000..15,000).
     pub preserve_recent_tokens: Option<u64>,
-    /// `compaction.reserved` (default unset: `min(20,000, max output tokens)`).
+    /// `compaction.reserved` (default unset: `min(20,000, max output tokens)`); it counts against
+    /// the input limit only, unless `reserve_without_input_limit`.
     pub reserved: Option<u64>,
+    /// Without an input limit, `usable` also subtracts `reserved` (`context − max output −
+    /// reserved`), as `overflow.ts` reads at `sst/opencode@31e22f65`. Default false:
+    /// opencode-ai 1.18.33 ships `context − max output` there.
+    pub reserve_without_input_limit: bool,
     /// The model's `limit.input`, if the provider states one (default none).
     pub input_limit: Option<u64>,
     /// `OUTPUT_TOKEN_MAX` (default 32,000; `OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX` overrides it).
@@ -141,6 +149,7 @@ impl Default for OpencodeV1Config {
             tail_turns: None,
             preserve_recent_tokens: None,
             reserved: None,
+            reserve_without_input_limit: false,
             input_limit: None,
             output_token_max: 32_000,
             autocontinue: true,

@@ -77,9 +77,9 @@ fn default() -> OpencodeV1Strategy {
     oc(OpencodeV1Config::default())
 }
 
-/// 200,000 context, 64,000 output: usable 148,000, tail budget 15,000.
+/// 180,000 context, 32,000 output: usable 148,000 (the spec's worked example), tail budget 15,000.
 fn big() -> compactbench_core::ModelProfile {
-    model(200_000, 64_000)
+    model(180_000, 32_000)
 }
 
 fn first_word(s: &str) -> String {
@@ -271,20 +271,33 @@ fn triggers(config: OpencodeV1Config, m: compactbench_core::ModelProfile, total:
 #[test]
 fn case_01_usable_formula() {
     let d = OpencodeV1Config::default;
-    // context 200,000, output 64,000, no input limit: 200,000 - 32,000 - 20,000.
-    assert!(triggers(d(), model(200_000, 64_000), 148_000));
-    assert!(!triggers(d(), model(200_000, 64_000), 147_999));
-    // output 8,000: max output 8,000, reserved 8,000.
-    assert!(triggers(d(), model(200_000, 8_000), 184_000));
-    assert!(!triggers(d(), model(200_000, 8_000), 183_999));
+    // context 200,000, output 64,000, no input limit: 200,000 - 32,000 (opencode-ai 1.18.33).
+    assert!(triggers(d(), model(200_000, 64_000), 168_000));
+    assert!(!triggers(d(), model(200_000, 64_000), 167_999));
+    // output 8,000: max output 8,000.
+    assert!(triggers(d(), model(200_000, 8_000), 192_000));
+    assert!(!triggers(d(), model(200_000, 8_000), 191_999));
     // input limit 180,000: 180,000 - 20,000.
     let input = OpencodeV1Config { input_limit: Some(180_000), ..d() };
     assert!(triggers(input.clone(), model(200_000, 64_000), 160_000));
     assert!(!triggers(input, model(200_000, 64_000), 159_999));
-    // reserved 10,000: 200,000 - 32,000 - 10,000.
+    // reserved 10,000 counts against an input limit only.
     let reserved = OpencodeV1Config { reserved: Some(10_000), ..d() };
-    assert!(triggers(reserved.clone(), model(200_000, 64_000), 158_000));
-    assert!(!triggers(reserved, model(200_000, 64_000), 157_999));
+    assert!(triggers(reserved.clone(), model(200_000, 64_000), 168_000));
+    assert!(!triggers(reserved.clone(), model(200_000, 64_000), 167_999));
+    let reserved_input = OpencodeV1Config { input_limit: Some(180_000), ..reserved };
+    assert!(triggers(reserved_input.clone(), model(200_000, 64_000), 170_000));
+    assert!(!triggers(reserved_input, model(200_000, 64_000), 169_999));
+    // sst/opencode@31e22f65 subtracts the buffer without an input limit too: 200,000 - 32,000
+    // - 20,000; with output 8,000: max output 8,000, reserved 8,000; reserved 10,000.
+    let buffer = OpencodeV1Config { reserve_without_input_limit: true, ..d() };
+    assert!(triggers(buffer.clone(), model(200_000, 64_000), 148_000));
+    assert!(!triggers(buffer.clone(), model(200_000, 64_000), 147_999));
+    assert!(triggers(buffer.clone(), model(200_000, 8_000), 184_000));
+    assert!(!triggers(buffer.clone(), model(200_000, 8_000), 183_999));
+    let buffer_reserved = OpencodeV1Config { reserved: Some(10_000), ..buffer };
+    assert!(triggers(buffer_reserved.clone(), model(200_000, 64_000), 158_000));
+    assert!(!triggers(buffer_reserved, model(200_000, 64_000), 157_999));
     // context 0: usable 0 and never an overflow.
     assert!(!triggers(d(), model(0, 64_000), 0));
     assert!(!triggers(d(), model(0, 64_000), 10_000_000));
@@ -335,11 +348,11 @@ fn case_03_tail_budget() {
     // usable 148,000 -> 15,000: a 16.1k turn splits, a 14.6k turn is kept whole (start 0: all summarized).
     assert_eq!(tail_of_turn(d(), big(), 6_000, 10_000), split);
     assert_eq!(tail_of_turn(d(), big(), 6_000, 8_500), all);
-    // usable 40,000 -> 10,000 (92,000 - 32,000 - 20,000).
-    assert_eq!(tail_of_turn(d(), model(92_000, 32_000), 6_000, 6_000), split);
-    assert_eq!(tail_of_turn(d(), model(92_000, 32_000), 4_000, 5_800), all);
+    // usable 40,000 -> 10,000 (72,000 - 32,000).
+    assert_eq!(tail_of_turn(d(), model(72_000, 32_000), 6_000, 6_000), split);
+    assert_eq!(tail_of_turn(d(), model(72_000, 32_000), 4_000, 5_800), all);
     // usable 4,000 -> 2,000 (the minimum, not 1,000).
-    assert_eq!(tail_of_turn(d(), model(56_000, 32_000), 1_000, 1_500), split);
+    assert_eq!(tail_of_turn(d(), model(36_000, 32_000), 1_000, 1_500), split);
     // preserve_recent_tokens = 5,000.
     let preserve = OpencodeV1Config { preserve_recent_tokens: Some(5_000), ..d() };
     assert_eq!(tail_of_turn(preserve.clone(), big(), 4_000, 4_500), split);

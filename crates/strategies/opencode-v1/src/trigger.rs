@@ -20,7 +20,9 @@ pub(crate) fn max_output_tokens(config: &OpencodeV1Config, model: &ModelProfile)
     }
 }
 
-/// `usable(cfg, model)`: the context a request may use before compaction is due.
+/// `usable(cfg, model)`: the context a request may use before compaction is due. The reserved
+/// buffer counts against an input limit; without one the release subtracts only the max output
+/// tokens, and `sst/opencode@31e22f65` the buffer too ([`OpencodeV1Config::reserve_without_input_limit`]).
 pub(crate) fn usable(config: &OpencodeV1Config, model: &ModelProfile) -> u64 {
     if model.window == 0 {
         return 0;
@@ -29,7 +31,8 @@ pub(crate) fn usable(config: &OpencodeV1Config, model: &ModelProfile) -> u64 {
     let reserved = config.reserved.unwrap_or(COMPACTION_BUFFER.min(max_output));
     match config.input_limit {
         Some(input) if input > 0 => input.saturating_sub(reserved),
-        _ => model.window.saturating_sub(max_output).saturating_sub(reserved),
+        _ if config.reserve_without_input_limit => model.window.saturating_sub(max_output).saturating_sub(reserved),
+        _ => model.window.saturating_sub(max_output),
     }
 }
 
