@@ -36,11 +36,12 @@ pub const UNCHECKED: &[(&str, &str)] = &[
     ("amp", "closed source; no runnable client here"),
     ("antigravity", "closed source; no runnable client here"),
     ("cursor", "closed source; no runnable client here"),
-    ("cline", "no check yet"),
-    ("deepseek-harness", "no check yet"),
-    ("goose", "no check yet"),
-    ("opencode-v1", "no check yet"),
-    ("opencode-v2", "no check yet"),
+    (
+        "cline",
+        "the classic ContextManager our crate follows ships in no registry package (npm `cline` runs the newer SDK compaction), and fetched source is not committed here",
+    ),
+    ("goose", "no registry package, and fetched source is not committed here"),
+    ("opencode-v2", "no package ships core V2: the newest opencode-ai release here (1.18.33) runs V1"),
 ];
 
 /// The harness a strategy id belongs to: the id up to its variant (`pi/v0.73` -> `pi`).
@@ -97,7 +98,7 @@ mod tests {
             assert!(harnesses.iter().any(|h| h == u), "{u} is no harness of the registry");
         }
         let checked = harnesses.iter().filter(|h| !checks_of(h).is_empty()).count();
-        assert_eq!((harnesses.len(), checked), (17, 9), "harnesses, and those with a differential check");
+        assert_eq!((harnesses.len(), checked), (17, 11), "harnesses, and those with a differential check");
     }
 
     #[test]
