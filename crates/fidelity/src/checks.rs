@@ -2,8 +2,6 @@
 //! CLI run as a black box, or none, and why. `compactbench list` and the main report show it, so
 //! an agreement figure is never read without knowing what produced it.
 
-use std::fmt;
-
 use crate::{HARNESSES, ORIGINALS};
 
 /// How a crate is compared with its original.
@@ -22,11 +20,12 @@ pub struct Check {
     pub original: &'static str,
 }
 
-impl fmt::Display for Check {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            Kind::Library => write!(f, "library functions of {}", self.original),
-            Kind::BlackBox => write!(f, "black box: {}", self.original),
+impl Kind {
+    /// How `list` and the report name it.
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Library => "library functions",
+            Kind::BlackBox => "black box",
         }
     }
 }
@@ -68,7 +67,11 @@ pub fn describe(strategy: &str) -> Option<String> {
     let harness = harness_of(strategy);
     let checks = checks_of(harness);
     if !checks.is_empty() {
-        return Some(checks.iter().map(Check::to_string).collect::<Vec<_>>().join("; "));
+        let of_kind = |kind: Kind| {
+            let originals: Vec<&str> = checks.iter().filter(|c| c.kind == kind).map(|c| c.original).collect();
+            (!originals.is_empty()).then(|| format!("{}: {}", kind.label(), originals.join(", ")))
+        };
+        return Some([Kind::Library, Kind::BlackBox].into_iter().filter_map(of_kind).collect::<Vec<_>>().join("; "));
     }
     UNCHECKED.iter().find(|(h, _)| *h == harness).map(|(_, why)| format!("none ({why})"))
 }
@@ -104,7 +107,7 @@ mod tests {
     #[test]
     fn describes_variants_by_their_harness_and_baselines_not_at_all() {
         assert_eq!(describe("pi/v0.58"), describe("pi"));
-        assert!(describe("pi").unwrap().starts_with("library functions of "), "{:?}", describe("pi"));
+        assert!(describe("pi").unwrap().starts_with("library functions: @earendil-works/pi-coding-agent 1.6.0, "), "{:?}", describe("pi"));
         assert!(describe("claude-code/v2.1.68").unwrap().starts_with("black box: @anthropic-ai/claude-code"));
         assert_eq!(describe("cursor").as_deref(), Some("none (closed source; no runnable client here)"));
         assert_eq!(describe("none"), None);

@@ -315,13 +315,13 @@ fn violations_are_listed_with_their_example_and_explanation() {
             fidelity: "source",
             summary: "summarizes".into(),
             agreement: Some("trigger 100.0% · selection 100.0% (9 cases)".into()),
-            check: Some("library functions of sum 1.0".into()),
+            check: Some("library functions: sum 1.0".into()),
             violation_notes: vec![("orphan_result", "the original does it too".into())],
         },
         StrategyMeta { id: "trunc".into(), source: "s".into(), fidelity: "baseline", summary: "truncates".into(), agreement: None, check: None, violation_notes: Vec::new() },
     ];
     let md = markdown(&[scenario()], &meta, &rows(&[scenario()], &runs), &runs, "extractive");
-    assert!(md.contains("| sum | source | library functions of sum 1.0 | trigger 100.0% · selection 100.0% (9 cases) | s | summarizes |"), "{md}");
+    assert!(md.contains("| sum | source | library functions: sum 1.0 | trigger 100.0% · selection 100.0% (9 cases) | s | summarizes |"), "{md}");
     assert!(
         md.contains("| sum | orphan_result | anthropic | 3 | tiny seed 0 (extractive), request 7: result for c1 has no call (log entries #12) | the original does it too |"),
         "{md}"
