@@ -561,8 +561,8 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         codex empty: ok 1, failed 0, calls 1, over-window requests 0
         codex over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         codex garbage: ok 1, failed 0, calls 1, over-window requests 0
-        codex/remote timeout: ok 0, failed 21, calls 4, over-window requests 17
-        codex/remote http500: ok 0, failed 21, calls 4, over-window requests 17
+        codex/remote timeout: ok 0, failed 21, calls 5, over-window requests 17
+        codex/remote http500: ok 0, failed 21, calls 5, over-window requests 17
         codex/remote empty: ok 1, failed 0, calls 1, over-window requests 0
         codex/remote over-cap: ok 1, failed 0, calls 1, over-window requests 0, cut off 1 (used 1)
         codex/remote garbage: ok 1, failed 0, calls 1, over-window requests 0
