@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -325,21 +325,9 @@ pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
-        let mut child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
-        let stdout = child.stdout.take().expect("piped");
-        let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break format!("{status}");
-            }
-            if start.elapsed() >= cli.timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                break format!("killed after {} s", cli.timeout.as_secs());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        for line in reader.join().unwrap_or_default() {
+        let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
+        let (status, lines) = wait_for_lines(child, start, cli.timeout)?;
+        for line in lines {
             let _ = writeln!(events, "{line}");
             // Codex's own word on a compaction, if its JSON events carry one (0.171.0's do not).
             if let Ok(event) = serde_json::from_str::<Value>(&line) {
@@ -364,6 +352,26 @@ pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits
     std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
     Ok(run)
 }
+
+/// Waits for `child` (its stdout piped) until it exits or `timeout` since `start` is spent,
+/// killing it then. Returns how it ended and the lines it printed.
+fn wait_for_lines(mut child: Child, start: Instant, timeout: Duration) -> Result<(String, Vec<String>)> {
+    let stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break format!("{status}");
+        }
+        if start.elapsed() >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break format!("killed after {} s", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    Ok((status, reader.join().unwrap_or_default()))
+}
+
 
 /// Runs OpenCode (`opencode run`, then `opencode run --continue` for each later turn, the user
 /// message on stdin) on `script` in `scratch` (HOME, XDG dirs with the given `opencode.json` as
@@ -414,20 +422,8 @@ pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, lim
         if let Some(mut input) = child.stdin.take() {
             input.write_all(prompt.as_bytes())?;
         }
-        let stdout = child.stdout.take().expect("piped");
-        let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break format!("{status}");
-            }
-            if start.elapsed() >= cli.timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                break format!("killed after {} s", cli.timeout.as_secs());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        for line in reader.join().unwrap_or_default() {
+        let (status, lines) = wait_for_lines(child, start, cli.timeout)?;
+        for line in lines {
             let _ = writeln!(events, "{line}");
             if let Ok(event) = serde_json::from_str::<Value>(&line) {
                 // OpenCode's own word on a compaction, if its JSON events carry one.
