@@ -857,8 +857,7 @@ pub fn opencode_session(id: &str, run: &Run) -> SessionResult {
     let usage = |m: &Value| m["content"].as_array().and_then(|b| reported.get(&reply_key(b)).copied());
     let mut histories: Vec<Log> = mains.iter().map(|r| to_log(&r.body["system"], &messages(r), &usage)).collect();
     histories.push(to_log(&last.body["system"], &latest, &usage));
-    let mut ours = Facts::default();
-    ours.compacted_at = histories.iter().position(|log| fires(&strategy, log, &model));
+    let mut ours = Facts { compacted_at: histories.iter().position(|log| fires(&strategy, log, &model)), ..Facts::default() };
     if let Some(at) = ours.compacted_at {
         let log = &histories[at];
         let view = strategy.project(log);
