@@ -52,13 +52,7 @@ pub fn harness_of(strategy: &str) -> &str {
 pub fn checks_of(harness: &str) -> Vec<Check> {
     let library = ORIGINALS.iter().filter(|o| harness_of(o.strategy) == harness).map(|o| Check { kind: Kind::Library, original: o.name });
     let black_box = HARNESSES.iter().filter(|h| harness_of(h.strategy) == harness).map(|h| Check { kind: Kind::BlackBox, original: h.name });
-    let mut checks: Vec<Check> = Vec::new();
-    for c in library.chain(black_box) {
-        if !checks.contains(&c) {
-            checks.push(c);
-        }
-    }
-    checks
+    library.chain(black_box).collect()
 }
 
 /// What `list` and the report say about `strategy`'s check: its harness's checks, or why it has
