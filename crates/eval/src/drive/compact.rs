@@ -343,11 +343,12 @@ impl Summarizer for Observed<'_> {
         let priced = lock().price(request, self.prefix, self.counter);
         let (window, provider) = self.window;
         // Only a request priced over the window can be over it: the rarer exact count of what it
-        // holds is taken then (a trimmed prefix is priced by exactly what it holds).
+        // holds is taken then (a fresh call and a trimmed prefix are priced by exactly what they
+        // hold).
         if priced.input > window {
             let held = match request.context {
-                SummaryContext::TrimmedPrefix { .. } => priced.input,
-                _ => held_tokens(self.counter, request),
+                SummaryContext::TrimmedPrefix { .. } | SummaryContext::Fresh => priced.input,
+                SummaryContext::Prefix | SummaryContext::Fork => held_tokens(self.counter, request),
             };
             if held > window {
                 lock().over_window += 1;

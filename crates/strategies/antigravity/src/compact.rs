@@ -1,6 +1,8 @@
 //! One compaction: summarize everything before the retained turns (the previous summary
 //! included) into one user message at the start of the history.
 
+use std::fmt::Write;
+
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Message, Part, Role, StopReason, SummarizerUsage,
     SummaryContext, SummaryRequest, View, Window,
@@ -24,27 +26,41 @@ so that the work can continue without it. Use these sections:
 - Open problems: errors, failing checks and questions still unresolved, with exact messages.
 - Next step: what to do next.";
 
-/// The message's parts as role-prefixed lines.
-pub(crate) fn serialize(message: &Message) -> String {
+/// Appends `messages` to `out`, each as its parts' role-prefixed lines, one line break between
+/// messages.
+pub(crate) fn write_lines<'m>(out: &mut String, messages: impl IntoIterator<Item = &'m Message>) {
+    for (i, message) in messages.into_iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        serialize_into(out, message);
+    }
+}
+
+/// Appends the message's parts to `out` as role-prefixed lines. A transcript is written in
+/// place rather than joined from per-message strings: a refused summary request is rebuilt at
+/// every request after it.
+fn serialize_into(out: &mut String, message: &Message) {
     let who = match message.role {
         Role::System => "System",
         Role::User => "User",
         Role::Assistant => "Assistant",
         Role::Tool => "Tool",
     };
-    let lines: Vec<String> = message
-        .parts
-        .iter()
-        .map(|part| match part {
-            Part::Text { text } => format!("{who}: {text}"),
-            Part::Reasoning { text } => format!("{who} (thinking): {text}"),
-            Part::ToolCall { name, args, .. } => format!("Tool call: {name} {args}"),
-            Part::ToolResult { name, text, is_error: true, .. } => format!("Tool result ({name}, error): {text}"),
-            Part::ToolResult { name, text, .. } => format!("Tool result ({name}): {text}"),
-            Part::Media { mime, .. } => format!("{who}: [{mime}]"),
-        })
-        .collect();
-    lines.join("\n")
+    for (i, part) in message.parts.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        // Writing to a String cannot fail.
+        let _ = match part {
+            Part::Text { text } => write!(out, "{who}: {text}"),
+            Part::Reasoning { text } => write!(out, "{who} (thinking): {text}"),
+            Part::ToolCall { name, args, .. } => write!(out, "Tool call: {name} {args}"),
+            Part::ToolResult { name, text, is_error: true, .. } => write!(out, "Tool result ({name}, error): {text}"),
+            Part::ToolResult { name, text, .. } => write!(out, "Tool result ({name}): {text}"),
+            Part::Media { mime, .. } => write!(out, "{who}: [{mime}]"),
+        };
+    }
 }
 
 /// The leading system text of `view`.
@@ -78,8 +94,7 @@ pub(crate) fn run(view: &View, retain: u64, trigger: &str, tokens_before: u64, c
         transcript.push_str(&view.messages[i].message.text());
         transcript.push_str("\n\nConversation since then:\n");
     }
-    let lines: Vec<String> = selection.summarized.iter().map(|&i| serialize(&view.messages[i].message)).collect();
-    transcript.push_str(&lines.join("\n"));
+    write_lines(&mut transcript, selection.summarized.iter().map(|&i| &view.messages[i].message));
     let request = SummaryRequest {
         purpose: "history".into(),
         // modelled, spec (d) [assume]: compacted messages serialized as role-prefixed text.

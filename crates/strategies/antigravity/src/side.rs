@@ -4,20 +4,20 @@
 use compactbench_core::{Checkpoint, CheckpointKind, EntryId, Error, ErrorKind, Origin, Role, Summarizer, SummaryContext, SummaryRequest, View, Window};
 use serde_json::json;
 
-use crate::compact::{serialize, system_text};
+use crate::compact::{system_text, write_lines};
 
 /// Output cap of a side answer \[assume\].
 pub(crate) const BTW_MAX_TOKENS: u64 = 4_096;
 
 pub(crate) fn btw(view: &View, question: &str, summarizer: &dyn Summarizer) -> Result<String, Error> {
-    let lines: Vec<String> =
-        view.messages.iter().skip_while(|m| m.message.role == Role::System).map(|m| serialize(&m.message)).collect();
+    let mut transcript = String::new();
+    write_lines(&mut transcript, view.messages.iter().skip_while(|m| m.message.role == Role::System).map(|m| &m.message));
     let request = SummaryRequest {
         purpose: "btw".into(),
         // modelled: `/btw` answers beside the task from the conversation as it stands.
         context: SummaryContext::Fork,
         system: system_text(view),
-        transcript: lines.join("\n"),
+        transcript,
         instructions: format!(
             "A side question from the user, asked without interrupting the task above. Answer it briefly from the \
              conversation; the answer is shown to the user only and is not added to the conversation.\n\n{question}"

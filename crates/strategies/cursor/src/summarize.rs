@@ -1,6 +1,8 @@
 //! The summary: everything before the latest user turn, written in full to a chat-history file
 //! and summarized into one user message that names the file.
 
+use std::fmt::Write;
+
 use compactbench_core::{
     Checkpoint, CheckpointKind, Cx, Entry, Error, ErrorKind, Log, Message, Offload, Origin, Part, Role, StopReason,
     SummarizerUsage, SummaryContext, SummaryRequest, View, Window,
@@ -27,46 +29,67 @@ pub(crate) fn history_path(n: usize) -> String {
     format!(".cursor/chat-history/history-{n}.md")
 }
 
-/// The message's parts as role-prefixed lines.
-pub(crate) fn serialize(message: &Message) -> String {
+/// Appends `messages` to `out`, each as its parts' role-prefixed lines, one line break between
+/// messages.
+pub(crate) fn write_lines<'m>(out: &mut String, messages: impl IntoIterator<Item = &'m Message>) {
+    for (i, message) in messages.into_iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        serialize_into(out, message);
+    }
+}
+
+/// Appends the message's parts to `out` as role-prefixed lines. A transcript is written in
+/// place rather than joined from per-message strings: a refused summary request is rebuilt at
+/// every request after it.
+fn serialize_into(out: &mut String, message: &Message) {
     let who = match message.role {
         Role::System => "System",
         Role::User => "User",
         Role::Assistant => "Assistant",
         Role::Tool => "Tool",
     };
-    let lines: Vec<String> = message
-        .parts
-        .iter()
-        .map(|part| match part {
-            Part::Text { text } => format!("{who}: {text}"),
-            Part::Reasoning { text } => format!("{who} (thinking): {text}"),
-            Part::ToolCall { name, args, .. } => format!("Tool call: {name} {args}"),
-            Part::ToolResult { name, text, is_error: true, .. } => format!("Tool result ({name}, error): {text}"),
-            Part::ToolResult { name, text, .. } => format!("Tool result ({name}): {text}"),
-            Part::Media { mime, .. } => format!("{who}: [{mime}]"),
-        })
-        .collect();
-    lines.join("\n")
+    for (i, part) in message.parts.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        // Writing to a String cannot fail.
+        let _ = match part {
+            Part::Text { text } => write!(out, "{who}: {text}"),
+            Part::Reasoning { text } => write!(out, "{who} (thinking): {text}"),
+            Part::ToolCall { name, args, .. } => write!(out, "Tool call: {name} {args}"),
+            Part::ToolResult { name, text, is_error: true, .. } => write!(out, "Tool result ({name}, error): {text}"),
+            Part::ToolResult { name, text, .. } => write!(out, "Tool result ({name}): {text}"),
+            Part::Media { mime, .. } => write!(out, "{who}: [{mime}]"),
+        };
+    }
 }
 
 /// The chat-history file's content: every log message in full, and each earlier summary where
 /// it happened, one block each, blank-line separated. Every summary writes it whole.
 fn history_file(log: &Log) -> String {
     let mut file = String::new();
-    for (_, entry) in log.entries() {
-        let block = match entry {
-            Entry::Message(m) => serialize(m),
-            Entry::Checkpoint(cp) if cp.kind == CheckpointKind::Summary => match &cp.summary {
-                Some(s) => format!("[Summarized conversation]\n{}", s.text()),
-                None => continue,
-            },
-            Entry::Checkpoint(_) => continue,
-        };
+    let separate = |file: &mut String| {
         if !file.is_empty() {
             file.push_str("\n\n");
         }
-        file.push_str(&block);
+    };
+    for (_, entry) in log.entries() {
+        match entry {
+            Entry::Message(m) => {
+                separate(&mut file);
+                serialize_into(&mut file, m);
+            }
+            Entry::Checkpoint(cp) if cp.kind == CheckpointKind::Summary => {
+                if let Some(s) = &cp.summary {
+                    separate(&mut file);
+                    file.push_str("[Summarized conversation]\n");
+                    file.push_str(&s.text());
+                }
+            }
+            Entry::Checkpoint(_) => {}
+        }
     }
     file + "\n"
 }
@@ -110,8 +133,7 @@ pub(crate) fn run(log: &Log, view: &View, trigger: &str, tokens_before: u64, cx:
         transcript.push_str(&view.messages[i].message.text());
         transcript.push_str("\n\nConversation since then:\n");
     }
-    let lines: Vec<String> = summarized.iter().map(|&i| serialize(&view.messages[i].message)).collect();
-    transcript.push_str(&lines.join("\n"));
+    write_lines(&mut transcript, summarized.iter().map(|&i| &view.messages[i].message));
     let request = SummaryRequest {
         purpose: "history".into(),
         // modelled, spec (d) [assume]: summarized messages as role-prefixed text under a generic instruction.
