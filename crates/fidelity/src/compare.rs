@@ -4,17 +4,17 @@ use serde::Serialize;
 
 use crate::Answer;
 
-/// How the two sides' answers relate for one case. Strict: a part one side answers and the
-/// other does not is a disagreement, not a part left out.
+/// How the two sides' answers relate for one case. Strict where a side compacts: a part one
+/// side answers and the other does not is a disagreement, not a part left out (see [`compare`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Verdict {
     /// Same trigger decision.
     pub trigger: bool,
     /// Same selection (first kept entry / kept set / split-turn flag); `None` where neither
-    /// side selects, `Some(false)` where only one does.
+    /// side selects, `Some(false)` where only one does and a side compacts.
     pub selection: Option<bool>,
     /// Same tokens-before estimate; `None` where neither side gives one, `Some(false)` where
-    /// only one does.
+    /// only one does and a side compacts.
     pub tokens_before: Option<bool>,
 }
 
@@ -50,14 +50,24 @@ fn both<T: PartialEq>(ours: Option<T>, theirs: Option<T>) -> Option<bool> {
 }
 
 /// Compares our answer with the original's.
+///
+/// Where a side compacts, every part it answers must be answered alike by the other. Where
+/// neither compacts, nothing is selected in fact: a driver may still report the cut its original
+/// would make and the estimate it weighed (and ours runs the compaction anyway, as a manual one
+/// would), so parts both sides offer are compared, and a part only one side offers is a
+/// hypothetical left uncompared.
 pub fn compare(ours: &Answer, theirs: &Answer) -> Verdict {
     let selected = |a: &Answer| a.first_kept.is_some() || a.kept.is_some() || a.split_turn.is_some();
-    let selection = (selected(ours) || selected(theirs)).then(|| {
+    let neither = !ours.compact && !theirs.compact;
+    let offered = |a: bool, b: bool| if neither { a && b } else { a || b };
+    let selection = offered(selected(ours), selected(theirs)).then(|| {
         both(ours.first_kept, theirs.first_kept) != Some(false)
             && both(ours.kept.as_ref(), theirs.kept.as_ref()) != Some(false)
             && both(ours.split_turn, theirs.split_turn) != Some(false)
     });
-    Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before: both(ours.tokens_before, theirs.tokens_before) }
+    let tokens_before =
+        offered(ours.tokens_before.is_some(), theirs.tokens_before.is_some()).then(|| both(ours.tokens_before, theirs.tokens_before) == Some(true));
+    Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before }
 }
 
 #[cfg(test)]
@@ -85,5 +95,19 @@ mod tests {
         let counted = Answer { tokens_before: Some(100), ..ours.clone() };
         assert_eq!(compare(&counted, &ours).disagreeing(), ["tokens_before"]);
         assert!(compare(&counted, &counted.clone()).agrees());
+    }
+
+    /// Where neither side compacts, what both offer is compared and what one offers alone is not.
+    #[test]
+    fn without_a_compaction_only_parts_both_offer_are_compared() {
+        let cut = Answer { first_kept: Some(EntryId(4)), tokens_before: Some(100), ..Answer::default() };
+        let silent = Answer::default();
+        assert_eq!(compare(&silent, &cut), Verdict { trigger: true, selection: None, tokens_before: None });
+        assert!(compare(&cut, &silent).agrees());
+        let other = Answer { first_kept: Some(EntryId(5)), tokens_before: Some(90), ..Answer::default() };
+        assert_eq!(compare(&cut, &other).disagreeing(), ["selection", "tokens_before"]);
+        // One side compacting makes every part strict again.
+        let fired = Answer { compact: true, ..silent };
+        assert_eq!(compare(&fired, &cut).disagreeing(), ["trigger", "selection", "tokens_before"]);
     }
 }
