@@ -136,6 +136,8 @@ pub struct Recorded {
     pub first_kept_step: Option<usize>,
     /// Its summary text, where recorded.
     pub summary: Option<String>,
+    /// The harness release that made it, where recorded.
+    pub release: Option<String>,
 }
 
 impl Replay {
@@ -161,6 +163,7 @@ impl Replay {
                 tokens_before: r.tokens_before,
                 first_kept_step: r.first_kept_message.map(step),
                 summary: r.summary.clone(),
+                release: r.release.clone(),
             })
             .collect();
         let messages = imported.messages.into_iter().enumerate().filter(|(i, _)| !summary_at.contains(i)).map(|(_, m)| m).collect();

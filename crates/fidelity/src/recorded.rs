@@ -5,7 +5,8 @@
 //! At each recorded compaction, in order, the log holds the transcript's messages up to that
 //! point (our own earlier compactions in place of the recorded ones), and our strategy is asked
 //! to compact now, as the harness did. The first kept session step is compared: Pi records its
-//! `firstKeptEntryId`; Claude Code's full compaction keeps no message of the old history.
+//! `firstKeptEntryId`; Claude Code's full compaction keeps no message of the old history in the
+//! releases that recorded ours (1.0.53), so the variant of that behaviour replays them.
 
 use compactbench_core::{Cx, EntryId, Log, Moment, Role, Strategy, VirtualStore, Window};
 use compactbench_eval::scenario::Scenario;
@@ -36,12 +37,24 @@ impl Pair {
     }
 }
 
-fn strategy_for(format: Format) -> Option<&'static str> {
+/// The strategy that stands for the release that recorded a transcript's compactions: our
+/// crates follow the newest release, and a variant keeps an older behaviour a spec describes.
+fn strategy_for(format: Format, release: Option<&str>) -> Option<&'static str> {
     match format {
+        // Pi's session files name no release: today's rule stands for all (the report says so).
         Format::Pi => Some("pi"),
+        // Up to 2.1.68 a full compaction keeps nothing of the old history verbatim, as the
+        // `claude-code/v2.1.68` variant does; the newest release keeps the last tool round.
+        Format::ClaudeCode if release.and_then(version).is_some_and(|v| v <= (2, 1, 68)) => Some("claude-code/v2.1.68"),
         Format::ClaudeCode => Some("claude-code"),
         _ => None,
     }
+}
+
+/// `major.minor.patch` of a release string such as `1.0.53`.
+fn version(release: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = release.split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
 /// Replays every recorded compaction of the replay scenarios in `scenarios`.
@@ -49,10 +62,9 @@ pub fn replay(scenarios: &[Scenario], counter: &TokenCounter) -> Vec<Pair> {
     let mut out = Vec::new();
     for sc in scenarios {
         let Some(replay) = sc.replay.as_ref().and_then(|r| r.imported.as_ref()) else { continue };
-        let Some(id) = strategy_for(replay.format) else { continue };
-        if replay.recorded.is_empty() {
-            continue;
-        }
+        // A transcript is replayed by one strategy: the release of its first compaction's.
+        let Some(first) = replay.recorded.first() else { continue };
+        let Some(id) = strategy_for(replay.format, first.release.as_deref()) else { continue };
         let strategy = compactbench_registry::find(id).expect("registered");
         let mut messages = replay.messages.iter();
         let mut log = Log::new();
@@ -95,4 +107,21 @@ fn compact_now(strategy: &dyn Strategy, log: &mut Log, sc: &Scenario, counter: &
         log.push_checkpoint(cp);
     }
     Ok(window)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Claude Code transcript is replayed by the variant of the release that recorded it.
+    #[test]
+    fn the_recording_release_picks_the_strategy() {
+        assert_eq!(strategy_for(Format::ClaudeCode, Some("1.0.53")), Some("claude-code/v2.1.68"));
+        assert_eq!(strategy_for(Format::ClaudeCode, Some("2.1.68")), Some("claude-code/v2.1.68"));
+        assert_eq!(strategy_for(Format::ClaudeCode, Some("2.1.332")), Some("claude-code"));
+        assert_eq!(strategy_for(Format::ClaudeCode, Some("dev")), Some("claude-code"));
+        assert_eq!(strategy_for(Format::ClaudeCode, None), Some("claude-code"));
+        assert_eq!(strategy_for(Format::Pi, None), Some("pi"));
+        assert_eq!(strategy_for(Format::Codex, Some("0.50.0")), None);
+    }
 }

@@ -151,7 +151,7 @@ fn recorded_section(md: &mut String, pairs: &[crate::recorded::Pair]) {
     let agree = pairs.iter().filter(|p| p.agrees()).count();
     let _ = writeln!(
         md,
-        "\n## Recorded compactions in the committed transcripts\n\nAt each compaction a transcript records, our crate compacts the same history (its own earlier compactions in place of the recorded ones) and keeps from a session step; {agree} of {} agree with the recorded first kept step (`–`: nothing of the old history kept). A transcript was recorded by the release its harness had then (Pi's fixture: December 2025, session format v1), while our crate follows the newest release: a difference can be a change between releases as well as ours.\n",
+        "\n## Recorded compactions in the committed transcripts\n\nAt each compaction a transcript records, our crate compacts the same history (its own earlier compactions in place of the recorded ones) and keeps from a session step; {agree} of {} agree with the recorded first kept step (`–`: nothing of the old history kept). A transcript is replayed by the strategy that stands for the release that recorded it: Claude Code transcripts name theirs (1.0.53 here), and a release up to 2.1.68 is replayed by `claude-code/v2.1.68`, which keeps nothing verbatim as those releases did. Pi's session files name none: its fixture (December 2025, session format v1) was recorded by Pi 0.14.x, whose cut point differs from today's rule that `pi` follows, so a difference there can be a change between releases as well as ours.\n",
         pairs.len()
     );
     let _ = writeln!(md, "| transcript | strategy | compacted before step | recorded first kept | ours | same |\n|---|---|---:|---:|---:|---|");

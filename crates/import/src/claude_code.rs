@@ -51,6 +51,10 @@ pub(crate) fn import<R: BufRead>(
     let mut st = State::default();
     ctx.each_line(reader, |ctx, _line, text| {
         let obj = json::parse_object(text)?;
+        // Informational only: a line without a string `version` keeps the last one seen.
+        if let Some(version) = obj.get("version").and_then(Value::as_str) {
+            st.release = Some(version.to_owned());
+        }
         let line = parse(&obj)?;
         st.apply(ctx, line);
         Ok::<(), Fail>(())
@@ -268,6 +272,8 @@ struct State {
     open_assistant: Option<(String, usize)>,
     /// Index in `recorded` of a 2.x boundary still waiting for its summary line.
     pending_boundary: Option<usize>,
+    /// The Claude Code release that wrote the latest line (each line names it).
+    release: Option<String>,
 }
 
 impl State {
@@ -293,6 +299,7 @@ impl State {
                     message_index: self.messages.len(),
                     trigger,
                     tokens_before: pre_tokens,
+                    release: self.release.clone(),
                     ..RecordedCompaction::default()
                 });
                 self.open_assistant = None;
@@ -375,6 +382,7 @@ impl State {
         self.recorded.push(RecordedCompaction {
             message_index: index,
             summary,
+            release: self.release.clone(),
             ..RecordedCompaction::default()
         });
     }

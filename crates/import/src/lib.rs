@@ -386,6 +386,9 @@ pub struct RecordedCompaction {
     /// Index in `messages` of the first message kept verbatim, when the format says which entry
     /// was kept first (Pi).
     pub first_kept_message: Option<usize>,
+    /// The harness release that made it, when the format says (Claude Code's `version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
 }
 
 /// Why an import failed. Displays as `path:line: message` (or `path: message`).

@@ -430,6 +430,8 @@ impl State {
                     tokens_before,
                     summary: Some(summary),
                     first_kept_message,
+                    // Pi's session files do not name the release that wrote them.
+                    release: None,
                 });
             }
             Kind::User { parts, unknown } => {

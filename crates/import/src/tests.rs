@@ -669,7 +669,7 @@ fn claude_code_streaming_merge_duplicates_and_compaction_2x() {
         r#"{"type":"user","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"boom"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAB4AAAAQ4CAYAAAD"}}],"is_error":true}]},"toolUseResult":"Error: boom"}"#,
         r#"{"type":"assistant","sessionId":"s","isSidechain":true,"message":{"id":"s1","content":[{"type":"tool_use","id":"x","name":"Grep","input":{}}]}}"#,
         r#"{"type":"assistant","sessionId":"s","message":{"id":"m2","content":[{"type":"redacted_thinking","data":"QUJD"},{"type":"text","text":"done"}]}}"#,
-        r#"{"type":"system","subtype":"compact_boundary","sessionId":"s","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":155000}}"#,
+        r#"{"type":"system","subtype":"compact_boundary","sessionId":"s","version":"2.0.14","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":155000}}"#,
         r#"{"type":"user","sessionId":"s","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued... SUMMARY"}}"#,
         r#"{"type":"user","sessionId":"s","message":{"role":"user","content":[{"type":"text","text":"next"}]}}"#,
     ]);
@@ -717,6 +717,7 @@ fn claude_code_streaming_merge_duplicates_and_compaction_2x() {
             tokens_before: Some(155_000),
             summary: Some("This session is being continued... SUMMARY".into()),
             first_kept_message: None,
+            release: Some("2.0.14".into()),
         }]
     );
 }
@@ -831,7 +832,8 @@ fn pi_v3_follows_the_active_branch() {
             trigger: None,
             tokens_before: Some(1234),
             summary: Some("S".into()),
-            first_kept_message: Some(2)
+            first_kept_message: Some(2),
+            release: None,
         }]
     );
 }
