@@ -14,7 +14,7 @@ pub struct Verdict {
     /// side selects, `Some(false)` where only one does and a side compacts.
     pub selection: Option<bool>,
     /// Same tokens-before estimate; `None` where neither side gives one, `Some(false)` where
-    /// only one does and a side compacts.
+    /// only one does and a side compacts and selects.
     pub tokens_before: Option<bool>,
 }
 
@@ -51,22 +51,23 @@ fn both<T: PartialEq>(ours: Option<T>, theirs: Option<T>) -> Option<bool> {
 
 /// Compares our answer with the original's.
 ///
-/// Where a side compacts, every part it answers must be answered alike by the other. Where
-/// neither compacts, nothing is selected in fact: a driver may still report the cut its original
-/// would make and the estimate it weighed (and ours runs the compaction anyway, as a manual one
-/// would), so parts both sides offer are compared, and a part only one side offers is a
-/// hypothetical left uncompared.
+/// Where a side compacts, the selection it answers must be answered alike by the other, and
+/// where a side compacts and selects, so must the estimate it compacted from. Otherwise nothing is selected
+/// in fact (no compaction, or one that found nothing to cut or only rewrote in place): a driver
+/// may still report the cut its original would make and the estimate it weighed (and ours runs
+/// the compaction anyway, as a manual one would), so parts both sides offer are compared, and a
+/// part only one side offers is a hypothetical left uncompared.
 pub fn compare(ours: &Answer, theirs: &Answer) -> Verdict {
     let selected = |a: &Answer| a.first_kept.is_some() || a.kept.is_some() || a.split_turn.is_some();
-    let neither = !ours.compact && !theirs.compact;
-    let offered = |a: bool, b: bool| if neither { a && b } else { a || b };
-    let selection = offered(selected(ours), selected(theirs)).then(|| {
+    let offered = |strict: bool, a: bool, b: bool| if strict { a || b } else { a && b };
+    let selection = offered(ours.compact || theirs.compact, selected(ours), selected(theirs)).then(|| {
         both(ours.first_kept, theirs.first_kept) != Some(false)
             && both(ours.kept.as_ref(), theirs.kept.as_ref()) != Some(false)
             && both(ours.split_turn, theirs.split_turn) != Some(false)
     });
-    let tokens_before =
-        offered(ours.tokens_before.is_some(), theirs.tokens_before.is_some()).then(|| both(ours.tokens_before, theirs.tokens_before) == Some(true));
+    let cuts = |a: &Answer| a.compact && selected(a);
+    let tokens_before = offered(cuts(ours) || cuts(theirs), ours.tokens_before.is_some(), theirs.tokens_before.is_some())
+        .then(|| both(ours.tokens_before, theirs.tokens_before) == Some(true));
     Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before }
 }
 
@@ -106,8 +107,16 @@ mod tests {
         assert!(compare(&cut, &silent).agrees());
         let other = Answer { first_kept: Some(EntryId(5)), tokens_before: Some(90), ..Answer::default() };
         assert_eq!(compare(&cut, &other).disagreeing(), ["selection", "tokens_before"]);
-        // One side compacting makes every part strict again.
+        // One side compacting makes the selection strict again, and one side compacting with a
+        // cut the estimate.
         let fired = Answer { compact: true, ..silent };
-        assert_eq!(compare(&fired, &cut).disagreeing(), ["trigger", "selection", "tokens_before"]);
+        assert_eq!(compare(&fired, &cut).disagreeing(), ["trigger", "selection"]);
+        let fired_cut = Answer { compact: true, ..cut.clone() };
+        assert_eq!(compare(&fired_cut, &Answer { tokens_before: None, ..fired_cut.clone() }).disagreeing(), ["tokens_before"]);
+        // Both fire and neither cuts (nothing to compress): the estimate one side reports is
+        // not compared, one both report is.
+        let estimated = Answer { compact: true, tokens_before: Some(100), ..Answer::default() };
+        assert!(compare(&fired, &estimated).agrees());
+        assert_eq!(compare(&Answer { tokens_before: Some(99), ..estimated.clone() }, &estimated).disagreeing(), ["tokens_before"]);
     }
 }

@@ -185,7 +185,7 @@ fn deliberate_section(md: &mut String, reports: &[OriginalReport], deliberate: &
 fn markdown(reports: &[OriginalReport], header: &str) -> String {
     let mut md = String::from("# Fidelity: our crates against their originals' own code\n\n");
     md.push_str(header);
-    md.push_str("\n\nStrict: where either side compacts, a part one side answers and the other does not (a selection, a tokens-before estimate, a split-turn flag) counts as a disagreement. Where neither compacts, the cut and estimate both sides report anyway are compared, and one reported by one side alone is not.\n\n| strategy | original | driver args | cases | trigger agrees | selection agrees | tokens-before agrees | disagree: reviewed / not reviewed | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n\nStrict: where either side compacts, a selection (first kept entry, kept set, split-turn flag) one side answers and the other does not counts as a disagreement, and where either side selects, so does a tokens-before estimate only one side gives. Where nothing is selected in fact (no compaction, or one that found nothing to cut or rewrote only in place), the cut and estimate both sides report anyway are compared, and one reported by one side alone is not.\n\n| strategy | original | driver args | cases | trigger agrees | selection agrees | tokens-before agrees | disagree: reviewed / not reviewed | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in reports {
         let a = &r.agreement;
         let frac = |x: u32, n: u32| if n == 0 { "–".to_owned() } else { format!("{x}/{n} ({:.1}%)", 100.0 * f64::from(x) / f64::from(n)) };
