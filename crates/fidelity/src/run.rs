@@ -45,11 +45,23 @@ fn ask(driver: &mut Driver, original: &Original, strategy: &dyn Strategy, case: 
     Ok((ours, theirs))
 }
 
-/// Runs the check of `original` and returns its report.
+/// Runs the check of `original` against the registered strategy it names and returns its report.
 pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter, progress: &dyn Fn(&str)) -> Result<OriginalReport> {
     let strategy = compactbench_registry::find(original.strategy).with_context(|| format!("no strategy {}", original.strategy))?;
+    check_strategy(original, strategy.as_ref(), options, counter, progress)
+}
+
+/// Runs the check of `original` against `strategy` (the registered one, or a changed copy to
+/// show that the check can fail) and returns its report.
+pub fn check_strategy(
+    original: &Original,
+    strategy: &dyn Strategy,
+    options: &Options<'_>,
+    counter: &TokenCounter,
+    progress: &dyn Fn(&str),
+) -> Result<OriginalReport> {
     let plan = Plan { scenarios: options.scenarios, count: options.cases, moment: original.moment, with_history: original.history };
-    let cases = build(strategy.as_ref(), &plan, counter);
+    let cases = build(strategy, &plan, counter);
     progress(&format!("{}: {} cases", original.name, cases.len()));
     let mut driver = Driver::start(options.root, original)?;
     let mut agreement =
@@ -58,7 +70,7 @@ pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter,
     let mut failing: Vec<(Case, Verdict)> = Vec::new();
     for case in &cases {
         agreement.cases += 1;
-        let (ours, theirs) = ask(&mut driver, original, strategy.as_ref(), case)?;
+        let (ours, theirs) = ask(&mut driver, original, strategy, case)?;
         let theirs = match theirs {
             Ok(t) => t,
             Err(why) => {
@@ -100,11 +112,11 @@ pub fn check(original: &Original, options: &Options<'_>, counter: &TokenCounter,
         for (case, verdict) in picked {
             let same_kind = |v: &Verdict| v.disagreeing().contains(&part);
             let small = if options.minimize {
-                minimize(case, |c| matches!(ask(&mut driver, original, strategy.as_ref(), c), Ok((o, Ok(t))) if same_kind(&compare(&o, &t)))).0
+                minimize(case, |c| matches!(ask(&mut driver, original, strategy, c), Ok((o, Ok(t))) if same_kind(&compare(&o, &t)))).0
             } else {
                 case.clone()
             };
-            let (ours, theirs) = ask(&mut driver, original, strategy.as_ref(), &small)?;
+            let (ours, theirs) = ask(&mut driver, original, strategy, &small)?;
             let Ok(theirs) = theirs else { continue };
             debug_assert!(same_kind(verdict));
             disagreements.push(Disagreement {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use compactbench_eval::scenario::load_dir;
 use compactbench_fidelity::driver::installed;
-use compactbench_fidelity::run::{check, Options};
+use compactbench_fidelity::run::{check, check_strategy, Options};
 use compactbench_fidelity::ORIGINALS;
 use compactbench_tokens::{Encoding, TokenCounter};
 
@@ -35,4 +35,27 @@ fn installed_originals_agree_on_a_few_cases() {
         checked += 1;
     }
     eprintln!("{checked} of {} originals checked", ORIGINALS.len());
+}
+
+/// The check can fail: a copy of the `pi` strategy with one setting changed (`keepRecentTokens`
+/// 20,000 -> 12,000, so it keeps less) disagrees with Pi 1.6.0 on the selection.
+#[test]
+fn a_changed_copy_of_a_crate_fails_the_check() {
+    use compactbench_strategy_pi::{PiConfig, PiStrategy};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let original = ORIGINALS.iter().find(|o| o.dir == "pi-1.6.0").expect("Pi 1.6.0 is an original");
+    if !installed(&root, original) {
+        eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", original.name);
+        return;
+    }
+    let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "drift").collect();
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let options = Options { root: &root, scenarios: &scenarios, cases: 8, minimize: false, deliberate: &[] };
+    let changed = PiStrategy::new(PiConfig { keep_recent_tokens: 12_000, ..PiConfig::default() });
+    let report = check_strategy(original, &changed, &options, &counter, &|_| {}).unwrap();
+    let a = &report.agreement;
+    assert!(a.unreviewed > 0 && a.differing.contains_key("selection"), "{}: {:?}", a.short(), a.differing);
+    // The same cases with the crate as it is agree.
+    let report = check(original, &options, &counter, &|_| {}).unwrap();
+    assert_eq!(report.agreement.unreviewed, 0, "{}", report.agreement.short());
 }
