@@ -90,23 +90,6 @@ pub fn codex_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
     }
 }
 
-/// Runs Codex on the sessions and analyzes each run.
-pub fn check_codex(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &(dyn Fn(&str) + Sync)) -> Result<report::HarnessReport> {
-    let cli = codex_cli(&options.installs, harness, options.timeout);
-    let results = each_session(options, progress, &|id, session| {
-        let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
-        let work = scratch.join("work");
-        let mut script = script::build(session, Tools::Codex, &work.to_string_lossy(), counter);
-        let (target, slack) = placement(id, script.requests());
-        script.place(CODEX_AUTO_COMPACT_LIMIT, target, slack);
-        let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
-        let run = session_run(options, &scratch, || run::run_codex(&cli, script, &scratch, &codex_config(), limits))?;
-        let result = analyze::codex_session(id, &run);
-        std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
-        Ok(result)
-    })?;
-    Ok(report::HarnessReport { harness: harness.name.into(), strategy: harness.strategy.into(), settings: codex_settings(), script: codex_script(), sessions: results })
-}
 
 /// The model the OpenCode runs name: a model of their own under the bundled `anthropic`
 /// provider, whose `baseURL` is the scripted server (the Messages wire, no npm download).
@@ -176,37 +159,85 @@ pub fn opencode_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cl
     }
 }
 
-/// Runs OpenCode on the sessions and analyzes each run.
-pub fn check_opencode(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &(dyn Fn(&str) + Sync)) -> Result<report::HarnessReport> {
-    let cli = opencode_cli(&options.installs, harness, options.timeout);
-    let results = each_session(options, progress, &|id, session| {
-        let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
-        let work = scratch.join("work");
-        let mut script = script::build(session, Tools::OpenCode, &work.to_string_lossy(), counter);
-        let (target, slack) = placement(id, script.requests());
-        script.place(OPENCODE_THRESHOLD, target, slack);
-        let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
-        let run = session_run(options, &scratch, || run::run_opencode(&cli, script, &scratch, &opencode_config(), limits))?;
-        let result = analyze::opencode_session(id, &run);
-        std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
-        Ok(result)
-    })?;
-    Ok(report::HarnessReport {
-        harness: harness.name.into(),
-        strategy: harness.strategy.into(),
-        settings: opencode_settings(),
-        script: opencode_script(),
-        sessions: results,
-    })
+
+/// What differs between the harness CLIs' checks: the tool names their scripts call, the usage
+/// they compact at, their settings as the report shows them, and how one session is run and
+/// analyzed (`work` is the session's work dir).
+struct Kit<'a> {
+    tools: Tools,
+    threshold: u64,
+    settings: String,
+    script: String,
+    run: &'a (dyn Fn(script::Script, &Path, Limits) -> Result<run::Run> + Sync),
+    analyze: &'a (dyn Fn(&str, &run::Run, &str) -> analyze::SessionResult + Sync),
 }
 
 /// Runs the check of `harness` (by our strategy id: each CLI has its own runner and analysis).
 pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &(dyn Fn(&str) + Sync)) -> Result<report::HarnessReport> {
+    let (installs, timeout) = (&options.installs, options.timeout);
     match harness.strategy {
-        "codex" => check_codex(harness, options, counter, progress),
-        "opencode-v1" => check_opencode(harness, options, counter, progress),
-        _ => check_claude(harness, options, counter, progress),
+        "codex" => {
+            let cli = codex_cli(installs, harness, timeout);
+            let kit = Kit {
+                tools: Tools::Codex,
+                threshold: CODEX_AUTO_COMPACT_LIMIT,
+                settings: codex_settings(),
+                script: codex_script(),
+                run: &|script, scratch, limits| run::run_codex(&cli, script, scratch, &codex_config(), limits),
+                analyze: &|id, run, _| analyze::codex_session(id, run),
+            };
+            check_with(harness, &kit, options, counter, progress)
+        }
+        "opencode-v1" => {
+            let cli = opencode_cli(installs, harness, timeout);
+            let kit = Kit {
+                tools: Tools::OpenCode,
+                threshold: OPENCODE_THRESHOLD,
+                settings: opencode_settings(),
+                script: opencode_script(),
+                run: &|script, scratch, limits| run::run_opencode(&cli, script, scratch, &opencode_config(), limits),
+                analyze: &|id, run, _| analyze::opencode_session(id, run),
+            };
+            check_with(harness, &kit, options, counter, progress)
+        }
+        _ => {
+            let cli = claude_cli(installs, harness, timeout);
+            let kit = Kit {
+                tools: Tools::ClaudeCode,
+                threshold: CLAUDE_THRESHOLD,
+                settings: claude_settings(),
+                script: claude_script(),
+                run: &|script, scratch, limits| run::run_claude(&cli, script, scratch, limits),
+                analyze: &analyze::claude_session,
+            };
+            check_with(harness, &kit, options, counter, progress)
+        }
     }
+}
+
+/// Runs `harness`'s CLI on the sessions, each with its compaction placed near a seeded request
+/// (see [`placement`]), and analyzes each run.
+fn check_with(
+    harness: &Harness,
+    kit: &Kit<'_>,
+    options: &Options<'_>,
+    counter: &TokenCounter,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<report::HarnessReport> {
+    let sessions = each_session(options, progress, &|id, session| {
+        let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
+        let work = scratch.join("work");
+        let mut script = script::build(session, kit.tools, &work.to_string_lossy(), counter);
+        let (target, slack) = placement(id, script.requests());
+        script.place(kit.threshold, target, slack);
+        let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
+        let run = session_run(options, &scratch, || (kit.run)(script, &scratch, limits))?;
+        let result = (kit.analyze)(id, &run, &work.to_string_lossy());
+        std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
+        Ok(result)
+    })?;
+    let (settings, script) = (kit.settings.clone(), kit.script.clone());
+    Ok(report::HarnessReport { harness: harness.name.into(), strategy: harness.strategy.into(), settings, script, sessions })
 }
 
 /// Options of a black-box run.
@@ -342,26 +373,3 @@ fn placement(id: &str, requests: usize) -> (usize, u64) {
     (target, rng.gen_range(0..4_000))
 }
 
-/// Runs Claude Code on the sessions and analyzes each run.
-pub fn check_claude(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, progress: &(dyn Fn(&str) + Sync)) -> Result<report::HarnessReport> {
-    let cli = claude_cli(&options.installs, harness, options.timeout);
-    let results = each_session(options, progress, &|id, session| {
-        let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
-        let work = scratch.join("work");
-        let mut script = script::build(session, Tools::ClaudeCode, &work.to_string_lossy(), counter);
-        let (target, slack) = placement(id, script.requests());
-        script.place(CLAUDE_THRESHOLD, target, slack);
-        let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };
-        let run = session_run(options, &scratch, || run::run_claude(&cli, script, &scratch, limits))?;
-        let result = analyze::claude_session(id, &run, &work.to_string_lossy());
-        std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
-        Ok(result)
-    })?;
-    Ok(report::HarnessReport {
-        harness: harness.name.into(),
-        strategy: harness.strategy.into(),
-        settings: claude_settings(),
-        script: claude_script(),
-        sessions: results,
-    })
-}
