@@ -73,8 +73,9 @@ pub(crate) fn pressure_table(out: &mut String, runs: &[&RunResult], strategies: 
          refused unanswered, as the provider would (\"prompt is too long\", `context_length_exceeded`), and the strategy's own fallback \
          takes over. Recovered: attempts that met a refusal and still compacted (a retry with less fit). Longest failing streak: failed \
          attempts in a row in one run, each at a later request (the compaction loop users report). Requests over window: main requests \
-         sent larger than the window. Claude Code, Codex and Goose first check a summary request against the window with their own \
-         estimate and do not send one it puts over: those refusals are theirs, inside their recovered attempts, not counted here.\n"
+         sent larger than the window. Some harnesses size a summary request by their own estimate before sending it (Amp's draft, \
+         Codex's remote path, OpenCode V2's fit check, oh-my-pi's input windows); what each original does on a refusal, and whether \
+         our crate does the same, is in reports/README.md.\n"
     );
     let _ = writeln!(out, "| strategy | summary calls refused | attempts that met one | recovered | failed attempts | longest failing streak | requests over window |");
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");

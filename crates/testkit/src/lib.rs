@@ -50,6 +50,11 @@ pub enum FakeMode {
     Fixed(String),
     /// Always fail with this kind.
     Fail(ErrorKind),
+    /// A provider with a window of this many tokens: a request larger than that (by the
+    /// fake's own count, `(system + user message) bytes / 4`, the input it reports) is refused
+    /// with [`ErrorKind::ContextOverflow`], as the eval runner refuses one over the scenario's
+    /// window; the others are answered as `Numbered`.
+    Window(u64),
 }
 
 /// A deterministic summarizer that records what it was asked.
@@ -84,13 +89,18 @@ impl Summarizer for FakeSummarizer {
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
         let mut requests = self.requests.lock().unwrap();
         requests.push(request.clone());
+        let input_tokens = (request.system.len() + request.user_message().len()) as u64 / 4;
         let text = match &self.mode {
             FakeMode::Numbered => format!("SUMMARY {} of {}", requests.len(), request.purpose),
             FakeMode::Fixed(t) => t.clone(),
             FakeMode::Fail(kind) => return Err(Error::new(*kind, "fake summarizer failure")),
+            FakeMode::Window(window) if input_tokens > *window => {
+                return Err(Error::new(ErrorKind::ContextOverflow, format!("prompt is too long: {input_tokens} tokens > {window} maximum")))
+            }
+            FakeMode::Window(_) => format!("SUMMARY {} of {}", requests.len(), request.purpose),
         };
         Ok(Summary {
-            input_tokens: (request.system.len() + request.user_message().len()) as u64 / 4,
+            input_tokens,
             output_tokens: text.len() as u64 / 4,
             text,
             stop: StopReason::Complete,

@@ -53,7 +53,6 @@ pub(crate) fn compact(config: &ClaudeCodeConfig, log: &Log, view: &View, trigger
         system: &system,
         instructions: &instructions,
         max_output_tokens: cap,
-        window: cx.model.window,
     };
     let outcome = ptl::summarize(cx.summarizer, &call, messages)?;
 

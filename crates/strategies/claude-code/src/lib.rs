@@ -129,8 +129,8 @@
 //! ## Failures
 //! - Summarizer request too long \[RE `truncateHeadForPTLRetry`\]: an error containing
 //!   "prompt is too long" (gap parsed from `N tokens > M`) or of kind `ContextOverflow` (the
-//!   runner's provider rejection by exact count), or, simulated first, a request whose own
-//!   estimate exceeds the window. The oldest
+//!   runner's provider rejection by exact count); the request is sent whatever its size, as
+//!   the original sends it. The oldest
 //!   API-round groups (a group starts at each assistant message) are dropped, enough to cover
 //!   the gap or else 20% of the groups, keeping at least one; a remainder starting with an
 //!   assistant message gets a synthetic user marker; at most 3 retries \[RE `MAX_PTL_RETRIES`\].

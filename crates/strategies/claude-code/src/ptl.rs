@@ -4,7 +4,7 @@
 
 use compactbench_core::{Error, ErrorKind, Message, Role, StopReason, Summarizer, SummarizerUsage, SummaryContext, SummaryRequest};
 
-use crate::count::{message_tokens, text_tokens};
+use crate::count::message_tokens;
 use crate::wire;
 
 /// `MAX_PTL_RETRIES`.
@@ -31,8 +31,6 @@ pub(crate) struct Call<'a> {
     pub(crate) system: &'a str,
     pub(crate) instructions: &'a str,
     pub(crate) max_output_tokens: u64,
-    /// The provider's window: a request estimated above it is rejected as too long.
-    pub(crate) window: u64,
 }
 
 /// Whether an error is the provider's prompt-too-long rejection.
@@ -116,36 +114,24 @@ pub(crate) fn truncate_head(messages: &[Message], gap: Option<u64>) -> Option<Ve
 }
 
 /// Calls the summarizer on `messages`, retrying after prompt-too-long rejections with the
-/// head truncated, at most [`MAX_PTL_RETRIES`] times. The provider's rejection is simulated
-/// when the request's estimate exceeds the window; a request the estimate lets through is
-/// still rejected by the runner when its exact count exceeds it.
+/// head truncated, at most [`MAX_PTL_RETRIES`] times. The request is sent whatever its size:
+/// only the provider's rejection (the runner's, by exact count) truncates.
 pub(crate) fn summarize(summarizer: &dyn Summarizer, call: &Call<'_>, messages: Vec<Message>) -> Result<Outcome, Error> {
     let mut messages = messages;
     let mut usage = SummarizerUsage::default();
     let mut retries = 0;
     let original = messages.len();
     loop {
-        let estimate = text_tokens(call.system)
-            + messages.iter().map(message_tokens).sum::<u64>()
-            + text_tokens(call.instructions);
-        let result = if call.window > 0 && estimate > call.window {
-            Err(Error::new(
-                ErrorKind::Other,
-                format!("prompt is too long: {estimate} tokens > {} maximum", call.window),
-            ))
-        } else {
-            let request = SummaryRequest {
-                purpose: call.purpose.into(),
-                // spec (d): a forked call that replays the conversation (prompt-cache reuse) with the instruction appended.
-                context: SummaryContext::Prefix,
-                system: call.system.into(),
-                transcript: wire::transcript(&messages),
-                instructions: call.instructions.into(),
-                max_output_tokens: call.max_output_tokens,
-            };
-            summarizer.summarize(&request)
+        let request = SummaryRequest {
+            purpose: call.purpose.into(),
+            // spec (d): a forked call that replays the conversation (prompt-cache reuse) with the instruction appended.
+            context: SummaryContext::Prefix,
+            system: call.system.into(),
+            transcript: wire::transcript(&messages),
+            instructions: call.instructions.into(),
+            max_output_tokens: call.max_output_tokens,
         };
-        match result {
+        match summarizer.summarize(&request) {
             Ok(summary) => {
                 usage.add(SummarizerUsage { calls: 1, failures: 0, input_tokens: summary.input_tokens, output_tokens: summary.output_tokens });
                 if summary.text.trim().is_empty() {

@@ -515,23 +515,33 @@ fn case_09_summarizer_prompt_too_long_retry() {
 
 #[test]
 fn reactive_compaction_at_overflow_fits_the_summary_request_by_dropping_rounds() {
-    // Estimated 70,000 tokens of rounds against a 64,000 window: the provider would reject the
-    // summary request, so it is simulated and the oldest rounds go.
+    // 70,000 tokens of rounds against a 64,000 window: the provider rejects the summary
+    // request ("prompt is too long: N tokens > 64000 maximum") and the oldest rounds go.
     let mut messages = vec![sys(), Message::user("start")];
     for i in 0..7 {
         messages.push(Message::tool_call(format!("c{i}"), "bash", json!({"command": "cargo test"})));
         messages.push(result(&format!("c{i}"), "bash", filler(&format!("log{i}"), 10_000)));
     }
-    let mut h = Harness::new(messages, small());
+    let mut h = Harness::new(messages.clone(), small());
+    h.summarizer = FakeSummarizer::new(FakeMode::Window(64_000));
     assert_eq!(h.decide(&v2168(), Moment::Overflow), Decision::compact("reactive"));
     let cp = h.step(&v2168(), Moment::Overflow).unwrap().remove(0);
     assert_eq!(cp.details["trigger"], json!("reactive"));
     assert_eq!(cp.details["ptl_retries"], json!(1));
     assert_eq!((cp.summarizer.calls, cp.summarizer.failures), (2, 1), "the rejected attempt is counted");
     let reqs = h.summarizer.requests();
-    assert_eq!(reqs.len(), 1, "the simulated rejection never reaches the summarizer");
-    assert!(!reqs[0].transcript.contains("start") && !reqs[0].transcript.contains("log0 x"), "gap of ~6,600 covered by two rounds");
-    assert!(reqs[0].transcript.contains("log1 x") && reqs[0].transcript.starts_with(&format!(r#"{{"role":"user","content":[{{"type":"text","text":"{RETRY_MARKER}"#)));
+    assert_eq!(reqs.len(), 2);
+    assert!(reqs[0].transcript.contains("start"));
+    assert!(!reqs[1].transcript.contains("start") && !reqs[1].transcript.contains("log0 x"), "the gap covered by two rounds");
+    assert!(reqs[1].transcript.contains("log1 x") && reqs[1].transcript.starts_with(&format!(r#"{{"role":"user","content":[{{"type":"text","text":"{RETRY_MARKER}"#)));
+
+    // Claude Code does not size the request itself: one the provider takes goes out whole,
+    // even when its own estimate is over the window.
+    let mut h = Harness::new(messages, small());
+    let cp = h.step(&v2168(), Moment::Overflow).unwrap().remove(0);
+    assert_eq!(cp.details["ptl_retries"], json!(0));
+    assert_eq!((cp.summarizer.calls, cp.summarizer.failures), (1, 0));
+    assert!(h.summarizer.requests()[0].transcript.contains("log0 x"));
 }
 
 #[test]

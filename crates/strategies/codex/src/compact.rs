@@ -130,40 +130,29 @@ fn local(
     cx: &mut Cx<'_>,
 ) -> Result<Outcome, Error> {
     let prompt = config.compact_prompt();
-    let prompt_tokens = text_tokens(prompt);
-    let window = cx.model.window;
 
     let mut request_items = history_items(&history);
     let mut usage = SummarizerUsage::default();
     let mut trimmed = 0usize;
     let mut retries = 0u32;
     let summary = loop {
-        // The request carries the history items plus the prompt item.
+        // The request carries the history items plus the prompt item. Codex sends it whatever
+        // its size: only the provider's `ContextWindowExceeded` makes it trim.
         let turn_input_len = request_items.len() + 1;
-        // Offline summarizers accept any size, so the provider's rejection of a request
-        // larger than the window is simulated, counting the request's content by bytes / 4.
-        let estimate =
-            text_tokens(&base) + request_items.iter().map(Item::content_tokens).sum::<u64>() + prompt_tokens;
-        let attempt = if window > 0 && estimate > window {
-            usage.add(SummarizerUsage { calls: 1, failures: 1, ..SummarizerUsage::default() });
-            Err(Error::new(ErrorKind::Other, "context_length_exceeded: compaction request exceeds the context window"))
-        } else {
-            let request = SummaryRequest {
-                purpose: "compact".into(),
-                // spec (d): the full in-memory history with base_instructions, plus one user message with the prompt.
-                context: SummaryContext::Prefix,
-                system: base.clone(),
-                transcript: transcript(&request_items),
-                instructions: prompt.to_owned(),
-                max_output_tokens: cx.model.max_output,
-            };
-            let result = cx.summarizer.summarize(&request);
-            usage.add(match &result {
-                Ok(s) => SummarizerUsage { calls: 1, failures: 0, input_tokens: s.input_tokens, output_tokens: s.output_tokens },
-                Err(_) => SummarizerUsage { calls: 1, failures: 1, ..SummarizerUsage::default() },
-            });
-            result
+        let request = SummaryRequest {
+            purpose: "compact".into(),
+            // spec (d): the full in-memory history with base_instructions, plus one user message with the prompt.
+            context: SummaryContext::Prefix,
+            system: base.clone(),
+            transcript: transcript(&request_items),
+            instructions: prompt.to_owned(),
+            max_output_tokens: cx.model.max_output,
         };
+        let attempt = cx.summarizer.summarize(&request);
+        usage.add(match &attempt {
+            Ok(s) => SummarizerUsage { calls: 1, failures: 0, input_tokens: s.input_tokens, output_tokens: s.output_tokens },
+            Err(_) => SummarizerUsage { calls: 1, failures: 1, ..SummarizerUsage::default() },
+        });
         match attempt {
             // A cut-off reply (`StopReason::Length`) is used as it is: Codex takes the last
             // assistant message of the turn without looking at why it ended.

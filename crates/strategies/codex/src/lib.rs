@@ -66,11 +66,11 @@
 //! (summary of summary) and carries the accumulated user messages under the same cap.
 //!
 //! # Failures
-//! A context-window rejection of the compaction request (an error naming
-//! `context_length_exceeded` or of kind `ContextOverflow`, or, simulated, a request whose
-//! content exceeds the window)
-//! drops the oldest history item (and its call or output partner) and retries; with only the
-//! prompt left it fails. Other summarizer errors are retried up to `stream_max_retries` (5)
+//! A context-window rejection of the compaction request (an error of kind `ContextOverflow`,
+//! the runner's provider refusing a request larger than the window, or one naming
+//! `context_length_exceeded`) drops the oldest history item (and its call or output partner)
+//! and retries; with only the prompt left it fails. Like Codex, the crate sends the request
+//! whatever its own estimate says: only the provider's rejection trims. Other summarizer errors are retried up to `stream_max_retries` (5)
 //! times, then the compaction fails. Failures leave the log unchanged.
 //!
 //! # Token estimator
@@ -100,10 +100,6 @@
 //! # Deviations
 //! - Deliberate: the model-downshift site (`maybe_run_previous_model_inline_compact`) is not
 //!   reproduced; a replayed session keeps one model.
-//! - Deliberate: the provider's context-window rejection of the compaction request is simulated
-//!   (offline summarizers never reject): the request is rejected when its content (texts, call
-//!   arguments, outputs, base instructions and prompt, without JSON syntax) by `ceil(bytes / 4)`
-//!   exceeds the window. A real `context_length_exceeded` error is recognised as well.
 //! - Deliberate: initial context is copied from the log's prelude (Codex rebuilds it from its
 //!   settings, which a replay does not have); later `<environment_context>` updates are dropped
 //!   at compaction as in Codex.

@@ -484,15 +484,17 @@ fn twelve_items() -> Vec<Message> {
 #[test]
 fn case_10_summarizer_overflow_drops_the_oldest_item_and_retries() {
     let s = local();
-    // The provider rejects the request (simulated from Codex's estimate: it exceeds the
-    // 5,000-token window); without the oldest item it fits.
+    // A provider with a 5,000-token window rejects the request (~10,000 tokens); without the
+    // oldest item it fits.
     let mut h = Harness::new(twelve_items(), model(5_000, 1_000));
+    h.summarizer = FakeSummarizer::new(FakeMode::Window(5_000));
     let cp = compact(&mut h, &s, Moment::TurnEnd);
     let requests = h.summarizer.requests();
-    assert_eq!(requests.len(), 1, "the rejected attempt never reached the summarizer");
-    assert_eq!(requests[0].transcript.lines().count(), 10, "11 items minus the oldest");
-    assert!(!requests[0].transcript.contains("U1 "));
-    assert!(requests[0].transcript.starts_with(r#"{"type":"message","role":"assistant""#));
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].transcript.lines().count(), 11);
+    assert_eq!(requests[1].transcript.lines().count(), 10, "11 items minus the oldest");
+    assert!(!requests[1].transcript.contains("U1 "));
+    assert!(requests[1].transcript.starts_with(r#"{"type":"message","role":"assistant""#));
     assert_eq!((cp.summarizer.calls, cp.summarizer.failures), (2, 1));
     assert_eq!(details(&h.log).trimmed_items, 1);
     // User messages are still collected from the whole history.
@@ -515,11 +517,26 @@ fn case_10_summarizer_overflow_drops_the_oldest_item_and_retries() {
     let mut messages = twelve_items();
     messages[0] = Message::system("b".repeat(40_000));
     let mut h = Harness::new(messages, model(5_000, 1_000));
+    h.summarizer = FakeSummarizer::new(FakeMode::Window(5_000));
     let before = h.log.clone();
     let err = h.compact(&s, Moment::TurnEnd).unwrap_err();
-    assert!(err.message.contains("context window exceeded"), "{err}");
-    assert!(h.summarizer.requests().is_empty());
+    assert!(err.message.contains("context window exceeded while compacting, nothing left to trim"), "{err}");
+    let sizes: Vec<usize> = h.summarizer.requests().iter().map(|r| r.transcript.lines().count()).collect();
+    assert_eq!(sizes, [11, 10, 9, 8, 6, 5, 4, 3, 2, 1, 0], "oldest first, a call with its output, then the prompt alone");
     assert_eq!(h.log, before);
+}
+
+/// Codex sends the compaction request whatever its own estimate says: a request its bytes / 4
+/// puts over the window, which the provider accepts, is summarized whole.
+#[test]
+fn only_the_provider_rejects_the_compaction_request() {
+    let mut h = Harness::new(twelve_items(), model(5_000, 1_000));
+    let cp = compact(&mut h, &local(), Moment::TurnEnd);
+    let requests = h.summarizer.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].transcript.lines().count(), 11, "every item, the oldest one too");
+    assert_eq!((cp.summarizer.calls, cp.summarizer.failures), (1, 0));
+    assert_eq!(details(&h.log).trimmed_items, 0);
 }
 
 #[test]

@@ -16,7 +16,6 @@ use crate::prompt::{
     compaction_system, failure_message, threshold_notice, Continuation, COMPLETE_NOTICE, LADDER_EXHAUSTED, SUMMARY_ASK,
     THINKING_NOTICE,
 };
-use crate::tokens::chat_tokens;
 
 /// Why a full compaction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,9 +116,8 @@ struct Summarized {
 }
 
 /// `do_compact`: the summary call over the agent-visible messages, retried down the removal
-/// ladder while the call is too large for the model: when Goose's own count of it
-/// (`count_chat_tokens(system, [user])`) exceeds the model's window (the call is not sent), or
-/// when the provider answers `ContextLengthExceeded` (the runner's `ContextOverflow`).
+/// ladder while the provider answers `ContextLengthExceeded` (the runner's `ContextOverflow`:
+/// the call was larger than the window). Goose sends each rung without counting it first.
 fn do_compact(visible: &[&GooseMessage<'_>], cx: &Cx<'_>) -> Result<Summarized, Error> {
     let (read_files, modified_files) = extract_file_history(visible);
     let system = compaction_system(&read_files, &modified_files);
@@ -137,14 +135,9 @@ fn do_compact(visible: &[&GooseMessage<'_>], cx: &Cx<'_>) -> Result<Summarized, 
             // `complete_fast` sets no output cap: the model's own maximum applies.
             max_output_tokens: cx.model.max_output,
         };
-        if chat_tokens(&request.system, &request.user_message()) > cx.model.window {
-            // The provider would reject the call: one failed call, then the next rung.
-            usage.add(SummarizerUsage { calls: 1, failures: 1, input_tokens: 0, output_tokens: 0 });
-            continue;
-        }
-        // The provider's `ContextLengthExceeded` (its count above Goose's): the next rung. Any
-        // other error ends the compaction at once; a summary cut off at the output cap is used
-        // as it is (Goose checks neither).
+        // The provider's `ContextLengthExceeded`: the next rung. Any other error ends the
+        // compaction at once; a summary cut off at the output cap is used as it is (Goose
+        // checks neither).
         let summary = match cx.summarizer.summarize(&request) {
             Ok(summary) => summary,
             Err(e) if e.kind == ErrorKind::ContextOverflow => {

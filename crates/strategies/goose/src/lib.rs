@@ -44,9 +44,10 @@
 //!   summary; an old summary can even be picked as the "user message" to repeat).
 //! - **Summary call**: system prompt = the paraphrased `compaction.md` with the file lists
 //!   (`extract_file_history`); the history, one `[user]: …` / `[assistant]: …` group per
-//!   message, reasoning dropped. If the call is too large for the model, 10 %, 20 %, 50 %,
-//!   100 % of the tool-response messages are left out, middle first; after that the
-//!   compaction fails. Any other summarizer error fails it at once (log unchanged).
+//!   message, reasoning dropped. If the provider refuses the call as too large
+//!   (`ContextLengthExceeded`, the runner's `ContextOverflow`), 10 %, 20 %, 50 %, 100 % of the
+//!   tool-response messages are left out, middle first; after that the compaction fails. Any
+//!   other summarizer error fails it at once (log unchanged).
 //! - **Tool pairs** (`GOOSE_TOOL_PAIR_SUMMARIZATION`, on): before a request without a full
 //!   compaction, when more than `cutoff + 10` agent-visible tool calls lie outside the
 //!   current turn (`cutoff = clamp(3 * int(window * threshold) / 20,000, 10, 500)`), the oldest
@@ -97,9 +98,6 @@
 //!   assistant message also carried text, are not repaired; validators record what breaks.
 //!
 //! # Deviations
-//! - Deliberate: the summary call "overflows" when Goose's own count of it exceeds the model
-//!   window, because the seam's summarizer cannot answer `ContextLengthExceeded`; each rejected
-//!   rung counts as one failed summarizer call with no tokens.
 //! - Deliberate: Goose renders the history inside the system prompt and sends a one-line user
 //!   message; here the history is the request's transcript (the start of the user message) and
 //!   the system prompt holds the rest of the rendered template. Same text, split so the

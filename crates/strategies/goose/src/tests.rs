@@ -297,25 +297,35 @@ fn latest_user_message_last_gets_the_conversation_text() {
 
 #[test]
 fn case_07_progressive_removal_when_the_summary_call_overflows() {
-    // Ten pairs with 1,000-token responses; a window of 4,000 takes the summary call only
-    // once every tool response is left out (10, 9, 8 and 5 responses overflow).
+    // Ten pairs with 1,000-token responses; a provider with a window of 4,000 takes the
+    // summary call only once every tool response is left out (10, 9, 8 and 5 responses
+    // overflow).
     let mut log = vec![Message::user("start")];
     for i in 0..10 {
         log.push(call(&format!("tool_{i}"), "read_file", &format!("f{i}")));
         log.push(result(&format!("tool_{i}"), "read_file", &filler(&format!("response{i}"), 1_000)));
     }
-    let mut h = Harness::new(log, model(4_000, 1_000));
+    let mut h = Harness::new(log.clone(), model(4_000, 1_000));
+    h.summarizer = FakeSummarizer::new(FakeMode::Window(4_000));
     let before = h.log.clone();
     let cps = h.compact(&goose(), Moment::Overflow).expect("succeeds at the 100 % step");
     let cp = only(&cps);
     assert_eq!(details(cp, "removed_percent"), 100);
     assert_eq!((cp.summarizer.calls, cp.summarizer.failures), (5, 4));
     let requests = h.summarizer.requests();
-    assert_eq!(requests.len(), 1, "rejected rungs never reach the summarizer");
-    assert!(!requests[0].transcript.contains("tool_response:"));
-    assert_eq!(requests[0].transcript.matches("tool_request(read_file)").count(), 10);
+    let responses: Vec<usize> = requests.iter().map(|r| r.transcript.matches("tool_response:").count()).collect();
+    assert_eq!(responses, [10, 9, 8, 5, 0]);
+    assert_eq!(requests[4].transcript.matches("tool_request(read_file)").count(), 10);
     // History is untouched: every original is still in the log.
     assert!(before.entries().zip(h.log.entries()).all(|(a, b)| a == b));
+
+    // Goose does not count the call first: one the provider takes goes out whole, whatever
+    // the model's window says.
+    let mut h = Harness::new(log, model(4_000, 1_000));
+    let cp = only(&h.compact(&goose(), Moment::Overflow).unwrap()).clone();
+    assert_eq!(details(&cp, "removed_percent"), 0);
+    assert_eq!((cp.summarizer.calls, cp.summarizer.failures), (1, 0));
+    assert_eq!(h.summarizer.requests()[0].transcript.matches("tool_response:").count(), 10);
 }
 
 #[test]
@@ -324,11 +334,12 @@ fn removal_ladder_exhausted_fails_and_leaves_the_log() {
     log.push(call("t", "read_file", "f"));
     log.push(result("t", "read_file", "r"));
     let mut h = Harness::new(log, model(4_000, 1_000));
+    h.summarizer = FakeSummarizer::new(FakeMode::Window(4_000));
     let len = h.log.len();
     let err = h.compact(&goose(), Moment::Overflow).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Other);
     assert!(err.message.contains("after removing every tool response"), "{}", err.message);
-    assert!(h.summarizer.requests().is_empty());
+    assert_eq!(h.summarizer.requests().len(), 5, "one refused call per rung");
     assert_eq!(h.log.len(), len);
 }
 

@@ -47,12 +47,6 @@ pub(crate) fn estimate(messages: &[GooseMessage<'_>]) -> u64 {
     messages.iter().filter(|m| m.visible).map(|m| message_tokens(m) + REPLY_PRIMER_TOKENS).sum()
 }
 
-/// `count_chat_tokens(system, [user], [])`: a summary call's size.
-pub(crate) fn chat_tokens(system: &str, user: &str) -> u64 {
-    let system = if system.is_empty() { 0 } else { count(system) + TOKENS_PER_MESSAGE };
-    system + TOKENS_PER_MESSAGE + count(user) + REPLY_PRIMER_TOKENS
-}
-
 /// `session.total_tokens`: the provider-reported total of the newest model response, or
 /// after a compaction the summary's output tokens (`update_session_metrics` with
 /// `is_compaction_usage`), whichever came last. `None` before either exists.

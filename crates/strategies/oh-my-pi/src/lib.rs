@@ -98,7 +98,9 @@
 //!   most the budget unless the newest group alone exceeds it (**not** Pi's rule, contrary to
 //!   the spec's (c)); nothing to summarize → no preparation. History is summarized (cap
 //!   `min(0.8 × reserve, 16384)` = 13,107) as a fold over input windows of
-//!   `max(minIn, 0.8 × window − cap − 16384)` tokens when it does not fit one call; a split
+//!   `max(minIn, 0.8 × window − cap − 16384)` tokens when it does not fit one call (a window
+//!   the provider refuses as too long is planned again at half of what it sent, down to
+//!   `minIn`, then the refusal fails the method); a split
 //!   turn's prefix separately (cap 8,192) merged after the literal
 //!   `\n\n---\n\n**Turn Context (split turn):**\n\n`; with no new messages the previous
 //!   summary is reused unchanged. Then a **short-summary call** (cap 512) over the kept tail
@@ -157,9 +159,9 @@
 //!   the branch the preparation reads (cut point, keep budget, short summary) nor in the
 //!   handoff context.
 //! - Deliberate: past the byte bound the original counts summarizer input exactly; we use the
-//!   byte heuristic there too. A context-overflow error of the summarizer is not retried with
-//!   halved windows (our errors carry no such kind). The `prompt.render` line normalisation of
-//!   the wrappers is not reproduced.
+//!   byte heuristic there too (also for the size of a refused window, which a context-overflow
+//!   error halves and plans again, as `generateSummary` does). The `prompt.render` line
+//!   normalisation of the wrappers is not reproduced.
 //! - Deliberate: the split-turn history and prefix calls run one after the other (the original
 //!   runs them in parallel; the first failure fails the method either way).
 //! - Deliberate: a pass whose last method fails after an earlier step rewrote history returns

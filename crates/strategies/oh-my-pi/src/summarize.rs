@@ -6,8 +6,10 @@
 //!
 //! Prompt texts are our paraphrases; headings, tags and markers are oh-my-pi's literals.
 
+use std::collections::VecDeque;
+
 use compactbench_core::estimate::utf16_len;
-use compactbench_core::{Error, Message, Part, Role, Summarizer, SummarizerUsage, SummaryContext, SummaryRequest};
+use compactbench_core::{Error, ErrorKind, Message, Part, Role, Summarizer, SummarizerUsage, SummaryContext, SummaryRequest};
 use serde_json::{json, Value};
 
 use crate::branch::{result_units, summary_text, Ctx, Item, Work};
@@ -397,13 +399,19 @@ impl<'s> Calls<'s> {
         cap(0.8, self.reserve, MAX_SUMMARY_TOKENS)
     }
 
+    /// `minSummaryInputTokens`: `min(16384, max(1024, floor(window / 8)))`, the smallest window
+    /// worth planning; below it overflow recovery gives up.
+    fn min_input(&self) -> u64 {
+        let window = if self.window > 0 { self.window } else { DEFAULT_SUMMARY_INPUT_WINDOW };
+        MIN_SUMMARY_INPUT_TOKENS.min((window / 8).max(1024))
+    }
+
     /// `summaryInputBudgetTokens`: `max(minIn, floor(0.8 × window) − cap − 16384)`.
     pub(crate) fn input_budget(&self) -> u64 {
         let window = if self.window > 0 { self.window } else { DEFAULT_SUMMARY_INPUT_WINDOW };
-        let min_in = MIN_SUMMARY_INPUT_TOKENS.min((window / 8).max(1024));
         let budget =
             (window as f64 * 0.8).floor() as i128 - i128::from(self.summary_cap()) - i128::from(MAX_SUMMARY_TOKENS);
-        (budget.max(0) as u64).max(min_in)
+        (budget.max(0) as u64).max(self.min_input())
     }
 
     /// The request of one `generateSummary` window.
@@ -432,18 +440,36 @@ impl<'s> Calls<'s> {
     /// `generateSummary`: one call when the serialized conversation fits the input budget;
     /// otherwise a fold over consecutive message windows, each updating the summary carried
     /// out of the previous one. A single message larger than the budget is cut to
-    /// `max(1024, floor(chars × budget × 0.95 / tokens))` characters plus the marker.
+    /// `max(1024, floor(chars × budget × 0.95 / tokens))` characters plus the marker. A window
+    /// the provider refuses as too long ([`ErrorKind::ContextOverflow`]) is planned again at
+    /// half of what it sent (or of its budget, if smaller) and folded in those smaller windows;
+    /// below `minSummaryInputTokens` the refusal fails the compaction, as any other error does.
     pub(crate) fn generate_summary(&mut self, messages: &[&Message], previous: Option<&str>) -> Result<String, Error> {
         let budget = self.input_budget();
         let whole = serialize(messages);
-        let windows: Vec<Vec<&Message>> =
+        let planned: Vec<Vec<&Message>> =
             if fits(&whole, budget) { vec![messages.to_vec()] } else { plan_windows(messages, budget) };
+        // Pending windows, first one next, each with the budget it was planned for.
+        let mut pending: VecDeque<(Vec<&Message>, u64)> = planned.into_iter().map(|w| (w, budget)).collect();
         let mut carried = previous.map(str::to_owned);
-        for window in windows {
+        while let Some((window, budget)) = pending.pop_front() {
             let text = serialize(&window);
-            let text = if fits(&text, budget) { text } else { clamp_to_budget(&text, budget) };
-            let request = self.summary_request(&text, carried.as_deref());
-            carried = Some(self.call(&request, "Summarization failed")?);
+            let clamped = (!fits(&text, budget)).then(|| clamp_to_budget(&text, budget));
+            let request = self.summary_request(clamped.as_deref().unwrap_or(&text), carried.as_deref());
+            match self.call(&request, "Summarization failed") {
+                Ok(summary) => carried = Some(summary),
+                Err(e) => {
+                    // Halve what was sent, not the budget it was planned against: the
+                    // rejection shows the plan overstated what the provider accepts.
+                    let halved = budget.min(count_text(&text)) / 2;
+                    if e.kind != ErrorKind::ContextOverflow || halved < self.min_input() {
+                        return Err(e);
+                    }
+                    for w in plan_windows(&window, halved).into_iter().rev() {
+                        pending.push_front((w, halved));
+                    }
+                }
+            }
         }
         Ok(carried.unwrap_or_default())
     }

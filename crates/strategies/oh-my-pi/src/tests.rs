@@ -771,6 +771,54 @@ fn failures_fall_through_to_the_last_method() {
     assert_eq!(err.message, "Context overflow recovery failed: Summarization failed: fake summarizer failure");
 }
 
+/// A summary call the provider refuses as too long (`generateSummary`'s catch): the window is
+/// planned again at half of what it sent and folded in those smaller windows, each carrying
+/// the previous one's summary; once half would fall below `minSummaryInputTokens` (16,384
+/// at a 200,000 window) the refusal fails the compaction.
+#[test]
+fn refused_summary_call_is_halved_and_folded() {
+    let session = |mode: FakeMode| {
+        let mut s = Session::with(200_000, mode);
+        for (u, a) in [("u1", "a1"), ("u2", "a2"), ("u3", "a3")] {
+            s.push(u, user(u, 100));
+            s.push(a, reply(a, 30_000, None));
+        }
+        // The cut falls inside this turn: its prompt goes to the turn-prefix call.
+        s.push("u4", user("u4", 30_000));
+        s.push("a4", reply("a4", 100, Some(175_000)));
+        s
+    };
+    let strategy = OhMyPiStrategy::new(order(&["soft"]));
+    // ~90,000 tokens fit the input budget (130,509) in one call, which a 60,000-token provider
+    // refuses; half of what it sent (~45,000) holds one exchange per window.
+    let mut s = session(FakeMode::Window(60_000));
+    let cps = s.h.compact(&strategy, Moment::TurnEnd).expect("the halved windows fit");
+    assert_eq!(cps[0].kind, CheckpointKind::Summary);
+    let requests = s.h.summarizer.requests();
+    let purposes: Vec<&str> = requests.iter().map(|r| r.purpose.as_str()).collect();
+    assert_eq!(purposes, ["history", "history", "history", "history", "turn-prefix", "short-summary"]);
+    // The messages each history call holds: the whole span, then windows packed up to half
+    // of what it sent (~45,000 tokens).
+    let held = |r: &compactbench_core::SummaryRequest| -> Vec<&str> {
+        let said = |role: &str, name: &str| r.transcript.contains(&format!("[{role}]: {name}"));
+        ["u1", "a1", "u2", "a2", "u3", "a3"].into_iter().filter(|n| said("User", n) || said("Assistant", n)).collect()
+    };
+    let windows: Vec<Vec<&str>> = requests[..4].iter().map(held).collect();
+    assert_eq!(windows, [vec!["u1", "a1", "u2", "a2", "u3", "a3"], vec!["u1", "a1", "u2"], vec!["a2", "u3"], vec!["a3"]]);
+    assert!(!requests[1].transcript.contains("<previous-summary>"));
+    assert!(requests[2].transcript.contains("<previous-summary>\nSUMMARY 2 of history"));
+    assert!(cps[0].details["summary"].as_str().unwrap().starts_with("SUMMARY 4 of history"));
+    assert_eq!((cps[0].summarizer.calls, cps[0].summarizer.failures), (6, 1));
+
+    // At 10,000 tokens the first exchange (~30,000) is refused too, and half of it is below
+    // 16,384: the refusal is the compaction's error.
+    let mut s = session(FakeMode::Window(10_000));
+    let err = s.h.compact(&strategy, Moment::TurnEnd).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::ContextOverflow);
+    assert!(err.message.starts_with("Auto-compaction failed: Summarization failed: prompt is too long"), "{}", err.message);
+    assert_eq!(s.h.summarizer.requests().len(), 2);
+}
+
 #[test]
 fn empty_handoff_falls_through() {
     let strategy = OhMyPiStrategy::new(order(&["handoff", "soft"]));
