@@ -30,7 +30,7 @@
 //! serialized. The new view is a user message `Context summary:` + summary (a `## Files` list
 //! appended when the model wrote none) followed by the kept messages verbatim.
 //! Manual `/compact` always compacts, with a target of half the messages' estimate (at most
-//! the trigger's message budget).
+//! the trigger's message budget); text typed after the command is not used.
 //!
 //! # Deviations
 //! - Message ids, timestamps, model info and metrics the runtime stores on each message (and
