@@ -213,7 +213,7 @@ fn every_strategy_passes_manual_instructions_as_its_original_does() {
     let expected = |id: &str| -> Expect {
         match (id.split('/').next().unwrap_or(id), id) {
             (_, "claude-code/api-context-management" | "amp/compaction") => NoCommand,
-            (_, "kimi-cli/k1") => Dropped,
+            (_, "kimi-cli/k1" | "cline/sdk") => Dropped,
             ("pi" | "oh-my-pi", _) => InPrompt(focus.clone()),
             ("claude-code", _) => InPrompt(format!("\n\nAdditional Instructions:\n{TYPED}")),
             ("kimi-cli", _) => InPrompt(format!("It takes precedence over the default priorities above:\n{TYPED}")),

@@ -13,11 +13,13 @@ pub enum Kind {
     BlackBox,
 }
 
-/// One check of a harness's crate: its kind and the original it runs (package and version).
+/// One check of a harness's crate: its kind, the original it runs (package and version) and the
+/// strategy it checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Check {
     pub kind: Kind,
     pub original: &'static str,
+    pub strategy: &'static str,
 }
 
 impl Kind {
@@ -35,10 +37,6 @@ pub const UNCHECKED: &[(&str, &str)] = &[
     ("amp", "closed source; no runnable client here"),
     ("antigravity", "closed source; no runnable client here"),
     ("cursor", "closed source; no runnable client here"),
-    (
-        "cline",
-        "the classic ContextManager our crate follows ships in no registry package (npm `cline` runs the newer SDK compaction), and fetched source is not committed here",
-    ),
     ("goose", "no registry package, and fetched source is not committed here"),
     ("opencode-v2", "no package ships core V2: the newest opencode-ai release here (1.18.33) runs V1"),
 ];
@@ -50,19 +48,24 @@ pub fn harness_of(strategy: &str) -> &str {
 
 /// The checks of `harness`'s crate (a harness id as [`harness_of`] gives it), in report order.
 pub fn checks_of(harness: &str) -> Vec<Check> {
-    let library = ORIGINALS.iter().filter(|o| harness_of(o.strategy) == harness).map(|o| Check { kind: Kind::Library, original: o.name });
-    let black_box = HARNESSES.iter().filter(|h| harness_of(h.strategy) == harness).map(|h| Check { kind: Kind::BlackBox, original: h.name });
+    let library =
+        ORIGINALS.iter().filter(|o| harness_of(o.strategy) == harness).map(|o| Check { kind: Kind::Library, original: o.name, strategy: o.strategy });
+    let black_box =
+        HARNESSES.iter().filter(|h| harness_of(h.strategy) == harness).map(|h| Check { kind: Kind::BlackBox, original: h.name, strategy: h.strategy });
     library.chain(black_box).collect()
 }
 
 /// What `list` and the report say about `strategy`'s check: its harness's checks, or why it has
-/// none (`None` for a baseline, which has no original).
+/// none (`None` for a baseline, which has no original). When no check runs the harness's default
+/// strategy (Cline: only `cline/sdk` has a published original), each names the variant it checks.
 pub fn describe(strategy: &str) -> Option<String> {
     let harness = harness_of(strategy);
     let checks = checks_of(harness);
     if !checks.is_empty() {
+        let default_checked = checks.iter().any(|c| c.strategy == harness);
+        let name = |c: &Check| if default_checked { c.original.to_owned() } else { format!("{} (checks {})", c.original, c.strategy) };
         let of_kind = |kind: Kind| {
-            let originals: Vec<&str> = checks.iter().filter(|c| c.kind == kind).map(|c| c.original).collect();
+            let originals: Vec<String> = checks.iter().filter(|c| c.kind == kind).map(name).collect();
             (!originals.is_empty()).then(|| format!("{}: {}", kind.label(), originals.join(", ")))
         };
         return Some([Kind::Library, Kind::BlackBox].into_iter().filter_map(of_kind).collect::<Vec<_>>().join("; "));
@@ -95,7 +98,7 @@ mod tests {
             assert!(harnesses.iter().any(|h| h == u), "{u} is no harness of the registry");
         }
         let checked = harnesses.iter().filter(|h| !checks_of(h).is_empty()).count();
-        assert_eq!((harnesses.len(), checked), (17, 11), "harnesses, and those with a differential check");
+        assert_eq!((harnesses.len(), checked), (17, 12), "harnesses, and those with a differential check");
     }
 
     #[test]
@@ -104,6 +107,9 @@ mod tests {
         assert!(describe("pi").unwrap().starts_with("library functions: @earendil-works/pi-coding-agent 1.6.0, "), "{:?}", describe("pi"));
         assert!(describe("claude-code/v2.1.68").unwrap().starts_with("black box: @anthropic-ai/claude-code"));
         assert_eq!(describe("cursor").as_deref(), Some("none (closed source; no runnable client here)"));
+        // Cline's default follows the classic ContextManager; only its SDK variant is checked.
+        assert_eq!(describe("cline").as_deref(), Some("library functions: @cline/core 0.0.86 (checks cline/sdk)"));
+        assert_eq!(describe("cline/sdk"), describe("cline"));
         assert_eq!(describe("none"), None);
     }
 }

@@ -5,6 +5,7 @@ use compactbench_core::Moment;
 use crate::{Case, Export};
 
 mod aider;
+mod cline;
 mod deep_agents;
 mod deepseek_harness;
 mod gemini_cli;
@@ -62,6 +63,20 @@ const DEEPSEEK_HARNESS: Install = Install::Npm(&[
 
 /// Every original, in report order.
 pub const ORIGINALS: &[Original] = &[
+    Original {
+        name: "@cline/core 0.0.86",
+        dir: "cline-core-0.0.86",
+        // Today's Cline (the CLI `cline` 3.0.65 runs this package); the crate's default follows
+        // the classic ContextManager, which ships in no package.
+        strategy: "cline/sdk",
+        install: Install::Npm(&["@cline/core@0.0.86"]),
+        driver: "fidelity/cline/driver.mjs",
+        args: &[],
+        // The `prepareTurn` hook runs before every model request.
+        moment: Moment::BeforeRequest,
+        export: cline::export,
+        history: false,
+    },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0",
         dir: "pi-1.6.0",

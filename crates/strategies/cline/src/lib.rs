@@ -67,10 +67,13 @@
 //! argument (unless the result text already starts with one), counted in the savings test and
 //! taken off again when a fold edit is shown. Other tool names are not file reads to the fold.
 //!
+//! Variant `cline/sdk` (module `sdk`, its own docs): today's Cline, the `prepareTurn` hook of the
+//! published `@cline/core` 0.0.86 (what the CLI `cline` 3.0.65 runs), agentic strategy with its
+//! own chars/3 estimator; a different algorithm from the classic one above.
+//!
 //! # Deviations
-//! - Only the classic generation is here. The SDK's `prepareTurn` compaction (spec part 2,
-//!   `basic` / `agentic`, chars/3 estimates, the session sidecar) is a different algorithm and
-//!   was not asked for in this crate.
+//! - The classic generation stays the default (`cline`); the SDK's `basic` strategy and its
+//!   session sidecar are not reproduced (see `sdk`).
 //! - Environment details, mention expansion, rules files and the "Context Window Usage" block
 //!   are not modelled: our log has no workspace (deliberate; they are not compaction).
 //! - Manual `/compact` and `/smol` ([`Moment::Manual`]) are skipped (deliberate): in Cline the
@@ -106,6 +109,7 @@ mod fold;
 mod history;
 mod repair;
 mod replay;
+mod sdk;
 mod state;
 mod task;
 mod trigger;
@@ -117,6 +121,8 @@ mod tests;
 use std::collections::HashMap;
 
 use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window, default_projection};
+
+pub use crate::sdk::{SdkConfig, SdkStrategy};
 
 use crate::history::{speakers, Src};
 use crate::replay::ClineReplay;
@@ -389,9 +395,9 @@ pub fn strategy() -> Box<dyn Strategy> {
     Box::new(ClineStrategy::new(ClineConfig::default()))
 }
 
-/// Every configuration to report: the default first, then `cline/auto-condense`.
+/// Every configuration to report: the default first, then `cline/auto-condense` and `cline/sdk`.
 pub fn variants() -> Vec<Box<dyn Strategy>> {
-    vec![strategy(), Box::new(ClineStrategy::new(ClineConfig { use_auto_condense: true, ..ClineConfig::default() }))]
+    vec![strategy(), Box::new(ClineStrategy::new(ClineConfig { use_auto_condense: true, ..ClineConfig::default() })), sdk::strategy()]
 }
 
 impl Strategy for ClineStrategy {

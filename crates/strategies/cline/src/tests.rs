@@ -545,7 +545,7 @@ fn auto_condense_failure_leaves_the_log_alone() {
 #[test]
 fn variants_are_default_first_with_distinct_ids() {
     let ids: Vec<String> = crate::variants().iter().map(|v| v.info().id.clone()).collect();
-    assert_eq!(ids, ["cline", "cline/auto-condense"]);
+    assert_eq!(ids, ["cline", "cline/auto-condense", "cline/sdk"]);
     assert_eq!(crate::strategy().info().id, "cline");
 }
 

@@ -1,0 +1,93 @@
+//! Exporter: our log as the request `@cline/core`'s `prepareTurn` hook receives before a model
+//! call (checks `cline/sdk`). The session is an object:
+//! - `systemPrompt`: the leading system messages, joined by a blank line;
+//! - `messages`: one SDK message (`MessageWithMetadata`, as the runtime's `toMessageWithMetadata`
+//!   writes it, without the ids, timestamps and metrics our log does not hold) per log message
+//!   after them: assistant messages are `assistant`, every other role `user` (tool results are
+//!   user messages of `tool_result` blocks, as the agent runtime stores them). Blocks: `text`,
+//!   `thinking`, `tool_use` (`id`, `name`, `input`), `tool_result` (`tool_use_id`, `name`, text
+//!   `content`, `is_error`), `image` (empty data, the MIME type);
+//! - `previousRequestInputTokens`: the provider's input count (uncached + cache reads) of the
+//!   newest reply with usage since the newest user message, the runtime's
+//!   `lastRequestInputTokens` (reset when a run starts); null when there is none.
+//!
+//! Checkpoints are refused: our cases are cut from fresh replays only (`history: false`).
+
+use compactbench_core::{Entry, EntryId, Part, Role};
+use serde_json::{json, Value};
+
+use crate::{Case, Export};
+
+pub(crate) fn export(case: &Case) -> Result<Export, String> {
+    let mut system = Vec::new();
+    let mut messages = Vec::new();
+    let mut ids: Vec<EntryId> = Vec::new();
+    for (id, entry) in case.log.entries() {
+        let Entry::Message(m) = entry else { return Err("checkpoints of ours are not exported to the SDK's compaction state".into()) };
+        if messages.is_empty() && m.role == Role::System {
+            system.push(m.text());
+            continue;
+        }
+        let content: Vec<Value> = m.parts.iter().map(block).collect();
+        let role = if m.role == Role::Assistant { "assistant" } else { "user" };
+        messages.push(json!({ "role": role, "content": content }));
+        ids.push(id);
+    }
+    let mut previous = Value::Null;
+    for (_, m) in case.log.messages().rev() {
+        if m.role == Role::User {
+            break;
+        }
+        if let Some(u) = m.usage.filter(|u| m.role == Role::Assistant && u.total() > 0) {
+            previous = json!(u.input + u.cache_read);
+            break;
+        }
+    }
+    let session = json!({ "systemPrompt": system.join("\n\n"), "messages": messages, "previousRequestInputTokens": previous });
+    Ok(Export { session, ids, settings: json!({}) })
+}
+
+fn block(p: &Part) -> Value {
+    match p {
+        Part::Text { text } => json!({ "type": "text", "text": text }),
+        Part::Reasoning { text } => json!({ "type": "thinking", "thinking": text }),
+        Part::ToolCall { id, name, args } => json!({ "type": "tool_use", "id": id, "name": name, "input": args }),
+        Part::ToolResult { call_id, name, text, is_error } => {
+            json!({ "type": "tool_result", "tool_use_id": call_id, "name": name, "content": text, "is_error": is_error })
+        }
+        Part::Media { mime, .. } => json!({ "type": "image", "data": "", "mediaType": mime }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::{Checkpoint, CheckpointKind, Log, Message, ModelProfile, Pricing, Shape, Usage, Window};
+    use expect_test::expect;
+
+    use super::*;
+
+    fn case(log: Log) -> Case {
+        let model = ModelProfile { name: "m".into(), window: 1000, max_output: 100, provider: Shape::Anthropic, pricing: Pricing::default() };
+        Case { id: "t".into(), log, model }
+    }
+
+    #[test]
+    fn a_tool_round_exports_as_sdk_messages_with_the_runs_last_input_count() {
+        let mut log = Log::new();
+        log.push_message(Message::system("sys"));
+        log.push_message(Message::new(Role::User, vec![Part::text("Fix it.")]));
+        let mut a = Message::new(Role::Assistant, vec![Part::ToolCall { id: "c1".into(), name: "read_files".into(), args: json!({"files": [{"path": "a.rs"}]}) }]);
+        a.usage = Some(Usage { input: 100, output: 20, cache_read: 50 });
+        log.push_message(a);
+        log.push_message(Message::new(Role::Tool, vec![Part::ToolResult { call_id: "c1".into(), name: "read_files".into(), text: "fn main() {}".into(), is_error: false }]));
+        let e = export(&case(log.clone())).unwrap();
+        assert_eq!(e.ids, [EntryId(1), EntryId(2), EntryId(3)]);
+        expect![[r#"{"systemPrompt":"sys","messages":[{"role":"user","content":[{"type":"text","text":"Fix it."}]},{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"read_files","input":{"files":[{"path":"a.rs"}]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","name":"read_files","content":"fn main() {}","is_error":false}]}],"previousRequestInputTokens":150}"#]]
+        .assert_eq(&e.session.to_string());
+        // A new prompt starts a run: no input count yet.
+        log.push_message(Message::new(Role::User, vec![Part::text("Next.")]));
+        assert_eq!(export(&case(log.clone())).unwrap().session["previousRequestInputTokens"], Value::Null);
+        log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(1))));
+        assert!(export(&case(log)).is_err());
+    }
+}

@@ -1,0 +1,679 @@
+//! Variant `cline/sdk`: the compaction of today's Cline, the `prepareTurn` hook of the published
+//! `@cline/core` 0.0.86 (npm; the CLI `cline` 3.0.65 runs it), with its defaults: strategy
+//! `agentic`, mode `auto`, `preserveRecentTokens` 20,000. Spec: `shared/specs/cline.md`, part 2
+//! (read at cline/cline@21cb8d25, SDK 0.0.78); 0.0.86 adds the provider-count floor below and
+//! a summary output cap of 8,192.
+//!
+//! # Estimator
+//! Its own: `max(1, ceil(chars / 3))` of the JSON text of a message (`JSON.stringify`, UTF-16
+//! units), and of `{systemPrompt, messages, tools}` for the whole request. A message is as the
+//! runtime hands it to the hook: role `user` or `assistant`, content blocks `text`, `thinking`,
+//! `tool_use` (`id`, `name`, `input`), `tool_result` (`tool_use_id`, `name`, text `content`,
+//! `is_error`) and `image`; a compaction summary also carries its metadata.
+//!
+//! # Trigger (before every model request)
+//! `maxInput = 0.9 × window` (the model reports no separate input limit), scaled down by
+//! `min(4, max(1, previous / estimate))` where `previous` is the provider's input count of the
+//! previous request of the same run (0 at a run's first request); `trigger = 0.9 × maxInput`;
+//! compact iff the request estimate `>= trigger`.
+//!
+//! # Selection and summary
+//! Message target: `0.5 × maxInput` when the transcript has at least 5 user→assistant pairs
+//! and the model's output cap is below `maxInput`, else `0.7 × trigger` (clamped below the
+//! trigger), minus the request's overhead (system prompt and framing). `preserve =
+//! min(20,000, target)`. From the newest message back, messages are kept until their estimates
+//! reach `preserve`; the cut moves back to the latest typed user prompt if that is earlier, then
+//! back to an assistant message or a typed prompt (never a tool-result message). A cut at 0
+//! compacts nothing. Everything before the cut is summarized in a fresh call (its own system
+//! prompt, the transcript as `[User]:` / `[Bot]:` / `[Tool result]:` lines); a previous summary
+//! before the cut is passed as "Previous summary" and only the messages after it are
+//! serialized. The new view is a user message `Context summary:` + summary (a `## Files` list
+//! appended when the model wrote none) followed by the kept messages verbatim.
+//! Manual `/compact` always compacts, with a target of half the messages' estimate (at most
+//! the trigger's message budget); text typed after the command is not used.
+//!
+//! # Deviations
+//! - Message ids, timestamps, model info and metrics the runtime stores on each message (and
+//!   its estimate counts) are not in our log: they are left out of every estimate.
+//! - Tool definitions are not in our log: the request estimate counts an empty tool list.
+//! - Overflow recovery (the deterministic `basic` fold) and the fallback to it when the
+//!   summarizer fails are not reproduced: [`Moment::Overflow`] does nothing and a failed
+//!   summary is an error (no compaction).
+//! - The summarizer input's budget projection (truncating what exceeds the summarizer's own
+//!   limit) is not reproduced; the transcript's tool results are cut at 2,000 characters as
+//!   the SDK's serializer cuts them.
+//! - `userRunSpan` of the summary metadata counts the typed prompts (and earlier spans) of the
+//!   summarized part; the SDK's filters of synthetic prompts are not reproduced. Prompts are
+//!   paraphrased.
+
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Entry, Error, ErrorKind, Fidelity, Incremental, Log, Message, Moment, Origin, Part, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryContext, SummaryPosition, SummaryRequest, View, Window, default_projection};
+use serde_json::{json, Value};
+
+/// `CONTEXT_WINDOW_INPUT_RATIO`: the usable input share of a window.
+const CONTEXT_WINDOW_INPUT_RATIO: f64 = 0.9;
+/// `COMPACTION_TRIGGER_RATIO`.
+const TRIGGER_RATIO: f64 = 0.9;
+/// `MAX_INPUT_UNDERESTIMATE_FACTOR`.
+const MAX_UNDERESTIMATE_FACTOR: f64 = 4.0;
+/// `DEFAULT_TARGET_RATIO`.
+const TARGET_RATIO: f64 = 0.7;
+/// The long-conversation target: this share of `maxInput`.
+const LONG_TARGET_RATIO: f64 = 0.5;
+/// `DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS`.
+const SUMMARY_MAX_OUTPUT_TOKENS: u64 = 8_192;
+/// `TOOL_RESULT_CHAR_LIMIT` of the summarizer's transcript.
+const TOOL_RESULT_CHAR_LIMIT: usize = 2_000;
+/// A fixed `generatedAt` (milliseconds; Cline writes `Date.now()`, thirteen digits as here).
+const GENERATED_AT: u64 = 1_700_000_000_000;
+
+/// Settings of the SDK's compaction, with its defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SdkConfig {
+    /// `compaction.preserveRecentTokens` (20,000).
+    pub preserve_recent_tokens: u64,
+    /// `manualTargetRatio` of `/compact` (0.5, clamped to 0.05..0.95).
+    pub manual_target_ratio: f64,
+}
+
+impl Default for SdkConfig {
+    fn default() -> SdkConfig {
+        SdkConfig { preserve_recent_tokens: 20_000, manual_target_ratio: 0.5 }
+    }
+}
+
+/// `@cline/core` 0.0.86's agentic compaction.
+pub struct SdkStrategy {
+    info: StrategyInfo,
+    config: SdkConfig,
+}
+
+impl SdkStrategy {
+    /// The strategy with `config`.
+    pub fn new(config: SdkConfig) -> SdkStrategy {
+        SdkStrategy {
+            info: StrategyInfo {
+                id: "cline/sdk".into(),
+                harness: "cline".into(),
+                source: "npm @cline/core 0.0.86 (cline/cline sdk/packages/core)".into(),
+                summary: "request estimate (JSON chars / 3) >= 81% of the window: summarize all but the newest ~20k estimated tokens, cut at an assistant message or typed prompt".into(),
+                fidelity: Fidelity::Source,
+            },
+            config,
+        }
+    }
+}
+
+/// `estimateTokens`: `max(1, ceil(chars / 3))`.
+fn estimate(chars: usize) -> u64 {
+    (chars as u64).div_ceil(3).max(1)
+}
+
+/// Length of `JSON.stringify(value)` in UTF-16 units (serde_json escapes as JavaScript does;
+/// key order does not change the length).
+fn json_len(value: &Value) -> usize {
+    value.to_string().encode_utf16().count()
+}
+
+/// A message as the SDK's runtime hands it to the hook.
+fn message_json(m: &Message) -> Value {
+    let content: Vec<Value> = m
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => json!({ "type": "text", "text": text }),
+            Part::Reasoning { text } => json!({ "type": "thinking", "thinking": text }),
+            Part::ToolCall { id, name, args } => json!({ "type": "tool_use", "id": id, "name": name, "input": args }),
+            Part::ToolResult { call_id, name, text, is_error } => {
+                json!({ "type": "tool_result", "tool_use_id": call_id, "name": name, "content": text, "is_error": is_error })
+            }
+            Part::Media { mime, .. } => json!({ "type": "image", "data": "", "mediaType": mime }),
+        })
+        .collect();
+    let role = if m.role == Role::Assistant { "assistant" } else { "user" };
+    json!({ "role": role, "content": content })
+}
+
+/// One message of the transcript the hook sees, with what the SDK reads off it.
+struct Item {
+    origin: Origin,
+    json: Value,
+    tokens: u64,
+    /// `metadata.summary` of a compaction summary.
+    summary: Option<String>,
+}
+
+impl Item {
+    fn is_assistant(&self) -> bool {
+        self.json["role"] == "assistant"
+    }
+
+    /// `isToolResultOnlyUserMessage`.
+    fn tool_results_only(&self) -> bool {
+        let blocks = self.json["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+        !self.is_assistant() && !blocks.is_empty() && blocks.iter().all(|b| b["type"] == "tool_result")
+    }
+
+    /// `isTurnStartMessage`: a user message that is neither tool results nor a summary.
+    fn is_typed(&self) -> bool {
+        !self.is_assistant() && !self.tool_results_only() && self.summary.is_none()
+    }
+}
+
+/// The request as the hook sees it: the system prompt and the transcript.
+struct Request {
+    system: String,
+    items: Vec<Item>,
+}
+
+impl Request {
+    fn of(log: &Log, view: &View) -> Request {
+        let mut system = Vec::new();
+        let mut items = Vec::new();
+        for vm in &view.messages {
+            if items.is_empty() && vm.message.role == Role::System {
+                system.push(vm.message.text());
+                continue;
+            }
+            let (json, summary) = match vm.origin {
+                Origin::Summary(cp) => {
+                    let metadata = match log.get(cp) {
+                        Some(Entry::Checkpoint(c)) => c.details.clone(),
+                        _ => Value::Null,
+                    };
+                    let mut json = message_json(&vm.message);
+                    let summary = metadata["summary"].as_str().map(str::to_owned);
+                    json["metadata"] = metadata;
+                    (json, summary)
+                }
+                _ => (message_json(&vm.message), None),
+            };
+            items.push(Item { origin: vm.origin, tokens: estimate(json_len(&json)), json, summary });
+        }
+        Request { system: system.join("\n\n"), items }
+    }
+
+    /// `estimateRequestInputTokens`, with no tool definitions.
+    fn tokens(&self) -> u64 {
+        let messages: Vec<&Value> = self.items.iter().map(|i| &i.json).collect();
+        estimate(json_len(&json!({ "systemPrompt": self.system, "messages": messages, "tools": [] })))
+    }
+
+    fn message_tokens(&self) -> u64 {
+        self.items.iter().map(|i| i.tokens).sum()
+    }
+
+    /// User→assistant pairs (`countUserAssistantPairs`).
+    fn pairs(&self) -> usize {
+        let mut pairs = 0;
+        let mut user = false;
+        for i in &self.items {
+            if !i.is_assistant() {
+                user = true;
+            } else if user {
+                pairs += 1;
+                user = false;
+            }
+        }
+        pairs
+    }
+}
+
+/// The provider's input count of the previous request of this run (`lastRequestInputTokens`,
+/// reset when a run starts with a typed prompt): the newest reply with usage after the newest
+/// user message of the log, else 0.
+fn previous_input(log: &Log) -> u64 {
+    for (_, m) in log.messages().rev() {
+        match m.role {
+            Role::User => return 0,
+            Role::Assistant => {
+                if let Some(u) = m.usage.filter(|u| u.total() > 0) {
+                    return u.input + u.cache_read;
+                }
+            }
+            Role::Tool | Role::System => {}
+        }
+    }
+    0
+}
+
+/// What the hook computes before running a strategy.
+struct Budget {
+    /// The request estimate.
+    request: u64,
+    /// The messages' estimate.
+    messages: u64,
+    /// The trigger, on the request estimate.
+    trigger: f64,
+    /// The message target of `mode`.
+    target: u64,
+}
+
+fn budget(req: &Request, log: &Log, cx: &Cx<'_>, manual: Option<f64>) -> Budget {
+    let request = req.tokens();
+    let messages = req.message_tokens();
+    let overhead = request.saturating_sub(messages) as f64;
+    let raw_max = cx.model.window as f64 * CONTEXT_WINDOW_INPUT_RATIO;
+    let previous = previous_input(log);
+    let factor = if previous > 0 && request > 0 { (previous as f64 / request as f64).clamp(1.0, MAX_UNDERESTIMATE_FACTOR) } else { 1.0 };
+    let max_input = raw_max / factor;
+    let trigger = max_input * TRIGGER_RATIO;
+    let message_trigger = (trigger - overhead).floor().max(1.0);
+    let target = match manual {
+        None => {
+            let max_tokens = cx.model.max_output as f64;
+            let wanted =
+                if req.pairs() >= 5 && max_tokens < max_input { (max_input * LONG_TARGET_RATIO).floor() } else { (trigger * TARGET_RATIO).floor() };
+            let request_target = wanted.min(max_input).min((trigger - 1.0).max(1.0)).max(1.0);
+            (request_target - overhead).floor().max(1.0)
+        }
+        Some(ratio) => (message_trigger.min(messages as f64 * ratio.clamp(0.05, 0.95))).floor().max(1.0),
+    };
+    Budget { request, messages, trigger, target: target as u64 }
+}
+
+/// `findCutIndex`: the first kept index (0: nothing to summarize).
+fn cut_index(items: &[Item], preserve: u64) -> usize {
+    let mut kept = 0;
+    let mut cut = items.len();
+    for (i, item) in items.iter().enumerate().rev() {
+        kept += item.tokens;
+        cut = i;
+        if kept >= preserve {
+            break;
+        }
+    }
+    if cut == 0 {
+        return 0;
+    }
+    let typed = items.iter().rposition(Item::is_typed).unwrap_or(0);
+    let mut cut = if typed > 0 { cut.min(typed) } else { cut };
+    while cut > 0 && !(items[cut].is_assistant() || items[cut].is_typed()) {
+        cut -= 1;
+    }
+    cut
+}
+
+/// `collectPaths` of a tool call's input.
+fn collect_paths(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) if !s.trim().is_empty() => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|v| collect_paths(v, out)),
+        Value::Object(o) => {
+            for key in ["path", "file_path", "target_file", "new_file_path", "old_file_path"] {
+                if let Some(v) = o.get(key) {
+                    collect_paths(v, out);
+                }
+            }
+            if let Some(Value::Array(files)) = o.get("files") {
+                for f in files.iter().filter(|f| f.is_object()) {
+                    collect_paths(&f["path"], out);
+                }
+            }
+            if let Some(v @ Value::Array(_)) = o.get("file_paths") {
+                collect_paths(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `extractFileOps`: files read (`read_files`) and modified (`editor`, `apply_patch`), with
+/// the lists of earlier summaries; sorted, unique.
+fn file_ops(items: &[Item]) -> (Vec<String>, Vec<String>) {
+    let (mut read, mut modified) = (Vec::new(), Vec::new());
+    for item in items {
+        if item.summary.is_some() {
+            let details = &item.json["metadata"]["details"];
+            collect_strings(&details["readFiles"], &mut read);
+            collect_strings(&details["modifiedFiles"], &mut modified);
+            continue;
+        }
+        for block in item.json["content"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            if block["type"] != "tool_use" {
+                continue;
+            }
+            match block["name"].as_str() {
+                Some("read_files") => collect_paths(&block["input"], &mut read),
+                Some("editor" | "apply_patch") => collect_paths(&block["input"], &mut modified),
+                _ => {}
+            }
+        }
+    }
+    let tidy = |v: Vec<String>| {
+        let mut v: Vec<String> = v.into_iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    (tidy(read), tidy(modified))
+}
+
+fn collect_strings(value: &Value, out: &mut Vec<String>) {
+    out.extend(value.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned));
+}
+
+/// `userRunSpan` of a summarized part: its typed prompts plus the spans of earlier summaries.
+fn user_run_span(items: &[Item]) -> u64 {
+    items
+        .iter()
+        .map(|i| match &i.summary {
+            Some(_) => i.json["metadata"]["userRunSpan"].as_u64().unwrap_or(1),
+            None => u64::from(i.is_typed() && !i.json["content"].as_array().is_none_or(Vec::is_empty)),
+        })
+        .sum()
+}
+
+fn bullets(files: &[String]) -> String {
+    if files.is_empty() {
+        "- none".into()
+    } else {
+        files.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// `ensureFilesSection`: the summary, with a `## Files` section appended unless it has one.
+fn with_files(summary: &str, read: &[String], modified: &[String]) -> String {
+    let summary = summary.trim();
+    if summary.lines().any(|l| l.eq_ignore_ascii_case("## files")) {
+        return summary.to_owned();
+    }
+    format!("{summary}\n\n## Files\nRead:\n{}\nModified:\n{}", bullets(read), bullets(modified)).trim().to_owned()
+}
+
+fn cut_text(text: &str, limit: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= limit {
+        return text.to_owned();
+    }
+    format!("{}\n...[truncated {} chars]", chars[..limit].iter().collect::<String>(), chars.len() - limit)
+}
+
+/// The transcript lines of the summarizer's input (`serializeConversation`).
+fn transcript(items: &[Item]) -> String {
+    let mut out = Vec::new();
+    for item in items {
+        let assistant = item.is_assistant();
+        let mut calls = Vec::new();
+        for block in item.json["content"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            let text = |key: &str| block[key].as_str().unwrap_or_default().to_owned();
+            match block["type"].as_str() {
+                Some("text") if assistant => out.push(format!("[Bot]: {}", text("text"))),
+                Some("text") => out.push(format!("[User]: {}", text("text"))),
+                Some("thinking") => out.push(format!("[Bot thinking]: {}", cut_text(&text("thinking"), TOOL_RESULT_CHAR_LIMIT))),
+                Some("tool_use") => {
+                    let args: Vec<String> = block["input"]
+                        .as_object()
+                        .map(|o| o.iter().map(|(k, v)| format!("{k}={v}")).collect())
+                        .unwrap_or_default();
+                    calls.push(format!("{}({})", text("name"), args.join(", ")));
+                }
+                Some("tool_result") => out.push(format!("[Tool result]: {}", cut_text(&text("content"), TOOL_RESULT_CHAR_LIMIT))),
+                Some("image") => out.push(format!("[image:{}]", text("mediaType"))),
+                _ => {}
+            }
+        }
+        if !calls.is_empty() {
+            out.push(format!("[Bot tool calls]: {}", calls.join("; ")));
+        }
+    }
+    out.join("\n\n").trim().to_owned()
+}
+
+/// The summary instructions (`buildSummaryRequest`, paraphrased), with the files filled in.
+fn instructions(read: &[String], modified: &[String]) -> String {
+    let list = |v: &[String]| if v.is_empty() { "none".to_owned() } else { v.join(", ") };
+    format!(
+        "Summarize the session above so the work can continue; stay short and factual.\n\n## Goal\nOne sentence on what is being built or fixed.\n\n## State\n- Done: steps completed\n- In Progress: the current work\n- Blocked: blockers or open questions\n\n## Highlights\nNotable technical choices or findings (leave out if none).\n\n## Next\nThe next steps.\n\n## Files\nRead: {}\nEdited: {}",
+        list(read),
+        list(modified)
+    )
+}
+
+impl SdkStrategy {
+    fn run(&self, log: &Log, view: &View, manual: bool, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let req = Request::of(log, view);
+        let b = budget(&req, log, cx, manual.then_some(self.config.manual_target_ratio));
+        if !manual && (b.request as f64) < b.trigger {
+            return Ok(Vec::new());
+        }
+        let items = &req.items;
+        if items.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let cut = cut_index(items, self.config.preserve_recent_tokens.min(b.target));
+        if cut == 0 || cut >= items.len() {
+            return Ok(Vec::new());
+        }
+        let summarized = &items[..cut];
+        let latest_summary = summarized.iter().rposition(|i| i.summary.is_some());
+        let fresh = latest_summary.map_or(summarized, |s| &summarized[s + 1..]);
+        if fresh.is_empty() {
+            return Ok(Vec::new());
+        }
+        let previous = latest_summary.and_then(|s| summarized[s].summary.clone()).filter(|s| !s.trim().is_empty());
+        let (read, modified) = file_ops(summarized);
+        let mut text = String::new();
+        if let Some(p) = &previous {
+            text.push_str(&format!("Previous summary:\n{}\n\n", p.trim()));
+        }
+        text.push_str(&format!("Conversation:\n{}", transcript(fresh)));
+        let request = SummaryRequest {
+            purpose: "history".into(),
+            // A separate call with its own system prompt and the transcript as one message.
+            context: SummaryContext::Fresh,
+            system: "Summarize the given coding session as a short note for continuing it, with concrete next steps.".into(),
+            transcript: text,
+            instructions: instructions(&read, &modified),
+            max_output_tokens: SUMMARY_MAX_OUTPUT_TOKENS.min(cx.model.max_output.max(1)),
+        };
+        let answer = cx.summarizer.summarize(&request)?;
+        if answer.text.trim().is_empty() {
+            return Err(Error::new(ErrorKind::EmptySummary, "the summarizer returned no summary text"));
+        }
+        let summary = with_files(&answer.text, &read, &modified);
+        let first = items[cut].origin.entry().expect("a cut lands on a log message (an assistant message or a typed prompt)");
+        let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::From(first))
+            .with_summary(Message::new(Role::User, vec![Part::text(format!("Context summary:\n\n{summary}"))]));
+        cp.summary_position = SummaryPosition::AfterSystem;
+        cp.tokens_before = b.messages;
+        cp.summarizer = SummarizerUsage { calls: 1, failures: 0, input_tokens: answer.input_tokens, output_tokens: answer.output_tokens };
+        // The summary message's metadata, as the SDK writes it (its estimate counts it).
+        cp.details = json!({
+            "kind": "compaction_summary",
+            "displayRole": "system",
+            "userRunSpan": user_run_span(summarized),
+            "summary": summary,
+            "details": { "readFiles": read, "modifiedFiles": modified },
+            "tokensBefore": b.messages,
+            "generatedAt": GENERATED_AT,
+        });
+        Ok(vec![cp])
+    }
+}
+
+/// `cline/sdk` with the package's defaults.
+pub(crate) fn strategy() -> Box<dyn Strategy> {
+    Box::new(SdkStrategy::new(SdkConfig::default()))
+}
+
+impl Strategy for SdkStrategy {
+    fn info(&self) -> &StrategyInfo {
+        &self.info
+    }
+
+    fn start(&self) -> Box<dyn Replay + '_> {
+        Box::new(Incremental::reprojected(self))
+    }
+
+    fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
+        match at {
+            Moment::BeforeRequest => {
+                let req = Request::of(log, view);
+                let b = budget(&req, log, cx, None);
+                if b.request as f64 >= b.trigger {
+                    Decision::compact(format!("request estimate {} >= trigger {:.0}", b.request, b.trigger))
+                } else {
+                    Decision::Skip
+                }
+            }
+            Moment::Manual => Decision::compact("manual /compact"),
+            Moment::TurnEnd | Moment::Overflow => Decision::Skip,
+        }
+    }
+
+    fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        match at {
+            Moment::BeforeRequest => self.run(log, view, false, cx),
+            Moment::Manual => self.run(log, view, true, cx),
+            Moment::TurnEnd | Moment::Overflow => Ok(Vec::new()),
+        }
+    }
+
+    fn project(&self, log: &Log) -> View {
+        default_projection(log)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::{Decision, Message, Moment, Role, Usage, Window};
+    use compactbench_testkit::{assert_replay_law, json, model, Harness};
+
+    use super::*;
+
+    fn sdk() -> SdkStrategy {
+        SdkStrategy::new(SdkConfig::default())
+    }
+
+    /// A prompt, then `rounds` reads of `size` characters, each reply reporting `input` tokens.
+    fn rounds(rounds: usize, size: usize, input: u64) -> Vec<Message> {
+        let mut out = vec![Message::system("sys"), Message::user("Fix it.")];
+        for r in 0..rounds {
+            let id = format!("c{r}");
+            let mut call = Message::tool_call(&id, "read_files", json!({ "files": [{ "path": format!("src/f{r}.rs") }] }));
+            call.usage = Some(Usage { input, output: 10, cache_read: 0 });
+            out.push(call);
+            out.push(Message::tool_result(&id, "read_files", "x".repeat(size), false));
+        }
+        out
+    }
+
+    #[test]
+    fn the_estimator_counts_utf16_units_of_the_json_ceil_thirds() {
+        let m = Message::user("é😀\n\"");
+        // {"role":"user","content":[{"type":"text","text":"é😀\n\""}]}: é is 1 unit, 😀 2, the
+        // escapes 2 each.
+        let json = message_json(&m);
+        assert_eq!(json_len(&json), r#"{"role":"user","content":[{"type":"text","text":""}]}"#.len() + 1 + 2 + 2 + 2);
+        assert_eq!((estimate(0), estimate(3), estimate(4)), (1, 1, 2));
+    }
+
+    #[test]
+    fn fires_at_81_percent_of_the_window_on_the_request_estimate() {
+        let s = sdk();
+        let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
+        let req = Request::of(&h.log, &h.view(&s));
+        let tokens = req.tokens() as f64;
+        // The smallest window whose trigger (0.81 x window) is above the estimate.
+        let flip = (tokens / 0.81).floor() as u64 + 1;
+        for (window, fires) in [(flip - 1, true), (flip, false)] {
+            let mut h = Harness::new(rounds(4, 3_000, 100), model(window, 4_096));
+            assert_eq!(matches!(h.decide(&s, Moment::BeforeRequest), Decision::Compact { .. }), fires, "window {window}");
+        }
+    }
+
+    #[test]
+    fn a_larger_provider_count_shrinks_the_budget_at_most_fourfold() {
+        let s = sdk();
+        let estimate = {
+            let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
+            Request::of(&h.log, &h.view(&s)).tokens() as f64
+        };
+        let fires = |scale: f64, input: f64| {
+            let window = (estimate * scale / 0.81) as u64;
+            let mut h = Harness::new(rounds(4, 3_000, input as u64), model(window, 4_096));
+            matches!(h.decide(&s, Moment::BeforeRequest), Decision::Compact { .. })
+        };
+        // A window 3.5 times what the estimate fills at 81%: a count 4x the estimate shrinks
+        // the budget enough, 3x does not.
+        assert!(!fires(3.5, estimate));
+        assert!(!fires(3.5, 3.0 * estimate));
+        assert!(fires(3.5, 4.0 * estimate));
+        // Five times: even a count 10x the estimate shrinks the budget only fourfold.
+        assert!(!fires(5.0, 10.0 * estimate));
+        // A new prompt starts a run: the count is forgotten.
+        let mut h = Harness::new(rounds(4, 3_000, (4.0 * estimate) as u64), model((estimate * 3.5 / 0.81) as u64, 4_096));
+        h.push(Message::user("Next."));
+        assert!(matches!(h.decide(&s, Moment::BeforeRequest), Decision::Skip));
+    }
+
+    #[test]
+    fn the_cut_lands_on_an_assistant_message_and_the_summary_leads_the_view() {
+        let s = sdk();
+        // 20 reads of ~1,700 tokens: the newest 20,000 tokens are 12 messages back.
+        let mut h = Harness::new(rounds(20, 5_000, 100), model(30_000, 4_096));
+        let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+        let [cp] = cps.as_slice() else { panic!("{cps:?}") };
+        let Window::From(first) = cp.window else { panic!("{:?}", cp.window) };
+        assert_eq!(h.log.message(first).unwrap().role, Role::Assistant);
+        let view = h.view(&s);
+        assert_eq!(view.messages[1].message.text().lines().next(), Some("Context summary:"));
+        assert!(view.messages[1].message.text().contains("## Files\nRead:\n- src/f0.rs"), "{}", view.messages[1].message.text());
+        assert_eq!(cp.details["kind"], "compaction_summary");
+        assert_eq!(cp.details["userRunSpan"], 1);
+        // Below the typed prompt nothing is cut: a log of one prompt and one huge reply.
+        let mut h = Harness::new(vec![Message::system("s"), Message::user("p".repeat(300_000)), Message::assistant("ok")], model(30_000, 4_096));
+        assert!(h.step(&s, Moment::BeforeRequest).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_second_compaction_folds_the_previous_summary() {
+        let s = sdk();
+        let mut h = Harness::new(rounds(20, 5_000, 100), model(30_000, 4_096));
+        h.step(&s, Moment::BeforeRequest).unwrap();
+        for r in 20..30 {
+            let id = format!("c{r}");
+            h.push(Message::tool_call(&id, "read_files", json!({ "files": [{ "path": "src/g.rs" }] })));
+            h.push(Message::tool_result(&id, "read_files", "y".repeat(5_000), false));
+        }
+        let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+        assert_eq!(cps.len(), 1);
+        let requests = h.summarizer.requests();
+        assert!(requests[1].transcript.starts_with("Previous summary:\nSUMMARY 1 of history"), "{}", requests[1].transcript);
+        assert!(cps[0].details["details"]["readFiles"].as_array().unwrap().len() == 21);
+    }
+
+    #[test]
+    fn manual_compaction_halves_without_a_threshold() {
+        let s = sdk();
+        let mut h = Harness::new(rounds(20, 5_000, 100), model(1_000_000, 4_096));
+        assert!(matches!(h.decide(&s, Moment::BeforeRequest), Decision::Skip));
+        let cps = h.step(&s, Moment::Manual).unwrap();
+        let Window::From(first) = cps[0].window else { panic!() };
+        // Half of the ~34,500 message tokens kept: the newest ten rounds (entries 22 to 41).
+        assert!((19..24).contains(&first.0), "{first:?}");
+    }
+
+    #[test]
+    fn replay_keeps_the_law() {
+        let mut session = vec![Message::system("You are Cline."), Message::user("Fix the parser.")];
+        for call in 1..=120 {
+            let id = format!("c{call}");
+            session.push(Message::tool_call(&id, "read_files", json!({ "files": [{ "path": format!("src/f{}.rs", call % 7) }] })));
+            session.push(Message::tool_result(&id, "read_files", format!("v{call}\n{}", "x ".repeat(2_000)), false));
+            if call % 3 == 0 {
+                session.push(Message::assistant(format!("step {call} done")));
+                session.push(Message::user(format!("Next step {call}.")));
+            }
+        }
+        let tally = assert_replay_law(&sdk(), &model(64_000, 8_192), &session, 1);
+        assert!(tally.compactions > 2, "{tally:?}");
+    }
+
+    #[test]
+    fn an_overflow_does_nothing() {
+        // Overflow recovery (the SDK's basic fold) is not reproduced.
+        let mut h = Harness::new(rounds(20, 5_000, 100), model(1_000, 4_096));
+        assert!(matches!(h.decide(&sdk(), Moment::Overflow), Decision::Skip));
+    }
+}
