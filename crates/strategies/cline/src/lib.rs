@@ -86,7 +86,9 @@
 //!   reproduced, there is no workspace to read (deliberate). The model's other allowed answer,
 //!   `attempt_completion`, is not modelled; a failed or empty summary counts as "the model did
 //!   not call `summarize_task`": no compaction (the fold's edits stay), and the trigger fires
-//!   again next request. A summary cut off at the output cap is used as it is: Cline has no
+//!   again next request. A refused one (too long for the window) is the main request's
+//!   context-window error, as in `attemptApiRequest`: three quarters removed as at an overflow,
+//!   and the `summarize_task` request sent once more; refused again, the truncation stays. A summary cut off at the output cap is used as it is: Cline has no
 //!   check either. The `task_progress` (focus chain) parameter is left out of the instruction.
 //! - The result message is a text block (Cline's XML-tool path). With native tools Cline would
 //!   send it as a `tool_result` and its own view would strip it; the spec asks for the XML path.
@@ -120,7 +122,7 @@ mod tests;
 
 use std::collections::HashMap;
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryPosition, View, Window, default_projection};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, Summary, SummarizerUsage, SummaryPosition, View, Window, default_projection};
 
 pub use crate::sdk::{SdkConfig, SdkStrategy};
 
@@ -263,24 +265,17 @@ impl ClineStrategy {
         if !need_summary {
             return Ok(());
         }
-        // The log as it will be with the staged checkpoints (copied only when there are some).
-        let view = if staged.out.is_empty() {
-            self.project(staged.log)
-        } else {
-            let mut log = staged.log.clone();
-            for cp in &staged.out {
-                log.push_checkpoint(cp.clone());
+        let mut answer = self.summarize_task(staged, cx);
+        if answer.as_ref().is_err_and(|e| e.kind == ErrorKind::ContextOverflow) {
+            // The summarize_task request is the main request, so a refusal is its context-window
+            // error: `attemptApiRequest` drops a quarter of the history and retries once.
+            self.overflow_step(staged);
+            if let Some(cp) = staged.out.last_mut() {
+                cp.summarizer.add(SummarizerUsage { calls: 1, failures: 1, ..SummarizerUsage::default() });
             }
-            self.project(&log)
-        };
-        let request = condense::request(&view, cx.model.max_output);
-        let answer = cx.summarizer.summarize(&request).and_then(|s| {
-            if s.text.trim().is_empty() {
-                Err(Error::new(ErrorKind::EmptySummary, "summarize_task was called without its context parameter"))
-            } else {
-                Ok(s)
-            }
-        });
+            next = staged.state.clone();
+            answer = self.summarize_task(staged, cx);
+        }
         let summary = match answer {
             Ok(summary) => summary,
             Err(e) => {
@@ -305,6 +300,29 @@ impl ClineStrategy {
         let message = condense::summary_message(summary.text.trim());
         staged.commit(CheckpointKind::Summary, next, Some(message), usage);
         Ok(())
+    }
+
+    /// The request carrying the `summarize_task` instruction, on the view as the staged
+    /// checkpoints leave it, and the model's answer (a blank one is a missing `context`).
+    fn summarize_task(&self, staged: &Staged<'_>, cx: &mut Cx<'_>) -> Result<Summary, Error> {
+        // The log as it will be with the staged checkpoints (copied only when there are some).
+        let view = if staged.out.is_empty() {
+            self.project(staged.log)
+        } else {
+            let mut log = staged.log.clone();
+            for cp in &staged.out {
+                log.push_checkpoint(cp.clone());
+            }
+            self.project(&log)
+        };
+        let request = condense::request(&view, cx.model.max_output);
+        cx.summarizer.summarize(&request).and_then(|s| {
+            if s.text.trim().is_empty() {
+                Err(Error::new(ErrorKind::EmptySummary, "summarize_task was called without its context parameter"))
+            } else {
+                Ok(s)
+            }
+        })
     }
 }
 

@@ -542,6 +542,42 @@ fn auto_condense_failure_leaves_the_log_alone() {
     assert_eq!(h.log.len(), before);
 }
 
+/// A refused summarize_task request is the main request's context-window error: Cline drops
+/// three quarters of the middle of the history and asks once more, and keeps that truncation
+/// if the retry is refused too.
+#[test]
+fn refused_summarize_task_truncates_and_retries_once() {
+    let s = condensing(None);
+    let mut m = model(200_000, 16_000);
+    m.name = "gpt-5".into();
+    let long = |i: usize, text: &str| format!("{text} {i} {}", "word ".repeat(200));
+    let messages: Vec<Message> = (0..25)
+        .map(|i| match i {
+            0 => Message::user("Initial task message"),
+            i if i % 2 == 1 => Message::assistant(long(i, "Message")),
+            i => Message::user(long(i, "Message")),
+        })
+        .collect();
+    let mut h = Harness::new(with_usage(messages.clone(), 170_000), m.clone());
+    h.summarizer = FakeSummarizer::new(FakeMode::Window(4_000));
+    let cps = h.step(&s, Moment::BeforeRequest).expect("the retry fits");
+    let kinds: Vec<CheckpointKind> = cps.iter().map(|cp| cp.kind).collect();
+    assert_eq!(kinds, [CheckpointKind::Truncate, CheckpointKind::Summary]);
+    assert_eq!((cps[0].summarizer.calls, cps[0].summarizer.failures), (1, 1));
+    let requests = h.summarizer.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1].transcript.len() * 2 < requests[0].transcript.len(), "the retry holds a quarter of the middle");
+    assert!(requests[1].transcript.contains(TRUNCATION_NOTICE));
+
+    // Refused again: the truncation stays, and there is no summary.
+    let mut h = Harness::new(with_usage(messages, 170_000), m);
+    h.summarizer = FakeSummarizer::new(FakeMode::Window(500));
+    let cps = h.step(&s, Moment::BeforeRequest).expect("the truncation is kept");
+    assert_eq!(cps.iter().map(|cp| cp.kind).collect::<Vec<_>>(), [CheckpointKind::Truncate]);
+    assert_eq!((cps[0].summarizer.calls, cps[0].summarizer.failures), (2, 2));
+    assert_eq!(h.summarizer.requests().len(), 2);
+}
+
 #[test]
 fn variants_are_default_first_with_distinct_ids() {
     let ids: Vec<String> = crate::variants().iter().map(|v| v.info().id.clone()).collect();
