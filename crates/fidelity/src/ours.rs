@@ -55,8 +55,6 @@ pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment) -> Answer {
     let mut cx = Cx::new(&case.model, &FixedSummarizer, &mut store, tokenizer());
     let mut out = Answer { compact, ..Answer::default() };
     let Ok(checkpoints) = strategy.compact(&case.log, &view, moment, &mut cx) else { return out };
-    // A compaction that only rewrites in place (Deep Agents' eviction) still weighed an estimate.
-    out.tokens_before = checkpoints.first().map(|cp| cp.tokens_before);
     if let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) {
         match &cp.window {
             Window::From(id) => out.first_kept = Some(*id),
