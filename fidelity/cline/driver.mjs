@@ -15,7 +15,7 @@
 // (crates/fidelity/src/originals/cline.rs); `apiMessages` are the same messages, as in the session's
 // compaction-state projection, and no tool definitions are sent.
 import { createServer } from "node:http";
-import { createInterface } from "node:readline";
+import { serve } from "../protocol.mjs";
 
 const home = process.env.COMPACTBENCH_FIDELITY_HOME;
 const { createContextCompactionPrepareTurn } = await import(`${home}/node_modules/@cline/core/dist/index.js`);
@@ -81,15 +81,5 @@ const answer = async req => {
 	};
 };
 
-for await (const line of createInterface({ input: process.stdin })) {
-	if (!line.trim()) continue;
-	const req = JSON.parse(line);
-	let out;
-	try {
-		out = { id: req.id, ...(await answer(req)), error: null };
-	} catch (e) {
-		out = { id: req.id, compact: false, first_kept: null, kept: null, split_turn: null, tokens_before: null, error: String(e?.stack ?? e) };
-	}
-	process.stdout.write(`${JSON.stringify(out)}\n`);
-}
+await serve(answer);
 server.close();

@@ -21,7 +21,7 @@
 // - first_kept: the surface node right after the first landed checkpoint's range, as an index
 //   into the exported events (a node the pruner replaced maps to the result it replaced);
 // - tokens_before: `tokenMeter.measure(session).totalTokens` when that range was summarized.
-import { createInterface } from "node:readline";
+import { serve } from "../protocol.mjs";
 
 const home = process.env.COMPACTBENCH_FIDELITY_HOME;
 const pkg = name => import(`${home}/node_modules/@deepseek-ai/${name}/lib/index.js`);
@@ -89,14 +89,4 @@ const answer = async req => {
 	};
 };
 
-for await (const line of createInterface({ input: process.stdin })) {
-	if (!line.trim()) continue;
-	const req = JSON.parse(line);
-	let out;
-	try {
-		out = { id: req.id, ...(await answer(req)), error: null };
-	} catch (e) {
-		out = { id: req.id, compact: false, first_kept: null, kept: null, split_turn: null, tokens_before: null, error: String(e?.stack ?? e) };
-	}
-	process.stdout.write(`${JSON.stringify(out)}\n`);
-}
+await serve(answer);

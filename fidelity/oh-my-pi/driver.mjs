@@ -17,7 +17,7 @@
 // Selection: `prepareCompaction(branch, settings)` on the stored branch (a pending prompt is
 // appended after the compaction, so it is not on the branch).
 import { spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import { serve } from "../protocol.mjs";
 
 const home = process.env.COMPACTBENCH_FIDELITY_HOME;
 
@@ -96,15 +96,5 @@ if (typeof globalThis.Bun === "undefined") {
 		};
 	};
 
-	for await (const line of createInterface({ input: process.stdin })) {
-		if (!line.trim()) continue;
-		const req = JSON.parse(line);
-		let out;
-		try {
-			out = { id: req.id, ...answer(req), error: null };
-		} catch (e) {
-			out = { id: req.id, compact: false, first_kept: null, kept: null, split_turn: null, tokens_before: null, error: String(e?.stack ?? e) };
-		}
-		process.stdout.write(`${JSON.stringify(out)}\n`);
-	}
+	await serve(answer);
 }

@@ -17,7 +17,7 @@
 // trigger counts as fired only when both the check asked for a compaction and there is one.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createInterface } from "node:readline";
+import { serve } from "../protocol.mjs";
 
 const home = process.env.COMPACTBENCH_FIDELITY_HOME;
 const pkg = process.argv[2];
@@ -92,15 +92,5 @@ async function main() {
 		};
 	};
 
-	for await (const line of createInterface({ input: process.stdin })) {
-		if (!line.trim()) continue;
-		const req = JSON.parse(line);
-		let out;
-		try {
-			out = { id: req.id, ...(await answer(req)), error: null };
-		} catch (e) {
-			out = { id: req.id, compact: false, first_kept: null, kept: null, split_turn: null, tokens_before: null, error: String(e?.stack ?? e) };
-		}
-		process.stdout.write(`${JSON.stringify(out)}\n`);
-	}
+	await serve(answer);
 }
