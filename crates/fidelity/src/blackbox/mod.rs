@@ -186,7 +186,7 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
                 run: &|script, scratch, limits| run::run_codex(&cli, script, scratch, &codex_config(), limits),
                 analyze: &|id, run, _| analyze::codex_session(id, run),
             };
-            check_with(harness, &kit, options, counter, progress)
+            check_with(harness, kit, options, counter, progress)
         }
         "opencode-v1" => {
             let cli = opencode_cli(installs, harness, timeout);
@@ -198,7 +198,7 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
                 run: &|script, scratch, limits| run::run_opencode(&cli, script, scratch, &opencode_config(), limits),
                 analyze: &|id, run, _| analyze::opencode_session(id, run),
             };
-            check_with(harness, &kit, options, counter, progress)
+            check_with(harness, kit, options, counter, progress)
         }
         _ => {
             let cli = claude_cli(installs, harness, timeout);
@@ -210,7 +210,7 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
                 run: &|script, scratch, limits| run::run_claude(&cli, script, scratch, limits),
                 analyze: &analyze::claude_session,
             };
-            check_with(harness, &kit, options, counter, progress)
+            check_with(harness, kit, options, counter, progress)
         }
     }
 }
@@ -219,7 +219,7 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
 /// (see [`placement`]), and analyzes each run.
 fn check_with(
     harness: &Harness,
-    kit: &Kit<'_>,
+    kit: Kit<'_>,
     options: &Options<'_>,
     counter: &TokenCounter,
     progress: &(dyn Fn(&str) + Sync),
@@ -236,8 +236,7 @@ fn check_with(
         std::fs::write(scratch.join("result.json"), serde_json::to_string_pretty(&result)? + "\n")?;
         Ok(result)
     })?;
-    let (settings, script) = (kit.settings.clone(), kit.script.clone());
-    Ok(report::HarnessReport { harness: harness.name.into(), strategy: harness.strategy.into(), settings, script, sessions })
+    Ok(report::HarnessReport { harness: harness.name.into(), strategy: harness.strategy.into(), settings: kit.settings, script: kit.script, sessions })
 }
 
 /// Options of a black-box run.
