@@ -46,7 +46,7 @@
 //!   summarized part; the SDK's filters of synthetic prompts are not reproduced. Prompts are
 //!   paraphrased.
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Entry, Error, ErrorKind, Fidelity, Incremental, Log, Message, Moment, Origin, Part, Replay, Role, Strategy, StrategyInfo, SummarizerUsage, SummaryContext, SummaryPosition, SummaryRequest, View, Window, default_projection};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Entry, EntryId, Error, ErrorKind, Fidelity, Log, Message, Moment, Origin, Part, Plan, Replay, Reprojected, Role, Strategy, StrategyInfo, ViewState, SummarizerUsage, SummaryContext, SummaryPosition, SummaryRequest, View, Window, default_projection};
 use serde_json::{json, Value};
 
 /// `CONTEXT_WINDOW_INPUT_RATIO`: the usable input share of a window.
@@ -137,7 +137,8 @@ fn message_json(m: &Message) -> Value {
 struct Item {
     origin: Origin,
     json: Value,
-    tokens: u64,
+    /// `JSON.stringify(json).length`.
+    chars: usize,
     /// `metadata.summary` of a compaction summary.
     summary: Option<String>,
 }
@@ -157,21 +158,34 @@ impl Item {
     fn is_typed(&self) -> bool {
         !self.is_assistant() && !self.tool_results_only() && self.summary.is_none()
     }
+
+    fn tokens(&self) -> u64 {
+        estimate(self.chars)
+    }
 }
 
 /// The request as the hook sees it: the system prompt and the transcript.
+#[derive(Default)]
 struct Request {
-    system: String,
+    system: Vec<String>,
     items: Vec<Item>,
+    /// How many of the view's messages are in `system` and `items`.
+    seen: usize,
 }
 
 impl Request {
     fn of(log: &Log, view: &View) -> Request {
-        let mut system = Vec::new();
-        let mut items = Vec::new();
-        for vm in &view.messages {
-            if items.is_empty() && vm.message.role == Role::System {
-                system.push(vm.message.text());
+        let mut req = Request::default();
+        req.extend(log, view);
+        req
+    }
+
+    /// Takes in the messages of `view` after the first `seen` (a view that only grew since).
+    fn extend(&mut self, log: &Log, view: &View) {
+        for vm in &view.messages[self.seen..] {
+            self.seen += 1;
+            if self.items.is_empty() && vm.message.role == Role::System {
+                self.system.push(vm.message.text());
                 continue;
             }
             let (json, summary) = match vm.origin {
@@ -187,19 +201,21 @@ impl Request {
                 }
                 _ => (message_json(&vm.message), None),
             };
-            items.push(Item { origin: vm.origin, tokens: estimate(json_len(&json)), json, summary });
+            self.items.push(Item { origin: vm.origin, chars: json_len(&json), json, summary });
         }
-        Request { system: system.join("\n\n"), items }
     }
 
-    /// `estimateRequestInputTokens`, with no tool definitions.
+    /// `estimateRequestInputTokens`, with no tool definitions: the JSON of `{systemPrompt,
+    /// messages, tools}` is its frame with an empty message list, plus each message and the
+    /// commas between them.
     fn tokens(&self) -> u64 {
-        let messages: Vec<&Value> = self.items.iter().map(|i| &i.json).collect();
-        estimate(json_len(&json!({ "systemPrompt": self.system, "messages": messages, "tools": [] })))
+        let frame = json_len(&json!({ "systemPrompt": self.system.join("\n\n"), "messages": [], "tools": [] }));
+        let messages: usize = self.items.iter().map(|i| i.chars).sum();
+        estimate(frame + messages + self.items.len().saturating_sub(1))
     }
 
     fn message_tokens(&self) -> u64 {
-        self.items.iter().map(|i| i.tokens).sum()
+        self.items.iter().map(Item::tokens).sum()
     }
 
     /// User→assistant pairs (`countUserAssistantPairs`).
@@ -276,7 +292,7 @@ fn cut_index(items: &[Item], preserve: u64) -> usize {
     let mut kept = 0;
     let mut cut = items.len();
     for (i, item) in items.iter().enumerate().rev() {
-        kept += item.tokens;
+        kept += item.tokens();
         cut = i;
         if kept >= preserve {
             break;
@@ -430,9 +446,32 @@ fn instructions(read: &[String], modified: &[String]) -> String {
 }
 
 impl SdkStrategy {
-    fn run(&self, log: &Log, view: &View, manual: bool, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let req = Request::of(log, view);
-        let b = budget(&req, log, cx, manual.then_some(self.config.manual_target_ratio));
+    /// The hook's decision before a model request.
+    fn decide_on(req: &Request, log: &Log, at: Moment, cx: &Cx<'_>) -> Decision {
+        match at {
+            Moment::BeforeRequest => {
+                let b = budget(req, log, cx, None);
+                if b.request as f64 >= b.trigger {
+                    Decision::compact(format!("request estimate {} >= trigger {:.0}", b.request, b.trigger))
+                } else {
+                    Decision::Skip
+                }
+            }
+            Moment::Manual => Decision::compact("manual /compact"),
+            Moment::TurnEnd | Moment::Overflow => Decision::Skip,
+        }
+    }
+
+    fn compact_on(&self, req: &Request, log: &Log, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        match at {
+            Moment::BeforeRequest => self.run(req, log, false, cx),
+            Moment::Manual => self.run(req, log, true, cx),
+            Moment::TurnEnd | Moment::Overflow => Ok(Vec::new()),
+        }
+    }
+
+    fn run(&self, req: &Request, log: &Log, manual: bool, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let b = budget(req, log, cx, manual.then_some(self.config.manual_target_ratio));
         if !manual && (b.request as f64) < b.trigger {
             return Ok(Vec::new());
         }
@@ -502,35 +541,62 @@ impl Strategy for SdkStrategy {
     }
 
     fn start(&self) -> Box<dyn Replay + '_> {
-        Box::new(Incremental::reprojected(self))
+        Box::new(SdkReplay { strategy: self, view: Reprojected::new(self), req: Request::default() })
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        match at {
-            Moment::BeforeRequest => {
-                let req = Request::of(log, view);
-                let b = budget(&req, log, cx, None);
-                if b.request as f64 >= b.trigger {
-                    Decision::compact(format!("request estimate {} >= trigger {:.0}", b.request, b.trigger))
-                } else {
-                    Decision::Skip
-                }
-            }
-            Moment::Manual => Decision::compact("manual /compact"),
-            Moment::TurnEnd | Moment::Overflow => Decision::Skip,
-        }
+        SdkStrategy::decide_on(&Request::of(log, view), log, at, cx)
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        match at {
-            Moment::BeforeRequest => self.run(log, view, false, cx),
-            Moment::Manual => self.run(log, view, true, cx),
-            Moment::TurnEnd | Moment::Overflow => Ok(Vec::new()),
-        }
+        self.compact_on(&Request::of(log, view), log, at, cx)
     }
 
     fn project(&self, log: &Log) -> View {
         default_projection(log)
+    }
+}
+
+/// The incremental layer: the view, and the request the hook sees with each message's JSON
+/// length taken once (the estimate otherwise stringifies the whole transcript at every request).
+struct SdkReplay<'s> {
+    strategy: &'s SdkStrategy,
+    view: Reprojected<'s>,
+    /// The request of the view's first `req.seen` messages.
+    req: Request,
+}
+
+impl SdkReplay<'_> {
+    fn request(&mut self, log: &Log) -> &Request {
+        let view = self.view.view(log);
+        self.req.extend(log, view);
+        &self.req
+    }
+}
+
+impl Replay for SdkReplay<'_> {
+    fn push(&mut self, log: &Log, id: EntryId) {
+        self.view.push(log, id);
+        // A checkpoint or a system message may lay the view out afresh; a message otherwise
+        // only grows it.
+        if !matches!(log.get(id), Some(Entry::Message(m)) if m.role != Role::System) {
+            self.req = Request::default();
+        }
+    }
+
+    fn view(&mut self, log: &Log) -> &View {
+        self.view.view(log)
+    }
+
+    fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
+        let decision = SdkStrategy::decide_on(self.request(log), log, at, cx);
+        Plan::from_decision(log, at, decision)
+    }
+
+    fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        plan.check(log);
+        let strategy = self.strategy;
+        strategy.compact_on(self.request(log), log, plan.at(), cx)
     }
 }
 
