@@ -321,10 +321,8 @@ fn meta(s: &dyn Strategy) -> StrategyMeta {
 /// The measured agreement of strategy `id` with its original, from the committed fidelity
 /// report (`cargo xtask fidelity` writes it).
 fn agreement(id: &str) -> Option<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/fidelity");
-    let all = compactbench_fidelity::report::read_agreements(&dir);
-    let mine: Vec<String> = all.iter().filter(|a| a.strategy == id).map(|a| a.short()).collect();
-    (!mine.is_empty()).then(|| mine.join("; "))
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    compactbench_fidelity::report::agreement_of(&root, &root.join("reports/fidelity"), id)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -27,6 +27,7 @@ pub mod ours;
 pub mod recorded;
 pub mod report;
 pub mod run;
+pub mod source;
 
 use compactbench_core::EntryId;
 use serde::{Deserialize, Serialize};

@@ -173,7 +173,8 @@ fn real_main() -> Result<ExitCode> {
             skipped.push(o.name);
             continue;
         }
-        let r = check(o, &options, &counter, &|line| eprintln!("{line}"))?;
+        let mut r = check(o, &options, &counter, &|line| eprintln!("{line}"))?;
+        r.agreement.source = compactbench_fidelity::source::digest(&root, o.strategy);
         eprintln!("{}: {}", o.strategy, r.agreement.short());
         reports.push(r);
     }

@@ -47,6 +47,9 @@ pub struct Agreement {
     /// Cases with a disagreement the list does not cover: each fails the check.
     #[serde(default)]
     pub unreviewed: u32,
+    /// [`crate::source::digest`] of the strategy's crate when this was measured.
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 impl Agreement {
@@ -233,7 +236,52 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
     md
 }
 
+/// The measured agreement of strategy `id` with its original(s), as `compactbench list` and
+/// the main report show it, from the `agreement.json` in `dir` of the workspace at `root`;
+/// flagged when the strategy's crate is no longer the source it was measured on.
+pub fn agreement_of(root: &Path, dir: &Path, id: &str) -> Option<String> {
+    let mine: Vec<Agreement> = read_agreements(dir).into_iter().filter(|a| a.strategy == id).collect();
+    let now = crate::source::digest(root, id);
+    let changed = mine.iter().any(|a| a.source.is_none() || a.source != now);
+    let short: Vec<String> = mine.iter().map(Agreement::short).collect();
+    (!mine.is_empty()).then(|| {
+        let joined = short.join("; ");
+        if changed { format!("{joined} (crate changed since measured: rerun `cargo xtask fidelity`)") } else { joined }
+    })
+}
+
 /// Reads `agreement.json` from `dir` (empty when there is none yet).
 pub fn read_agreements(dir: &Path) -> Vec<Agreement> {
     std::fs::read_to_string(dir.join("agreement.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agreement_is_flagged_once_its_crate_changes() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        let lib = root.join("crates/strategies/pi/src/lib.rs");
+        std::fs::create_dir_all(lib.parent().unwrap()).unwrap();
+        std::fs::write(root.join("crates/strategies/pi/Cargo.toml"), "[package]\n").unwrap();
+        std::fs::write(&lib, "pub fn cut() {}\n").unwrap();
+        let dir = root.join("reports/fidelity");
+        std::fs::create_dir_all(&dir).unwrap();
+        let measured = Agreement {
+            strategy: "pi/v0.73".into(),
+            cases: 4,
+            trigger_agree: 4,
+            source: crate::source::digest(root, "pi/v0.73"),
+            ..Agreement::default()
+        };
+        std::fs::write(dir.join("agreement.json"), serde_json::to_string(&[&measured]).unwrap()).unwrap();
+        let fresh = "trigger 100.0% · selection n/a (4 cases)";
+        assert_eq!(agreement_of(root, &dir, "pi/v0.73").as_deref(), Some(fresh));
+        assert_eq!(agreement_of(root, &dir, "pi"), None, "another strategy of the crate was not measured");
+        std::fs::write(&lib, "pub fn cut() { todo!() }\n").unwrap();
+        let stale = agreement_of(root, &dir, "pi/v0.73").unwrap();
+        assert!(stale.starts_with(fresh) && stale.contains("crate changed since measured"), "{stale}");
+    }
 }
