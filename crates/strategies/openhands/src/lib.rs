@@ -340,14 +340,13 @@ fn at_least(name: &str, value: i64, min: i64) -> Result<usize, Error> {
 }
 
 fn v0_condenser(config: &OpenhandsConfig) -> Result<Condenser, Error> {
-    use v0::{amortized_forgetting, browser_output, llm_attention, llm_summarizing, observation_masking, recent_events};
     Ok(match *config {
         OpenhandsConfig::NoOp => Condenser::NoOp,
         OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, max_event_length }
         | OpenhandsConfig::StructuredSummary { max_size, keep_first, max_event_length } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
             let max_event_length = at_least("max_event_length", max_event_length, 0)?;
-            let settings = llm_summarizing::LlmSummarizing { max_size, keep_first, max_event_length };
+            let settings = v0::llm_summarizing::LlmSummarizing { max_size, keep_first, max_event_length };
             if matches!(config, OpenhandsConfig::StructuredSummary { .. }) {
                 Condenser::StructuredSummary(v0::structured_summary::StructuredSummary(settings))
             } else {
@@ -356,24 +355,22 @@ fn v0_condenser(config: &OpenhandsConfig) -> Result<Condenser, Error> {
         }
         OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            Condenser::AmortizedForgetting(amortized_forgetting::AmortizedForgetting { max_size, keep_first })
+            Condenser::AmortizedForgetting { max_size, keep_first }
         }
         OpenhandsConfig::LlmAttention { max_size, keep_first } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            Condenser::LlmAttention(llm_attention::LlmAttention { max_size, keep_first })
+            Condenser::LlmAttention { max_size, keep_first }
         }
         OpenhandsConfig::ObservationMasking { attention_window } => {
-            let attention_window = at_least("attention_window", attention_window, 1)?;
-            Condenser::ObservationMasking(observation_masking::ObservationMasking { attention_window })
+            Condenser::ObservationMasking { attention_window: at_least("attention_window", attention_window, 1)? }
         }
         OpenhandsConfig::BrowserOutput { attention_window } => {
-            let attention_window = at_least("attention_window", attention_window, 1)?;
-            Condenser::BrowserOutput(browser_output::BrowserOutput { attention_window })
+            Condenser::BrowserOutput { attention_window: at_least("attention_window", attention_window, 1)? }
         }
-        OpenhandsConfig::RecentEvents { keep_first, max_events } => Condenser::RecentEvents(recent_events::RecentEvents {
+        OpenhandsConfig::RecentEvents { keep_first, max_events } => Condenser::RecentEvents {
             keep_first: at_least("keep_first", keep_first, 0)?,
             max_events: at_least("max_events", max_events, 1)?,
-        }),
+        },
         OpenhandsConfig::ConversationWindow => Condenser::ConversationWindow,
         OpenhandsConfig::LlmSummarizing { .. } | OpenhandsConfig::Pipeline(_) => {
             return Err(invalid(format!("{} cannot be part of a V0 pipeline", config.name())));
