@@ -304,6 +304,51 @@ impl OpenhandsConfig {
             OpenhandsConfig::Pipeline(_) => "pipeline",
         }
     }
+
+    /// The original this condenser is rebuilt from.
+    fn source(&self) -> &'static str {
+        match self {
+            OpenhandsConfig::LlmSummarizing { .. } | OpenhandsConfig::NoOp => SDK_SOURCE,
+            _ => V0_SOURCE,
+        }
+    }
+
+    /// What the condenser does, in one line.
+    fn summary(&self) -> String {
+        match self {
+            OpenhandsConfig::LlmSummarizing { max_size, keep_first, .. } => format!(
+                "SDK LLM summarizing: over {max_size} events or the window (LiteLLM's count), keep the first {keep_first} and a tail cut at atomic boundaries; summary inserted where the cut starts"
+            ),
+            OpenhandsConfig::NoOp => "no-op condenser: never condenses".into(),
+            OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, .. } => {
+                format!("V0 LLM summarizing: over {max_size} events, keep the first {keep_first} and the newest, summary after the head")
+            }
+            OpenhandsConfig::StructuredSummary { max_size, keep_first, .. } => {
+                format!("V0 structured summary: over {max_size} events, keep the first {keep_first} and the newest, state summary after the head")
+            }
+            OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => {
+                format!("V0 amortized forgetting: over {max_size} events, keep the first {keep_first} and the newest, no summary")
+            }
+            OpenhandsConfig::LlmAttention { max_size, keep_first } => {
+                format!("V0 LLM attention: over {max_size} events, keep the first {keep_first} and the events the model ranks first")
+            }
+            OpenhandsConfig::ObservationMasking { attention_window } => {
+                format!("V0 observation masking: observations older than the last {attention_window} events masked")
+            }
+            OpenhandsConfig::BrowserOutput { attention_window } => {
+                format!("V0 browser output: all but the newest {attention_window} browser outputs reduced to their URL")
+            }
+            OpenhandsConfig::RecentEvents { keep_first, max_events } => {
+                format!("V0 recent events: the first {keep_first} and the newest events, {max_events} in all")
+            }
+            OpenhandsConfig::ConversationWindow => {
+                "V0 conversation window: on overflow keep system, first user message and half of the rest".into()
+            }
+            OpenhandsConfig::Pipeline(members) => {
+                format!("V0 pipeline: {}", members.iter().map(OpenhandsConfig::name).collect::<Vec<_>>().join(" -> "))
+            }
+        }
+    }
 }
 
 /// The condenser a strategy runs, validated.
@@ -430,17 +475,15 @@ impl OpenhandsStrategy {
     /// A strategy running `config`, reported as `openhands/<condenser>`. Fails on the
     /// settings the original rejects (e.g. `keep_first >= max_size // 2`).
     pub fn new(config: OpenhandsConfig) -> Result<OpenhandsStrategy, Error> {
-        let condensers = condensers(&config)?;
-        let (source, summary) = describe(&config);
         Ok(OpenhandsStrategy {
             info: StrategyInfo {
                 id: format!("openhands/{}", config.name()),
                 harness: "openhands".into(),
-                source: source.into(),
-                summary,
+                source: config.source().into(),
+                summary: config.summary(),
                 fidelity: Fidelity::Source,
             },
-            condensers,
+            condensers: condensers(&config)?,
         })
     }
 
@@ -448,50 +491,6 @@ impl OpenhandsStrategy {
         let mut s = OpenhandsStrategy::new(config).expect("built-in configurations are valid");
         s.info.id = id.into();
         s
-    }
-}
-
-fn describe(config: &OpenhandsConfig) -> (&'static str, String) {
-    match config {
-        OpenhandsConfig::LlmSummarizing { max_size, keep_first, .. } => (
-            SDK_SOURCE,
-            format!(
-                "SDK LLM summarizing: over {max_size} events or the window (LiteLLM's count), keep the first {keep_first} and a tail cut at atomic boundaries; summary inserted where the cut starts"
-            ),
-        ),
-        OpenhandsConfig::NoOp => (SDK_SOURCE, "no-op condenser: never condenses".into()),
-        OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, .. } => (
-            V0_SOURCE,
-            format!("V0 LLM summarizing: over {max_size} events, keep the first {keep_first} and the newest, summary after the head"),
-        ),
-        OpenhandsConfig::StructuredSummary { max_size, keep_first, .. } => (
-            V0_SOURCE,
-            format!("V0 structured summary: over {max_size} events, keep the first {keep_first} and the newest, state summary after the head"),
-        ),
-        OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => (
-            V0_SOURCE,
-            format!("V0 amortized forgetting: over {max_size} events, keep the first {keep_first} and the newest, no summary"),
-        ),
-        OpenhandsConfig::LlmAttention { max_size, keep_first } => (
-            V0_SOURCE,
-            format!("V0 LLM attention: over {max_size} events, keep the first {keep_first} and the events the model ranks first"),
-        ),
-        OpenhandsConfig::ObservationMasking { attention_window } => {
-            (V0_SOURCE, format!("V0 observation masking: observations older than the last {attention_window} events masked"))
-        }
-        OpenhandsConfig::BrowserOutput { attention_window } => {
-            (V0_SOURCE, format!("V0 browser output: all but the newest {attention_window} browser outputs reduced to their URL"))
-        }
-        OpenhandsConfig::RecentEvents { keep_first, max_events } => {
-            (V0_SOURCE, format!("V0 recent events: the first {keep_first} and the newest events, {max_events} in all"))
-        }
-        OpenhandsConfig::ConversationWindow => {
-            (V0_SOURCE, "V0 conversation window: on overflow keep system, first user message and half of the rest".into())
-        }
-        OpenhandsConfig::Pipeline(members) => (
-            V0_SOURCE,
-            format!("V0 pipeline: {}", members.iter().map(OpenhandsConfig::name).collect::<Vec<_>>().join(" -> ")),
-        ),
     }
 }
 
