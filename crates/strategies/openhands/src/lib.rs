@@ -91,21 +91,14 @@
 //! # Token estimator
 //! V0 counts events only; its `tokens_before` (reports only) is code points / 4 (rounded up)
 //! per event plus stated media sizes (`event.rs`). The SDK counts with
-//! `openhands/sdk/context/condenser/utils.py:get_total_token_count`: the events become
-//! messages (`events_to_messages`: one per action batch, adjacent plain user messages merged),
-//! are formatted (`LLM.format_messages_for_llm`) and counted by `LLM.get_token_count` ->
-//! LiteLLM 1.105.7 `token_counter(model=…, messages=…)`: 3 per message plus the tokens of its
-//! role, text blocks, tool-call arguments, `tool_call_id` and `name` (+1), plus 3 for the
-//! reply; thinking blocks are not counted. Texts are tokenized in 1024-code-point chunks with
-//! tiktoken `o200k_base` for LiteLLM's OpenAI catalog names that map to it (`gpt-4.1`,
-//! `gpt-5`, `gpt-4o`, `o3`, …) and `cl100k_base` for every other name (`claude-sonnet-4`,
-//! `gemini-2.5-pro`). This crate counts the same way through the injected
-//! [`Cx::tokenizer`](compactbench_core::Cx) (`tokens.rs`), for the `tokens` reason, the
-//! suffix search (`count(base + prefix) - count(base)`) and `tokens_before`. Not
-//! reproducible: names to which LiteLLM gives a Hugging Face tokenizer (Anthropic catalog
-//! names other than `claude-3*`, such as `claude-sonnet-4-5`; cohere `command-r`; llama) are
-//! counted with `cl100k_base`; models the SDK string-serializes (`glm`, `deepseek-v3.2`) are
-//! counted block by block. None of the scenario models is either.
+//! `openhands/sdk/context/condenser/utils.py:get_total_token_count` (LiteLLM 1.105.7
+//! `token_counter` over the events turned into messages, tiktoken `o200k_base` for LiteLLM's
+//! OpenAI catalog names that map to it and `cl100k_base` for every other name). This crate
+//! counts the same way through the injected [`Cx::tokenizer`](compactbench_core::Cx)
+//! (`tokens.rs`, which details the count and what is not reproducible: Hugging Face
+//! tokenizer names, string-serialized models; none of the scenario models is either), for
+//! the `tokens` reason, the suffix search (`count(base + prefix) - count(base)`) and
+//! `tokens_before`.
 //!
 //! # Deviations
 //! - Tool schemas are not counted (the log has none); Hugging Face tokenizer names are
