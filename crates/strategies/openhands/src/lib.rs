@@ -544,21 +544,21 @@ impl Strategy for OpenhandsStrategy {
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         let Some(request) = request(at) else { return Decision::Skip };
         let stream = Stream::of(log);
-        let view = self.condensers.from_events(log, &stream);
+        let view = self.condensers.view_from_events(log, &stream);
         let tokens = || Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
         self.condensers.decide(log, &stream, &view, tokens, request, cx)
     }
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let stream = Stream::of(log);
-        let view = self.condensers.from_events(log, &stream);
+        let view = self.condensers.view_from_events(log, &stream);
         let tokens = || Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
         self.condensers.condense(log, &stream, &view, tokens, at == Moment::Overflow, cx)
     }
 
     fn project(&self, log: &Log) -> View {
         let stream = Stream::of(log);
-        render::materialize(log, &self.condensers.messages(log, &stream, &self.condensers.from_events(log, &stream)))
+        render::materialize(log, &self.condensers.messages(log, &stream, &self.condensers.view_from_events(log, &stream)))
     }
 }
 
@@ -575,7 +575,7 @@ fn request(at: Moment) -> Option<bool> {
 
 impl Condensers {
     /// `View.from_events`: the SDK view, or the V0 base view.
-    fn from_events(&self, log: &Log, stream: &Stream) -> Vec<Event> {
+    fn view_from_events(&self, log: &Log, stream: &Stream) -> Vec<Event> {
         match self {
             Condensers::SdkNoOp | Condensers::Sdk(_) => sdk::view::from_events(log, stream),
             Condensers::V0(_) => v0::view::from_events(log, stream),
