@@ -3,14 +3,37 @@
 
 use std::collections::HashSet;
 
-use compactbench_core::{Checkpoint, EntryId};
+use compactbench_core::{Checkpoint, CheckpointKind, EntryId, Message, SummarizerUsage, SummaryPosition, Window};
 
-use crate::event::EventId;
+use crate::event::{Event, EventId};
 
 /// Key under which this crate's checkpoint details say what they record.
 pub(crate) const DETAILS_TAG: &str = "openhands";
 /// Tag value of a condensation (the SDK `Condensation` / V0 `CondensationAction`).
 pub(crate) const CONDENSATION: &str = "condensation";
+
+/// The checkpoint recording a condensation of `view` that forgets the events `forgets` names:
+/// it keeps the log messages of the other events, carries `summary` as a user message (placed
+/// by the `summary_offset` in `details`) and records `details`.
+pub(crate) fn checkpoint(
+    view: &[Event],
+    forgets: impl Fn(&Event) -> bool,
+    summary: Option<String>,
+    tokens_before: u64,
+    usage: SummarizerUsage,
+    details: serde_json::Value,
+) -> Checkpoint {
+    let mut kept: Vec<EntryId> = view.iter().filter(|e| !forgets(e)).filter_map(|e| e.entry).collect();
+    kept.dedup();
+    let kind = if summary.is_some() { CheckpointKind::Summary } else { CheckpointKind::Truncate };
+    let mut cp = Checkpoint::new(kind, Window::Kept(kept));
+    cp.summary = summary.map(Message::user);
+    cp.summary_position = SummaryPosition::AfterSystem;
+    cp.tokens_before = tokens_before;
+    cp.summarizer = usage;
+    cp.details = details;
+    cp
+}
 
 /// What a condensation checkpoint records.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -91,21 +91,14 @@
 //! # Token estimator
 //! V0 counts events only; its `tokens_before` (reports only) is code points / 4 (rounded up)
 //! per event plus stated media sizes (`event.rs`). The SDK counts with
-//! `openhands/sdk/context/condenser/utils.py:get_total_token_count`: the events become
-//! messages (`events_to_messages`: one per action batch, adjacent plain user messages merged),
-//! are formatted (`LLM.format_messages_for_llm`) and counted by `LLM.get_token_count` ->
-//! LiteLLM 1.105.7 `token_counter(model=…, messages=…)`: 3 per message plus the tokens of its
-//! role, text blocks, tool-call arguments, `tool_call_id` and `name` (+1), plus 3 for the
-//! reply; thinking blocks are not counted. Texts are tokenized in 1024-code-point chunks with
-//! tiktoken `o200k_base` for LiteLLM's OpenAI catalog names that map to it (`gpt-4.1`,
-//! `gpt-5`, `gpt-4o`, `o3`, …) and `cl100k_base` for every other name (`claude-sonnet-4`,
-//! `gemini-2.5-pro`). This crate counts the same way through the injected
-//! [`Cx::tokenizer`](compactbench_core::Cx) (`tokens.rs`), for the `tokens` reason, the
-//! suffix search (`count(base + prefix) - count(base)`) and `tokens_before`. Not
-//! reproducible: names to which LiteLLM gives a Hugging Face tokenizer (Anthropic catalog
-//! names other than `claude-3*`, such as `claude-sonnet-4-5`; cohere `command-r`; llama) are
-//! counted with `cl100k_base`; models the SDK string-serializes (`glm`, `deepseek-v3.2`) are
-//! counted block by block. None of the scenario models is either.
+//! `openhands/sdk/context/condenser/utils.py:get_total_token_count` (LiteLLM 1.105.7
+//! `token_counter` over the events turned into messages, tiktoken `o200k_base` for LiteLLM's
+//! OpenAI catalog names that map to it and `cl100k_base` for every other name). This crate
+//! counts the same way through the injected [`Cx::tokenizer`](compactbench_core::Cx)
+//! (`tokens.rs`, which details the count and what is not reproducible: Hugging Face
+//! tokenizer names, string-serialized models; none of the scenario models is either), for
+//! the `tokens` reason, the suffix search (`count(base + prefix) - count(base)`) and
+//! `tokens_before`.
 //!
 //! # Deviations
 //! - Tool schemas are not counted (the log has none); Hugging Face tokenizer names are
@@ -304,6 +297,51 @@ impl OpenhandsConfig {
             OpenhandsConfig::Pipeline(_) => "pipeline",
         }
     }
+
+    /// The original this condenser is rebuilt from.
+    fn source(&self) -> &'static str {
+        match self {
+            OpenhandsConfig::LlmSummarizing { .. } | OpenhandsConfig::NoOp => SDK_SOURCE,
+            _ => V0_SOURCE,
+        }
+    }
+
+    /// What the condenser does, in one line.
+    fn summary(&self) -> String {
+        match self {
+            OpenhandsConfig::LlmSummarizing { max_size, keep_first, .. } => format!(
+                "SDK LLM summarizing: over {max_size} events or the window (LiteLLM's count), keep the first {keep_first} and a tail cut at atomic boundaries; summary inserted where the cut starts"
+            ),
+            OpenhandsConfig::NoOp => "no-op condenser: never condenses".into(),
+            OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, .. } => {
+                format!("V0 LLM summarizing: over {max_size} events, keep the first {keep_first} and the newest, summary after the head")
+            }
+            OpenhandsConfig::StructuredSummary { max_size, keep_first, .. } => {
+                format!("V0 structured summary: over {max_size} events, keep the first {keep_first} and the newest, state summary after the head")
+            }
+            OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => {
+                format!("V0 amortized forgetting: over {max_size} events, keep the first {keep_first} and the newest, no summary")
+            }
+            OpenhandsConfig::LlmAttention { max_size, keep_first } => {
+                format!("V0 LLM attention: over {max_size} events, keep the first {keep_first} and the events the model ranks first")
+            }
+            OpenhandsConfig::ObservationMasking { attention_window } => {
+                format!("V0 observation masking: observations older than the last {attention_window} events masked")
+            }
+            OpenhandsConfig::BrowserOutput { attention_window } => {
+                format!("V0 browser output: all but the newest {attention_window} browser outputs reduced to their URL")
+            }
+            OpenhandsConfig::RecentEvents { keep_first, max_events } => {
+                format!("V0 recent events: the first {keep_first} and the newest events, {max_events} in all")
+            }
+            OpenhandsConfig::ConversationWindow => {
+                "V0 conversation window: on overflow keep system, first user message and half of the rest".into()
+            }
+            OpenhandsConfig::Pipeline(members) => {
+                format!("V0 pipeline: {}", members.iter().map(OpenhandsConfig::name).collect::<Vec<_>>().join(" -> "))
+            }
+        }
+    }
 }
 
 /// The condenser a strategy runs, validated.
@@ -340,14 +378,13 @@ fn at_least(name: &str, value: i64, min: i64) -> Result<usize, Error> {
 }
 
 fn v0_condenser(config: &OpenhandsConfig) -> Result<Condenser, Error> {
-    use v0::{amortized_forgetting, browser_output, llm_attention, llm_summarizing, observation_masking, recent_events};
     Ok(match *config {
         OpenhandsConfig::NoOp => Condenser::NoOp,
         OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, max_event_length }
         | OpenhandsConfig::StructuredSummary { max_size, keep_first, max_event_length } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
             let max_event_length = at_least("max_event_length", max_event_length, 0)?;
-            let settings = llm_summarizing::LlmSummarizing { max_size, keep_first, max_event_length };
+            let settings = v0::llm_summarizing::LlmSummarizing { max_size, keep_first, max_event_length };
             if matches!(config, OpenhandsConfig::StructuredSummary { .. }) {
                 Condenser::StructuredSummary(v0::structured_summary::StructuredSummary(settings))
             } else {
@@ -356,24 +393,22 @@ fn v0_condenser(config: &OpenhandsConfig) -> Result<Condenser, Error> {
         }
         OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            Condenser::AmortizedForgetting(amortized_forgetting::AmortizedForgetting { max_size, keep_first })
+            Condenser::AmortizedForgetting { max_size, keep_first }
         }
         OpenhandsConfig::LlmAttention { max_size, keep_first } => {
             let (max_size, keep_first) = v0_rolling(max_size, keep_first)?;
-            Condenser::LlmAttention(llm_attention::LlmAttention { max_size, keep_first })
+            Condenser::LlmAttention { max_size, keep_first }
         }
         OpenhandsConfig::ObservationMasking { attention_window } => {
-            let attention_window = at_least("attention_window", attention_window, 1)?;
-            Condenser::ObservationMasking(observation_masking::ObservationMasking { attention_window })
+            Condenser::ObservationMasking { attention_window: at_least("attention_window", attention_window, 1)? }
         }
         OpenhandsConfig::BrowserOutput { attention_window } => {
-            let attention_window = at_least("attention_window", attention_window, 1)?;
-            Condenser::BrowserOutput(browser_output::BrowserOutput { attention_window })
+            Condenser::BrowserOutput { attention_window: at_least("attention_window", attention_window, 1)? }
         }
-        OpenhandsConfig::RecentEvents { keep_first, max_events } => Condenser::RecentEvents(recent_events::RecentEvents {
+        OpenhandsConfig::RecentEvents { keep_first, max_events } => Condenser::RecentEvents {
             keep_first: at_least("keep_first", keep_first, 0)?,
             max_events: at_least("max_events", max_events, 1)?,
-        }),
+        },
         OpenhandsConfig::ConversationWindow => Condenser::ConversationWindow,
         OpenhandsConfig::LlmSummarizing { .. } | OpenhandsConfig::Pipeline(_) => {
             return Err(invalid(format!("{} cannot be part of a V0 pipeline", config.name())));
@@ -433,17 +468,15 @@ impl OpenhandsStrategy {
     /// A strategy running `config`, reported as `openhands/<condenser>`. Fails on the
     /// settings the original rejects (e.g. `keep_first >= max_size // 2`).
     pub fn new(config: OpenhandsConfig) -> Result<OpenhandsStrategy, Error> {
-        let condensers = condensers(&config)?;
-        let (source, summary) = describe(&config);
         Ok(OpenhandsStrategy {
             info: StrategyInfo {
                 id: format!("openhands/{}", config.name()),
                 harness: "openhands".into(),
-                source: source.into(),
-                summary,
+                source: config.source().into(),
+                summary: config.summary(),
                 fidelity: Fidelity::Source,
             },
-            condensers,
+            condensers: condensers(&config)?,
         })
     }
 
@@ -451,50 +484,6 @@ impl OpenhandsStrategy {
         let mut s = OpenhandsStrategy::new(config).expect("built-in configurations are valid");
         s.info.id = id.into();
         s
-    }
-}
-
-fn describe(config: &OpenhandsConfig) -> (&'static str, String) {
-    match config {
-        OpenhandsConfig::LlmSummarizing { max_size, keep_first, .. } => (
-            SDK_SOURCE,
-            format!(
-                "SDK LLM summarizing: over {max_size} events or the window (LiteLLM's count), keep the first {keep_first} and a tail cut at atomic boundaries; summary inserted where the cut starts"
-            ),
-        ),
-        OpenhandsConfig::NoOp => (SDK_SOURCE, "no-op condenser: never condenses".into()),
-        OpenhandsConfig::V0LlmSummarizing { max_size, keep_first, .. } => (
-            V0_SOURCE,
-            format!("V0 LLM summarizing: over {max_size} events, keep the first {keep_first} and the newest, summary after the head"),
-        ),
-        OpenhandsConfig::StructuredSummary { max_size, keep_first, .. } => (
-            V0_SOURCE,
-            format!("V0 structured summary: over {max_size} events, keep the first {keep_first} and the newest, state summary after the head"),
-        ),
-        OpenhandsConfig::AmortizedForgetting { max_size, keep_first } => (
-            V0_SOURCE,
-            format!("V0 amortized forgetting: over {max_size} events, keep the first {keep_first} and the newest, no summary"),
-        ),
-        OpenhandsConfig::LlmAttention { max_size, keep_first } => (
-            V0_SOURCE,
-            format!("V0 LLM attention: over {max_size} events, keep the first {keep_first} and the events the model ranks first"),
-        ),
-        OpenhandsConfig::ObservationMasking { attention_window } => {
-            (V0_SOURCE, format!("V0 observation masking: observations older than the last {attention_window} events masked"))
-        }
-        OpenhandsConfig::BrowserOutput { attention_window } => {
-            (V0_SOURCE, format!("V0 browser output: all but the newest {attention_window} browser outputs reduced to their URL"))
-        }
-        OpenhandsConfig::RecentEvents { keep_first, max_events } => {
-            (V0_SOURCE, format!("V0 recent events: the first {keep_first} and the newest events, {max_events} in all"))
-        }
-        OpenhandsConfig::ConversationWindow => {
-            (V0_SOURCE, "V0 conversation window: on overflow keep system, first user message and half of the rest".into())
-        }
-        OpenhandsConfig::Pipeline(members) => (
-            V0_SOURCE,
-            format!("V0 pipeline: {}", members.iter().map(OpenhandsConfig::name).collect::<Vec<_>>().join(" -> ")),
-        ),
     }
 }
 
@@ -555,21 +544,21 @@ impl Strategy for OpenhandsStrategy {
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
         let Some(request) = request(at) else { return Decision::Skip };
         let stream = Stream::of(log);
-        let view = self.condensers.from_events(log, &stream);
+        let view = self.condensers.view_from_events(log, &stream);
         let tokens = || Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
         self.condensers.decide(log, &stream, &view, tokens, request, cx)
     }
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         let stream = Stream::of(log);
-        let view = self.condensers.from_events(log, &stream);
+        let view = self.condensers.view_from_events(log, &stream);
         let tokens = || Counter::new(cx.tokenizer, &cx.model.name).total(log, &view);
         self.condensers.condense(log, &stream, &view, tokens, at == Moment::Overflow, cx)
     }
 
     fn project(&self, log: &Log) -> View {
         let stream = Stream::of(log);
-        render::materialize(log, &self.condensers.messages(log, &stream, &self.condensers.from_events(log, &stream)))
+        render::materialize(log, &self.condensers.messages(log, &stream, &self.condensers.view_from_events(log, &stream)))
     }
 }
 
@@ -586,7 +575,7 @@ fn request(at: Moment) -> Option<bool> {
 
 impl Condensers {
     /// `View.from_events`: the SDK view, or the V0 base view.
-    fn from_events(&self, log: &Log, stream: &Stream) -> Vec<Event> {
+    fn view_from_events(&self, log: &Log, stream: &Stream) -> Vec<Event> {
         match self {
             Condensers::SdkNoOp | Condensers::Sdk(_) => sdk::view::from_events(log, stream),
             Condensers::V0(_) => v0::view::from_events(log, stream),

@@ -5,6 +5,7 @@
 use compactbench_core::{Log, Part, Role};
 
 use crate::event::{self, Event, Kind};
+use crate::tokens::ERROR_HEADER;
 use crate::truncate::{self, head};
 
 /// SDK `N_CHAR_PREVIEW`: `str(event)` shows at most this many characters of content.
@@ -14,27 +15,16 @@ const N_CHAR_PREVIEW: usize = 500;
 const SDK_TRUNCATE_NOTICE: &str =
     "<response clipped><NOTE>The output limit was hit, so only part of the full response is shown.</NOTE>";
 
-/// Marker the SDK puts before a failed tool's output.
-const SDK_ERROR_HEADER: &str = "[An error occurred during execution.]\n";
-
 /// SDK `maybe_truncate` of an event string (no cap when `after` is `None`).
 pub(crate) fn sdk_truncate(content: &str, after: Option<usize>) -> String {
     after.map_or_else(|| content.to_owned(), |after| truncate::sdk(content, after, SDK_TRUNCATE_NOTICE))
 }
 
-/// Preview used for message content: 497 characters and `...` past 500.
-fn preview_message(text: &str) -> String {
+/// The first `keep` characters of `text` and `...` when it is longer than `N_CHAR_PREVIEW`:
+/// message content keeps 497, thoughts and tool output keep 500.
+fn preview(text: &str, keep: usize) -> String {
     if truncate::longer_than(text, N_CHAR_PREVIEW) {
-        format!("{}...", head(text, N_CHAR_PREVIEW - 3))
-    } else {
-        text.to_owned()
-    }
-}
-
-/// Preview used for thoughts and tool output: 500 characters and `...`.
-fn preview_full(text: &str) -> String {
-    if truncate::longer_than(text, N_CHAR_PREVIEW) {
-        format!("{}...", head(text, N_CHAR_PREVIEW))
+        format!("{}...", head(text, keep))
     } else {
         text.to_owned()
     }
@@ -46,7 +36,7 @@ pub(crate) fn sdk_event_str(log: &Log, e: &Event) -> String {
     match &e.kind {
         Kind::SystemPrompt => {
             let text = event::owned_texts(log, e).join(" ");
-            format!("SystemPromptEvent (agent)\n  System: {}\n  Tools: 0 available", preview_full(&text))
+            format!("SystemPromptEvent (agent)\n  System: {}\n  Tools: 0 available", preview(&text, N_CHAR_PREVIEW))
         }
         Kind::Message(role) => {
             let (source, role_name) = match role {
@@ -69,19 +59,19 @@ pub(crate) fn sdk_event_str(log: &Log, e: &Event) -> String {
                 return format!("MessageEvent ({source})\n  {role_name}: [no text content]");
             }
             let info = if thinking > 0 { format!(" [Thinking blocks: {thinking}]") } else { String::new() };
-            format!("MessageEvent ({source})\n  {role_name}: {}{info}", preview_message(&texts.join(" ")))
+            format!("MessageEvent ({source})\n  {role_name}: {}{info}", preview(&texts.join(" "), N_CHAR_PREVIEW - 3))
         }
         Kind::Action { name, .. } => {
             let thought = event::owned_texts(log, e).join(" ");
-            format!("ActionEvent (agent)\n  Thought: {}\n  Action: {name}", preview_full(&thought))
+            format!("ActionEvent (agent)\n  Thought: {}\n  Action: {name}", preview(&thought, N_CHAR_PREVIEW))
         }
         Kind::Observation { name, .. } => {
             let (text, is_error) = event::result_of(log, e);
-            let content = if is_error { format!("{SDK_ERROR_HEADER}{text}") } else { text.to_owned() };
-            format!("ObservationEvent (environment)\n  Tool: {name}\n  Result: {}", preview_full(&content))
+            let content = if is_error { format!("{ERROR_HEADER}{text}") } else { text.to_owned() };
+            format!("ObservationEvent (environment)\n  Tool: {name}\n  Result: {}", preview(&content, N_CHAR_PREVIEW))
         }
         Kind::Summary { text, .. } | Kind::Masked { text } => {
-            format!("CondensationSummaryEvent (environment)\n  user: {}", preview_message(text))
+            format!("CondensationSummaryEvent (environment)\n  user: {}", preview(text, N_CHAR_PREVIEW - 3))
         }
     }
 }

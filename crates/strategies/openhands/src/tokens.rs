@@ -48,7 +48,7 @@ pub(crate) const TOOL_TEXT_LIMIT: usize = 50_000;
 pub(crate) const TRUNCATE_NOTICE: &str =
     "<response clipped><NOTE>Due to the max output limit, only part of the full response has been shown to you.</NOTE>";
 /// `Observation.ERROR_MESSAGE_HEADER`.
-const ERROR_HEADER: &str = "[An error occurred during execution.]\n";
+pub(crate) const ERROR_HEADER: &str = "[An error occurred during execution.]\n";
 
 /// Names in LiteLLM 1.105.7's OpenAI chat and Azure catalogs whose encoding is `o200k_base`
 /// (tiktoken 0.14.0); every other name counts with `cl100k_base`.

@@ -4,13 +4,10 @@
 
 use std::collections::HashSet;
 
-use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, EntryId, Error, ErrorKind, Log, Message, SummarizerUsage, SummaryPosition,
-    SummaryContext, SummaryRequest, Window,
-};
+use compactbench_core::{Checkpoint, Cx, Error, ErrorKind, Log, SummarizerUsage, SummaryContext, SummaryRequest};
 use serde_json::json;
 
-use crate::condensation::{CONDENSATION, DETAILS_TAG};
+use crate::condensation::{self, CONDENSATION, DETAILS_TAG};
 use crate::event::{Event, EventId, Kind};
 use crate::prompt;
 use crate::sdk::view::{find_next, manipulation_indices};
@@ -291,21 +288,10 @@ fn checkpoint(
     hard_reset: bool,
     usage: SummarizerUsage,
 ) -> Checkpoint {
-    let forgotten: HashSet<EventId> = c.forgotten.iter().copied().collect();
-    let mut kept: Vec<EntryId> = view.iter().filter(|e| !forgotten.contains(&e.id)).filter_map(|e| e.entry).collect();
-    kept.dedup();
-    let mut cp = Checkpoint::new(
-        if c.summary.is_some() { CheckpointKind::Summary } else { CheckpointKind::Truncate },
-        Window::Kept(kept),
-    );
-    cp.summary = c.summary.map(Message::user);
-    cp.summary_position = SummaryPosition::AfterSystem;
-    cp.tokens_before = tokens;
-    cp.summarizer = usage;
     let stream: Vec<i64> = c.forgotten.iter().filter(|id| matches!(id, EventId::Stream(_))).map(|id| id.v0()).collect();
     let summaries: Vec<u32> =
         c.forgotten.iter().filter_map(|id| if let EventId::Summary(e) = id { Some(e.0) } else { None }).collect();
-    cp.details = json!({
+    let details = json!({
         DETAILS_TAG: CONDENSATION,
         "condenser": "llm_summarizing",
         "forgotten": stream,
@@ -314,5 +300,6 @@ fn checkpoint(
         "reasons": reasons.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
         "hard_reset": hard_reset,
     });
-    cp
+    let forgotten: HashSet<EventId> = c.forgotten.into_iter().collect();
+    condensation::checkpoint(view, |e| forgotten.contains(&e.id), c.summary, tokens, usage, details)
 }

@@ -1,4 +1,5 @@
-//! V0 `BrowserOutputCondenser` (`impl/browser_output_condenser.py`).
+//! V0 `BrowserOutputCondenser` (`impl/browser_output_condenser.py`): reduces all but the
+//! newest browser outputs to their URL (nothing stored).
 
 use std::borrow::Cow;
 
@@ -11,38 +12,29 @@ use crate::stream::Stream;
 /// `web_read`).
 const BROWSER_TOOLS: [&str; 2] = ["browser", "web_read"];
 
-/// Reduces all but the newest browser outputs to their URL (nothing stored).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct BrowserOutput {
-    /// Newest browser outputs that keep their content (default 1; the app pipeline uses 2).
-    pub(crate) attention_window: usize,
-}
-
-impl BrowserOutput {
-    /// `condense`: from the newest event back, the first `attention_window` browser outputs
-    /// stay and each older one becomes "Visited URL <url>" / "Content omitted", the URL being
-    /// the `url` argument of its call.
-    pub(crate) fn condense<'v>(&self, log: &Log, stream: &Stream, view: Cow<'v, [Event]>) -> Cow<'v, [Event]> {
-        let mut seen = 0;
-        let mut out: Vec<Event> = view
-            .into_owned()
-            .into_iter()
-            .rev()
-            .map(|e| match &e.kind {
-                Kind::Observation { name, call_id } if BROWSER_TOOLS.contains(&&**name) => {
-                    if seen < self.attention_window {
-                        seen += 1;
-                        return e;
-                    }
-                    let url = url(log, stream, call_id).unwrap_or_default();
-                    e.masked(format!("Visited URL {url}\nContent omitted").into())
+/// `condense`: from the newest event back, the first `attention_window` browser outputs stay
+/// and each older one becomes "Visited URL <url>" / "Content omitted", the URL being the `url`
+/// argument of its call.
+pub(crate) fn condense<'v>(log: &Log, stream: &Stream, view: Cow<'v, [Event]>, attention_window: usize) -> Cow<'v, [Event]> {
+    let mut seen = 0;
+    let mut out: Vec<Event> = view
+        .into_owned()
+        .into_iter()
+        .rev()
+        .map(|e| match &e.kind {
+            Kind::Observation { name, call_id } if BROWSER_TOOLS.contains(&&**name) => {
+                if seen < attention_window {
+                    seen += 1;
+                    return e;
                 }
-                _ => e,
-            })
-            .collect();
-        out.reverse();
-        Cow::Owned(out)
-    }
+                let url = url(log, stream, call_id).unwrap_or_default();
+                e.masked(format!("Visited URL {url}\nContent omitted").into())
+            }
+            _ => e,
+        })
+        .collect();
+    out.reverse();
+    Cow::Owned(out)
 }
 
 /// The `url` argument of call `call_id`.

@@ -1,11 +1,11 @@
 //! V0 `CondensationAction` (`openhands/events/action/agent.py`): what a rolling condenser
 //! returns, and the checkpoint this crate records for it.
 
-use compactbench_core::{Checkpoint, CheckpointKind, EntryId, Error, ErrorKind, Message, SummarizerUsage, SummaryPosition, Window};
+use compactbench_core::{Checkpoint, Error, ErrorKind, SummarizerUsage};
 use serde_json::json;
 
-use crate::condensation::{CONDENSATION, DETAILS_TAG};
-use crate::event::{Event, EventId};
+use crate::condensation::{self, CONDENSATION, DETAILS_TAG};
+use crate::event::Event;
 
 /// `CondensationAction`'s two shapes: `forgotten_event_ids`, or the inclusive range
 /// `forgotten_events_start_id`..`forgotten_events_end_id`.
@@ -52,29 +52,18 @@ impl Condensation {
     /// The checkpoint recording this condensation of the base view `base`, made by
     /// `condenser` (on a condensation request when `request`).
     pub(crate) fn checkpoint(self, base: &[Event], request: bool, condenser: &str) -> Checkpoint {
-        let mut kept: Vec<EntryId> = base
-            .iter()
-            .filter(|e| matches!(e.id, EventId::Stream(_)) && !self.forgotten.forgets(e.id.v0()))
-            .filter_map(|e| e.entry)
-            .collect();
-        kept.dedup();
-        let kind = if self.summary.is_some() { CheckpointKind::Summary } else { CheckpointKind::Truncate };
-        let mut cp = Checkpoint::new(kind, Window::Kept(kept));
-        cp.summary = self.summary.map(Message::user);
-        cp.summary_position = SummaryPosition::AfterSystem;
-        cp.tokens_before = base.iter().map(Event::v0_tokens).sum();
-        cp.summarizer = self.usage;
         let mut details = json!({
             DETAILS_TAG: CONDENSATION,
             "condenser": condenser,
             "summary_offset": self.summary_offset,
             "request": request,
         });
-        match self.forgotten {
+        match &self.forgotten {
             Forgotten::List(l) => details["forgotten"] = json!(l),
             Forgotten::Range(a, b) => details["forgotten_range"] = json!([a, b]),
         }
-        cp.details = details;
-        cp
+        let tokens_before = base.iter().map(Event::v0_tokens).sum();
+        let forgets = |e: &Event| self.forgotten.forgets(e.id.v0());
+        condensation::checkpoint(base, forgets, self.summary, tokens_before, self.usage, details)
     }
 }

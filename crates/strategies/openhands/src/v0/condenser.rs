@@ -7,28 +7,25 @@ use compactbench_core::{Cx, Error, Log};
 
 use crate::event::Event;
 use crate::stream::Stream;
-use crate::v0::amortized_forgetting::AmortizedForgetting;
-use crate::v0::browser_output::BrowserOutput;
 use crate::v0::condensation::Condensation;
-use crate::v0::conversation_window;
-use crate::v0::llm_attention::LlmAttention;
 use crate::v0::llm_summarizing::LlmSummarizing;
-use crate::v0::observation_masking::ObservationMasking;
-use crate::v0::recent_events::RecentEvents;
 use crate::v0::structured_summary::StructuredSummary;
+use crate::v0::{
+    amortized_forgetting, browser_output, conversation_window, llm_attention, observation_masking, recent_events,
+};
 
 /// One V0 condenser (validated settings).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Condenser {
     /// `NoOpCondenser`.
     NoOp,
-    ObservationMasking(ObservationMasking),
-    BrowserOutput(BrowserOutput),
-    RecentEvents(RecentEvents),
+    ObservationMasking { attention_window: usize },
+    BrowserOutput { attention_window: usize },
+    RecentEvents { keep_first: usize, max_events: usize },
     LlmSummarizing(LlmSummarizing),
     StructuredSummary(StructuredSummary),
-    AmortizedForgetting(AmortizedForgetting),
-    LlmAttention(LlmAttention),
+    AmortizedForgetting { max_size: usize, keep_first: usize },
+    LlmAttention { max_size: usize, keep_first: usize },
     ConversationWindow,
 }
 
@@ -39,8 +36,8 @@ impl Condenser {
             self,
             Condenser::LlmSummarizing(_)
                 | Condenser::StructuredSummary(_)
-                | Condenser::AmortizedForgetting(_)
-                | Condenser::LlmAttention(_)
+                | Condenser::AmortizedForgetting { .. }
+                | Condenser::LlmAttention { .. }
                 | Condenser::ConversationWindow
         )
     }
@@ -48,10 +45,9 @@ impl Condenser {
     /// `RollingCondenser.should_condense`: over `max_size` events or a condensation request;
     /// the conversation window on a request only.
     pub(crate) fn should_condense(&self, view: &[Event], request: bool) -> bool {
-        let max_size = match self {
-            Condenser::LlmSummarizing(c) | Condenser::StructuredSummary(StructuredSummary(c)) => c.max_size,
-            Condenser::AmortizedForgetting(c) => c.max_size,
-            Condenser::LlmAttention(c) => c.max_size,
+        let max_size = match *self {
+            Condenser::LlmSummarizing(ref c) | Condenser::StructuredSummary(StructuredSummary(ref c)) => c.max_size,
+            Condenser::AmortizedForgetting { max_size, .. } | Condenser::LlmAttention { max_size, .. } => max_size,
             Condenser::ConversationWindow => return request,
             _ => return false,
         };
@@ -61,21 +57,25 @@ impl Condenser {
     /// `condense` of a condenser that is not rolling: the view it returns (nothing stored).
     /// Borrowed in, borrowed out where it changes nothing.
     pub(crate) fn transform<'v>(&self, log: &Log, stream: &Stream, view: Cow<'v, [Event]>) -> Cow<'v, [Event]> {
-        match self {
-            Condenser::ObservationMasking(c) => c.condense(view),
-            Condenser::BrowserOutput(c) => c.condense(log, stream, view),
-            Condenser::RecentEvents(c) => c.condense(view),
+        match *self {
+            Condenser::ObservationMasking { attention_window } => observation_masking::condense(view, attention_window),
+            Condenser::BrowserOutput { attention_window } => browser_output::condense(log, stream, view, attention_window),
+            Condenser::RecentEvents { keep_first, max_events } => recent_events::condense(view, keep_first, max_events),
             _ => view,
         }
     }
 
     /// `get_condensation` of a rolling condenser.
     pub(crate) fn get_condensation(&self, log: &Log, view: &[Event], cx: &mut Cx<'_>) -> Result<Condensation, Error> {
-        match self {
-            Condenser::LlmSummarizing(c) => c.get_condensation(log, view, cx),
-            Condenser::StructuredSummary(c) => c.get_condensation(log, view, cx),
-            Condenser::AmortizedForgetting(c) => c.get_condensation(view),
-            Condenser::LlmAttention(c) => c.get_condensation(log, view, cx),
+        match *self {
+            Condenser::LlmSummarizing(ref c) => c.get_condensation(log, view, cx),
+            Condenser::StructuredSummary(ref c) => c.get_condensation(log, view, cx),
+            Condenser::AmortizedForgetting { max_size, keep_first } => {
+                amortized_forgetting::get_condensation(view, max_size, keep_first)
+            }
+            Condenser::LlmAttention { max_size, keep_first } => {
+                llm_attention::get_condensation(log, view, max_size, keep_first, cx)
+            }
             Condenser::ConversationWindow => Ok(conversation_window::get_condensation(view)),
             _ => unreachable!("only rolling condensers condense"),
         }
@@ -85,13 +85,13 @@ impl Condenser {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Condenser::NoOp => "noop",
-            Condenser::ObservationMasking(_) => "observation_masking",
-            Condenser::BrowserOutput(_) => "browser_output",
-            Condenser::RecentEvents(_) => "recent_events",
+            Condenser::ObservationMasking { .. } => "observation_masking",
+            Condenser::BrowserOutput { .. } => "browser_output",
+            Condenser::RecentEvents { .. } => "recent_events",
             Condenser::LlmSummarizing(_) => "llm_summarizing",
             Condenser::StructuredSummary(_) => "structured_summary",
-            Condenser::AmortizedForgetting(_) => "amortized_forgetting",
-            Condenser::LlmAttention(_) => "llm_attention",
+            Condenser::AmortizedForgetting { .. } => "amortized_forgetting",
+            Condenser::LlmAttention { .. } => "llm_attention",
             Condenser::ConversationWindow => "conversation_window",
         }
     }

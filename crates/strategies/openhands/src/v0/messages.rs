@@ -1,13 +1,7 @@
 //! What V0's `ConversationMemory.process_events` (`openhands/memory/conversation_memory.py`)
-//! sends for a view.
-//!
-//! V0 computes its stand-ins (masked observations, browser outputs reduced to a URL, results
-//! middle-truncated at `max_message_chars`) at every step and stores none of them, and
-//! neither does this crate. A message sent in place of a log message therefore names no
-//! checkpoint: its origin is `Replaced(message, message)` when the builder cut it (truncated,
-//! or only some of its results sent), and `Replaced(observation, the message of its call)` for
-//! a condenser's stand-in. So the versions one log message goes through never share an
-//! origin: the runner keys what it measures of a view message by its origin.
+//! sends for a view. Its stand-ins are computed here at every step and stored nowhere, as in
+//! V0; the origins of the messages sent in place of log messages are in the crate docs
+//! (Deviations).
 
 use compactbench_core::{EntryId, Log, Message, Origin, Part, Role};
 use rustc_hash::FxHashMap;
@@ -88,7 +82,7 @@ pub(crate) fn process_events(log: &Log, stream: &Stream, events: &[Event]) -> Ve
                     // Stand-ins for several results of one tool message form one message.
                     Some(Rendered { built: Some(last), .. }) if masked_from == Some(entry) => last.parts.push(text),
                     _ => {
-                        // Shown through the message of the call it answers (see the module docs).
+                        // Shown through the message of the call it answers (see the crate docs).
                         let call = event::owned_parts(log, e).into_iter().find_map(|p| match p {
                             Part::ToolResult { call_id, .. } => stream.call(call_id),
                             _ => None,
@@ -146,7 +140,7 @@ fn push_results(log: &Log, view: &mut Vec<Rendered>, answers: &[&Event]) {
                 }
             }
         }
-        // Cut by the builder: shown through itself (see the module docs).
+        // Cut by the builder: shown through itself (see the crate docs).
         let origin = if message.is_some() { Origin::Replaced(entry, entry) } else { Origin::Entry(entry) };
         view.push(Rendered { origin, built: message });
     }
