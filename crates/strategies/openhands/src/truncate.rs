@@ -9,6 +9,14 @@ const V0_MARKER: &str = "\n[... Observation truncated due to length ...]\n";
 
 /// The first `n` characters of `s`.
 pub(crate) fn head(s: &str, n: usize) -> &str {
+    // Tool output is mostly ASCII, where characters are bytes: a vectorised check instead of
+    // walking the characters of every long observation at every request.
+    if s.len() <= n {
+        return s;
+    }
+    if s.as_bytes()[..n].is_ascii() {
+        return &s[..n];
+    }
     &s[..s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)]
 }
 
