@@ -202,6 +202,13 @@
 //! - Our `isSplitTurn` in checkpoint details is the preparation's flag, kept for this check
 //!   (Pi's entry has no such field).
 //!
+//! `pi/v0.14` is checked against npm 0.13.2 by `fidelity/pi/driver-0.13.mjs`: the TUI's own
+//! `checkAutoCompaction` on a bare `TuiRenderer`, and `compact` itself for the selection (its
+//! model call answered by an aborted signal, so it summarizes nothing), on legacy session files
+//! with our checkpoints as `compaction` entries. Trigger, first kept entry and `tokensBefore`
+//! agree on every case (before a request, after a reply's tool results, 240/240; at a turn's
+//! end 225/225).
+//!
 //! # Deviations
 //! - Deliberate: our messages carry no stop reason, so an assistant message without usage
 //!   (or with all-zero usage) stands for Pi's failed or aborted reply, and its text for the
