@@ -207,7 +207,9 @@
 //! model call answered by an aborted signal, so it summarizes nothing), on legacy session files
 //! with our checkpoints as `compaction` entries. Trigger, first kept entry and `tokensBefore`
 //! agree on every case (before a request, after a reply's tool results, 240/240; at a turn's
-//! end 225/225).
+//! end 225/225). Both compactions Pi recorded in
+//! `bench-data/transcripts/pi__pi-mono__before-compaction.jsonl` keep from the step Pi kept
+//! from (session steps 285 and 533), where `pi` keeps from 252 and 517.
 //!
 //! # Deviations
 //! - Deliberate: our messages carry no stop reason, so an assistant message without usage
