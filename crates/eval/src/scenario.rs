@@ -138,6 +138,8 @@ pub struct Recorded {
     pub summary: Option<String>,
     /// The harness release that made it, where recorded.
     pub release: Option<String>,
+    /// When it was made, as the format writes it, where recorded (Pi).
+    pub recorded_at: Option<String>,
 }
 
 impl Replay {
@@ -164,6 +166,7 @@ impl Replay {
                 first_kept_step: r.first_kept_message.map(step),
                 summary: r.summary.clone(),
                 release: r.release.clone(),
+                recorded_at: r.recorded_at.clone(),
             })
             .collect();
         let messages = imported.messages.into_iter().enumerate().filter(|(i, _)| !summary_at.contains(i)).map(|(_, m)| m).collect();

@@ -5,8 +5,10 @@
 //! At each recorded compaction, in order, the log holds the transcript's messages up to that
 //! point (our own earlier compactions in place of the recorded ones), and our strategy is asked
 //! to compact now, as the harness did. The first kept session step is compared: Pi records its
-//! `firstKeptEntryId`; Claude Code's full compaction keeps no message of the old history in the
-//! releases that recorded ours (1.0.53), so the variant of that behaviour replays them.
+//! first kept entry; Claude Code's full compaction keeps no message of the old history in the
+//! releases that recorded ours (1.0.53), so the variant of that behaviour replays them, and
+//! Pi's fixture was recorded by the usage-based compaction of 0.13.0–0.14.2, which `pi/v0.14`
+//! follows.
 
 use compactbench_core::{Cx, EntryId, Log, Moment, Role, Strategy, VirtualStore, Window};
 use compactbench_eval::scenario::Scenario;
@@ -37,11 +39,21 @@ impl Pair {
     }
 }
 
-/// The strategy that stands for the release that recorded a transcript's compactions: our
-/// crates follow the newest release, and a variant keeps an older behaviour a spec describes.
-fn strategy_for(format: Format, release: Option<&str>) -> Option<&'static str> {
+/// When Pi 0.15.0 was released (its release commit, badlogic/pi-mono@dcf81a6a), the first
+/// release with pi-mono 4227fd59's cut rule: every earlier release back to 0.13.0 compacts as
+/// `pi/v0.14` does.
+const PI_0_15_RELEASED: &str = "2025-12-09T12:41:12";
+
+/// The strategy that stands for the release that recorded a transcript's compactions
+/// (`release` where the format names it, else `recorded_at`, when it was made): our crates
+/// follow the newest release, and a variant keeps an older behaviour.
+fn strategy_for(format: Format, release: Option<&str>, recorded_at: Option<&str>) -> Option<&'static str> {
     match format {
-        // Pi's session files name no release: today's rule stands for all (the report says so).
+        // Pi's session files name no release, but each compaction entry carries its time (ISO
+        // 8601, UTC). One made before 0.15.0 was released was made by 0.14.x or earlier (or by
+        // a pi-mono build before 4227fd59, which compacts the same way): `pi/v0.14`. A later
+        // one is replayed by today's rule; the releases in between have no variant.
+        Format::Pi if recorded_at.and_then(utc_seconds).is_some_and(|t| t < PI_0_15_RELEASED) => Some("pi/v0.14"),
         Format::Pi => Some("pi"),
         // Up to 2.1.68 a full compaction keeps nothing of the old history verbatim, as the
         // `claude-code/v2.1.68` variant does; the newest release keeps the last tool round.
@@ -49,6 +61,19 @@ fn strategy_for(format: Format, release: Option<&str>) -> Option<&'static str> {
         Format::ClaudeCode => Some("claude-code"),
         _ => None,
     }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of a UTC timestamp such as `2025-12-08T23:22:54.411Z` (fixed width,
+/// so its order is the time order), or `None` for any other shape.
+fn utc_seconds(timestamp: &str) -> Option<&str> {
+    let seconds = timestamp.get(..19)?;
+    let shape = seconds.bytes().enumerate().all(|(i, b)| match i {
+        4 | 7 => b == b'-',
+        10 => b == b'T',
+        13 | 16 => b == b':',
+        _ => b.is_ascii_digit(),
+    });
+    (shape && timestamp.ends_with('Z')).then_some(seconds)
 }
 
 /// `major.minor.patch` of a release string such as `1.0.53`.
@@ -64,7 +89,7 @@ pub fn replay(scenarios: &[Scenario], counter: &TokenCounter) -> Vec<Pair> {
         let Some(replay) = sc.replay.as_ref().and_then(|r| r.imported.as_ref()) else { continue };
         // A transcript is replayed by one strategy: the release of its first compaction's.
         let Some(first) = replay.recorded.first() else { continue };
-        let Some(id) = strategy_for(replay.format, first.release.as_deref()) else { continue };
+        let Some(id) = strategy_for(replay.format, first.release.as_deref(), first.recorded_at.as_deref()) else { continue };
         let strategy = compactbench_registry::find(id).expect("registered");
         let mut messages = replay.messages.iter();
         let mut log = Log::new();
@@ -116,12 +141,41 @@ mod tests {
     /// A Claude Code transcript is replayed by the variant of the release that recorded it.
     #[test]
     fn the_recording_release_picks_the_strategy() {
-        assert_eq!(strategy_for(Format::ClaudeCode, Some("1.0.53")), Some("claude-code/v2.1.68"));
-        assert_eq!(strategy_for(Format::ClaudeCode, Some("2.1.68")), Some("claude-code/v2.1.68"));
-        assert_eq!(strategy_for(Format::ClaudeCode, Some("2.1.332")), Some("claude-code"));
-        assert_eq!(strategy_for(Format::ClaudeCode, Some("dev")), Some("claude-code"));
-        assert_eq!(strategy_for(Format::ClaudeCode, None), Some("claude-code"));
-        assert_eq!(strategy_for(Format::Pi, None), Some("pi"));
-        assert_eq!(strategy_for(Format::Codex, Some("0.50.0")), None);
+        assert_eq!(strategy_for(Format::ClaudeCode, Some("1.0.53"), None), Some("claude-code/v2.1.68"));
+        assert_eq!(strategy_for(Format::ClaudeCode, Some("2.1.68"), None), Some("claude-code/v2.1.68"));
+        assert_eq!(strategy_for(Format::ClaudeCode, Some("2.1.332"), None), Some("claude-code"));
+        assert_eq!(strategy_for(Format::ClaudeCode, Some("dev"), None), Some("claude-code"));
+        assert_eq!(strategy_for(Format::ClaudeCode, None, None), Some("claude-code"));
+        assert_eq!(strategy_for(Format::Codex, Some("0.50.0"), None), None);
+    }
+
+    /// A Pi compaction is dated: before 0.15.0 was released, `pi/v0.14`; after, or undated,
+    /// today's rule.
+    #[test]
+    fn the_recording_date_picks_the_pi_strategy() {
+        let pi = |at| strategy_for(Format::Pi, None, at);
+        assert_eq!(pi(Some("2025-12-08T23:22:54.411Z")), Some("pi/v0.14"));
+        assert_eq!(pi(Some("2025-12-09T12:41:11.999Z")), Some("pi/v0.14"));
+        assert_eq!(pi(Some("2025-12-09T12:41:12.000Z")), Some("pi"));
+        assert_eq!(pi(Some("2026-03-01T08:00:00.000Z")), Some("pi"));
+        assert_eq!(pi(Some("2025-12-08T23:22:54+01:00")), Some("pi"), "not UTC");
+        assert_eq!(pi(Some("t")), Some("pi"));
+        assert_eq!(pi(None), Some("pi"));
+    }
+
+    /// Pi's fixture, recorded on 2025-12-08 by Pi 0.14.x, replayed by `pi/v0.14`: both of its
+    /// compactions keep from the step Pi kept from.
+    #[test]
+    fn the_pi_fixture_agrees_with_the_release_that_recorded_it() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let scenario = Scenario::load(&root.join("scenarios/real/pi__pi-mono__before-compaction.toml")).expect("scenario");
+        let agreeing = |step, kept| Pair {
+            scenario: "pi-pi-mono-before-compaction".into(),
+            strategy: "pi/v0.14",
+            step,
+            recorded_first_kept: Some(kept),
+            ours: Ok(Some(kept)),
+        };
+        assert_eq!(replay(&[scenario], &TokenCounter::default()), [agreeing(351, 285), agreeing(611, 533)]);
     }
 }

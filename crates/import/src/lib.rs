@@ -104,9 +104,10 @@
 //!   dropped ([`Stats::dropped_messages`], their calls in [`Stats::excluded_tool_calls`]), and a
 //!   call left without a result gets a synthetic error result "No result provided" before the
 //!   next user or assistant message, compaction, or the end ([`Stats::synthetic_results`]).
-//! * `compaction` entries are recorded with `summary`, `tokensBefore` and the first kept entry
-//!   (`firstKeptEntryIndex` in v1, an index into the file's entries with the header at 0;
-//!   `firstKeptEntryId` in v2/v3) mapped to [`RecordedCompaction::first_kept_message`].
+//! * `compaction` entries are recorded with `summary`, `tokensBefore`, `timestamp`
+//!   ([`RecordedCompaction::recorded_at`]) and the first kept entry (`firstKeptEntryIndex` in
+//!   v1, an index into the file's entries with the header at 0; `firstKeptEntryId` in v2/v3)
+//!   mapped to [`RecordedCompaction::first_kept_message`].
 //!
 //! # OpenHands (evaluation `output.jsonl`)
 //!
@@ -389,6 +390,10 @@ pub struct RecordedCompaction {
     /// The harness release that made it, when the format says (Claude Code's `version`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release: Option<String>,
+    /// When it was made, as the format writes it (Pi: the compaction entry's `timestamp`, ISO
+    /// 8601 in UTC); Pi's files name no release, and this dates the one that made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<String>,
 }
 
 /// Why an import failed. Displays as `path:line: message` (or `path: message`).

@@ -36,6 +36,7 @@ enum Kind {
         tokens_before: Option<u64>,
         first_kept_index: Option<u64>,
         first_kept_id: Option<String>,
+        timestamp: Option<String>,
     },
     /// A message the model sees as user input.
     User {
@@ -185,6 +186,7 @@ fn parse(o: &Obj, tree: bool) -> Result<Entry, String> {
             tokens_before: json::opt_u64(o, "", "tokensBefore")?,
             first_kept_index: json::opt_u64(o, "", "firstKeptEntryIndex")?,
             first_kept_id: json::opt_str(o, "", "firstKeptEntryId")?.map(str::to_string),
+            timestamp: json::opt_str(o, "", "timestamp")?.map(str::to_string),
         },
         "custom_message" => {
             let (parts, unknown) = user_content(o.get("content"), "content")?;
@@ -416,6 +418,7 @@ impl State {
                 tokens_before,
                 first_kept_index,
                 first_kept_id,
+                timestamp,
             } => {
                 let first_kept_message = match (first_kept_id, first_kept_index) {
                     (Some(id), _) => self.at_id.get(&id).copied(),
@@ -432,6 +435,7 @@ impl State {
                     first_kept_message,
                     // Pi's session files do not name the release that wrote them.
                     release: None,
+                    recorded_at: timestamp,
                 });
             }
             Kind::User { parts, unknown } => {

@@ -221,6 +221,17 @@ fn pi_before_compaction_matches_readme() {
             .collect::<Vec<_>>(),
         [Some(175_004), Some(185_014)]
     );
+    // Each entry's own time (the release that made it is dated by it).
+    assert_eq!(
+        imp.recorded
+            .iter()
+            .map(|c| c.recorded_at.as_deref())
+            .collect::<Vec<_>>(),
+        [
+            Some("2025-12-08T23:22:54.411Z"),
+            Some("2025-12-08T23:54:21.502Z")
+        ]
+    );
     // firstKeptEntryIndex 293 and 551 are the user lines 294 and 552.
     let kept: Vec<String> = imp
         .recorded
@@ -718,6 +729,7 @@ fn claude_code_streaming_merge_duplicates_and_compaction_2x() {
             summary: Some("This session is being continued... SUMMARY".into()),
             first_kept_message: None,
             release: Some("2.0.14".into()),
+            recorded_at: None,
         }]
     );
 }
@@ -834,6 +846,7 @@ fn pi_v3_follows_the_active_branch() {
             summary: Some("S".into()),
             first_kept_message: Some(2),
             release: None,
+            recorded_at: Some("t".into()),
         }]
     );
 }

@@ -116,6 +116,33 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
     },
     Original {
+        name: "@mariozechner/pi-coding-agent 0.13.2",
+        dir: "pi-0.13.2",
+        // 0.13.2 runs the compaction of 0.13.0–0.14.2 (the pi crate's docs compare the
+        // sources); no 0.14.x is in the registry here.
+        strategy: "pi/v0.14",
+        install: Install::Npm(&["@mariozechner/pi-coding-agent@0.13.2"]),
+        driver: "fidelity/pi/driver-0.13.mjs",
+        args: &[],
+        // Its TUI checks each reply when it ends: a reply with tool calls before the next
+        // request, after its results.
+        moment: Moment::BeforeRequest,
+        export: pi::export_0_13,
+        history: true,
+    },
+    Original {
+        name: "@mariozechner/pi-coding-agent 0.13.2 (turn end)",
+        dir: "pi-0.13.2-turn-end",
+        strategy: "pi/v0.14",
+        install: Install::Npm(&["@mariozechner/pi-coding-agent@0.13.2"]),
+        driver: "fidelity/pi/driver-0.13.mjs",
+        args: &[],
+        // The final reply of a run, checked when it ends.
+        moment: Moment::TurnEnd,
+        export: pi::export_0_13_turn_end,
+        history: true,
+    },
+    Original {
         name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4)",
         dir: "oh-my-pi-18.3.4",
         strategy: "oh-my-pi",

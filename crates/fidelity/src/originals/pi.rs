@@ -13,6 +13,9 @@
 //! - Our Pi checkpoints are Pi `compaction` entries (summary, firstKeptEntryId, tokensBefore,
 //!   file lists as `details`; in 1.6.0 also the `systemMessage` snapshot `appendCompaction`
 //!   takes). Checkpoints of another shape are refused.
+//! - 0.13.2 (which checks `pi/v0.14`) reads a legacy (v1) session file instead: a `session`
+//!   header, entries without ids, and compaction entries that name their first kept entry by
+//!   index (`firstKeptEntryIndex`, summary and `tokensBefore`); see [`export_0_13`].
 //! - 1.6.0 is asked twice over: at a turn's end (`_checkCompaction`), and before a request
 //!   (`Moment::BeforeRequest`), where it checks only between the model calls of a run
 //!   (`prepareNextTurnWithContext`, after tool results); there a log ending in the user message
@@ -53,6 +56,80 @@ pub(crate) fn export_1_6_turn_end(case: &Case) -> Result<Export, String> {
 /// `@mariozechner/pi-coding-agent` 0.73.1, asked at a turn's end.
 pub(crate) fn export_0_73(case: &Case) -> Result<Export, String> {
     export(case, Release::V0_73)
+}
+
+/// `@mariozechner/pi-coding-agent` 0.13.2 (the compaction of 0.13.0–0.14.2), asked before a
+/// request: it checks each reply when it ends, which before a request is the reply whose tool
+/// results close the log.
+pub(crate) fn export_0_13(case: &Case) -> Result<Export, String> {
+    let last = case.log.messages().next_back().map(|(_, m)| m.role);
+    if last != Some(Role::Tool) {
+        return Err("0.13.2 checks a reply when it ends: before a request only after its tool results; a user message last follows the check at the turn's end".into());
+    }
+    export_legacy(case)
+}
+
+/// `@mariozechner/pi-coding-agent` 0.13.2, asked at a turn's end (its final reply ended).
+pub(crate) fn export_0_13_turn_end(case: &Case) -> Result<Export, String> {
+    export_legacy(case)
+}
+
+/// A legacy (v1) session file as 0.13.2 reads it: the `session` header, then one entry per
+/// message and compaction, no ids; a compaction names its first kept entry by index
+/// (`firstKeptEntryIndex`). The header stands for the first entry of ours on the branch (a
+/// first kept index of 0 keeps everything).
+fn export_legacy(case: &Case) -> Result<Export, String> {
+    let newest_reply = case.log.messages().filter(|(_, m)| m.role == Role::Assistant).map(|(id, _)| id).next_back();
+    let latest_compaction = case.log.checkpoints().map(|(id, _)| id).next_back();
+    if newest_reply.is_none_or(|r| latest_compaction.is_some_and(|c| c > r)) {
+        return Err("no reply since the latest compaction: 0.13.2 checks a reply once, when it ends".into());
+    }
+    let model = &case.model.name;
+    let mut entries = vec![json!({
+        "type": "session",
+        "id": case.id,
+        "timestamp": iso(0),
+        "cwd": "/",
+        "provider": "compactbench",
+        "modelId": model,
+        "thinkingLevel": "off",
+    })];
+    let mut ids = Vec::new();
+    // Our entry → its first native index (for `firstKeptEntryIndex`).
+    let mut native: HashMap<EntryId, usize> = HashMap::new();
+    let mut leading = true;
+    for (id, entry) in case.log.entries() {
+        let items = match entry {
+            // Pi keeps the system prompt outside the session.
+            Entry::Message(m) if leading && m.role == Role::System => continue,
+            Entry::Message(m) => messages(m, model),
+            Entry::Checkpoint(cp) => vec![legacy_compaction(cp, &native)?],
+        };
+        if leading {
+            leading = false;
+            ids.push(id);
+        }
+        for mut item in items {
+            let i = entries.len();
+            native.entry(id).or_insert(i);
+            if item.get("type").is_none() {
+                item["timestamp"] = json!(EPOCH_MS + i as u64 * 1000);
+                item = json!({ "type": "message", "message": item });
+            }
+            item["timestamp"] = json!(iso(i));
+            entries.push(item);
+            ids.push(id);
+        }
+    }
+    Ok(Export { session: json!({ "entries": entries }), ids, settings: json!({}) })
+}
+
+/// One of our Pi checkpoints as a legacy `compaction` entry.
+fn legacy_compaction(cp: &Checkpoint, native: &HashMap<EntryId, usize>) -> Result<Value, String> {
+    let summary = cp.details.get("summary").and_then(Value::as_str).ok_or("a checkpoint that is not Pi's (no details.summary)")?;
+    let Window::From(first) = cp.window else { return Err("a Pi checkpoint keeps a suffix (Window::From)".into()) };
+    let first_kept = native.get(&first).ok_or_else(|| format!("firstKeptEntryIndex {} is not in the session", first.0))?;
+    Ok(json!({ "type": "compaction", "summary": summary, "firstKeptEntryIndex": first_kept, "tokensBefore": cp.tokens_before }))
 }
 
 /// Entry timestamps: one second apart from 2023-11-15T00:00:00Z, so `timestamp` order is log

@@ -16,6 +16,14 @@
 //!   files `packages/coding-agent/src/core/compaction/{compaction,utils}.ts`,
 //!   `src/core/session-manager.ts`, `src/core/agent-session.ts`, `src/core/messages.ts`,
 //!   `packages/ai/src/utils/overflow.ts`. Spec: `shared/specs/pi.md`.
+//! - Variant `pi/v0.14`: the compaction Pi ran from 0.13.0 to 0.14.2, before
+//!   `badlogic/pi-mono@4227fd5996096887757de90ba22760ac9f307b30` ("Fix auto-compaction TUI
+//!   integration and cut point logic", first released in 0.15.0). Read at tag v0.14.2,
+//!   `badlogic/pi-mono@33a2bcf2031f732a1305b19721b97c69e9bf2c02`: `packages/coding-agent/src/
+//!   compaction.ts`, `src/session-manager.ts` (`loadSessionFromEntries`), `src/settings-manager.ts`
+//!   and `src/tui/tui-renderer.ts` (`checkAutoCompaction`, `executeCompaction`,
+//!   `handleCompactCommand`). Pi recorded the compactions of
+//!   `bench-data/transcripts/pi__pi-mono__before-compaction.jsonl` with it (2025-12-08).
 //!
 //! ## What 1.6.0 does differently from 0.73.1 (followed by `pi` only)
 //! 1. **A check between model calls**: before each next model call of a run
@@ -81,6 +89,41 @@
 //! overrides, trigger, stale-usage guard and the once-only overflow recovery. The later
 //! variants the spec lists as V2–V4 are not in 0.73.1; 1.6.0 carries the length-stop
 //! rejection (item 3 above).
+//!
+//! ## What 0.13.0–0.14.2 do (followed by `pi/v0.14` only)
+//! The sources: `compaction.ts` is the same from 86e5a70e (0.13.0, where
+//! `calculateContextTokens` reads `totalTokens`) to 4227fd59's parent, but for one change in
+//! 0.14.0 (bd0d0676, bash mode): `generateSummary` passes the messages through
+//! `messageTransformer` (a `!cmd` bash execution becomes user text) and sends the prompt as a
+//! text block. `session-manager.ts` and the TUI's compaction methods are the same in v0.13.2
+//! and v0.14.2. The registry here holds no 0.14.x; npm `@mariozechner/pi-coding-agent` 0.13.2
+//! holds exactly tag v0.13.2's sources (every `sourcesContent` of its source maps), so its
+//! code is what compactbench-fidelity runs. What 4227fd59 changed: the check moved to the end
+//! of a run (`agent_end`), and the cut moves back over non-message entries before the kept
+//! user message (our log has none); 0.17.0 (a38e6190) brought the estimates below.
+//! 1. **Trigger**: the TUI checks every assistant reply when it ends (`message_end`), mid-run
+//!    too: the newest non-aborted reply's `calculateContextTokens` (`totalTokens`, or the sum
+//!    of the parts) `> contextWindow − reserveTokens` (16384). A reply is checked once; there
+//!    is no stale-usage guard, no check before a prompt and no overflow recovery. We check a
+//!    reply with tool calls at [`Moment::BeforeRequest`] after its results, a final reply at
+//!    [`Moment::TurnEnd`], and never at [`Moment::Overflow`].
+//! 2. **Cut** (`findCutPoint`): only entries after the previous compaction entry are looked
+//!    at. With no user message among them, all of them are kept; with no reply, the last
+//!    turn. Otherwise the replies' usage is read newest first; at the first one at least
+//!    `keepRecentTokens` (20000) below the newest, the first kept entry is the user message at
+//!    or before the reply after it, so whole turns are kept and no turn is split. Messages the
+//!    previous compaction kept (before its entry) are neither kept nor summarized again.
+//! 3. **Summary** (`generateSummary`): one call with no system prompt: the previous summary as
+//!    a user message `Previous session summary:\n…`, the messages before the cut as they are
+//!    (thinking, tool calls, whole tool results), then the prompt (paraphrased) as the last
+//!    user message, with `\n\nAdditional focus: …` after `/compact <text>`; cap
+//!    `floor(0.8 × reserveTokens)`. pi-ai answers a failed call with an errored reply, whose
+//!    (absent) text becomes the summary: a failed call still compacts, with an empty summary.
+//!    A cut-off reply is used as it is. No split-turn call, no file lists.
+//! 4. `tokensBefore` is the newest reply's usage (0 without one). The summary message and the
+//!    view (`loadSessionFromEntries`: the summary, then every message from the first kept
+//!    entry on) are as in the later releases. `/compact` needs two messages ("Nothing to
+//!    compact (no messages yet)") and runs with automatic compaction off.
 //!
 //! # Trigger
 //! `contextTokens > contextWindow − reserveTokens` (strict), defaults `reserveTokens = 16384`,
@@ -159,6 +202,15 @@
 //! - Our `isSplitTurn` in checkpoint details is the preparation's flag, kept for this check
 //!   (Pi's entry has no such field).
 //!
+//! `pi/v0.14` is checked against npm 0.13.2 by `fidelity/pi/driver-0.13.mjs`: the TUI's own
+//! `checkAutoCompaction` on a bare `TuiRenderer`, and `compact` itself for the selection (its
+//! model call answered by an aborted signal, so it summarizes nothing), on legacy session files
+//! with our checkpoints as `compaction` entries. Trigger, first kept entry and `tokensBefore`
+//! agree on every case (before a request, after a reply's tool results, 240/240; at a turn's
+//! end 225/225). Both compactions Pi recorded in
+//! `bench-data/transcripts/pi__pi-mono__before-compaction.jsonl` keep from the step Pi kept
+//! from (session steps 285 and 533), where `pi` keeps from 252 and 517.
+//!
 //! # Deviations
 //! - Deliberate: our messages carry no stop reason, so an assistant message without usage
 //!   (or with all-zero usage) stands for Pi's failed or aborted reply, and its text for the
@@ -198,6 +250,19 @@
 //! - Deliberate (1.6.0): pi-ai clamps the output cap to the room left in the context window
 //!   (`clampMaxTokensToContext`); summary requests here are far below the window, so the cap
 //!   is the model's output limit as is.
+//! - Deliberate (0.14): Pi aborts the run it compacts in (`executeCompaction`): the checked
+//!   reply's tool calls get no results and the user prompts again. The runner's session goes
+//!   on, so we compact before its next request, after those results, with the same cut (only
+//!   user messages cut), `tokensBefore` and summary input.
+//! - Deliberate (0.14): its bash executions (`!cmd`) are no turn boundaries, but our importer
+//!   reads them as user messages, so a replayed 0.14.x session would cut at one; none precede
+//!   the fixture's compactions. (0.13.2 has no bash mode; 0.14.x turns them into user text for
+//!   the summary call, as our transcript does.)
+//! - Deliberate (0.14): aborted replies are skipped and errored ones count 0; ours carry no
+//!   stop reason, so a failed reply counts 0 (the fidelity exporter writes it as errored).
+//! - Deliberate (0.14): the summary call's messages reach the summarizer as pi-ai's message
+//!   objects, one JSON object a line (what `complete` receives; the provider's own rendering is
+//!   not modelled), and its prompt is paraphrased.
 //! - Deliberate (1.6.0): overflow detection reads 0.73.1's provider patterns; the ones 1.6.0
 //!   adds (LiteLLM, Together, z.ai, DashScope, DS4, any HTTP 413) only matter for a replayed
 //!   failed reply whose text matches them. Context edits, codemode nested calls and
@@ -210,6 +275,7 @@ mod prepare;
 mod session;
 mod summarize;
 mod trigger;
+mod v0_14;
 
 use trigger::Trigger;
 
@@ -231,7 +297,7 @@ impl Default for PiConfig {
     }
 }
 
-/// Which Pi the strategy follows.
+/// Which release of Pi's estimate-based compaction the strategy follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Release {
     /// npm `@earendil-works/pi-coding-agent` 1.6.0 (checks between model calls, rejects
@@ -243,11 +309,20 @@ pub(crate) enum Release {
     Canonical0_58,
 }
 
+/// Which compaction the strategy follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Algorithm {
+    /// Since 0.17.0: chars/4 estimates, cuts at user or assistant messages, split turns.
+    Estimates(Release),
+    /// 0.13.0–0.14.2: provider usage, cuts at user messages after the previous compaction.
+    Usage,
+}
+
 /// Pi's compaction (see the crate docs).
 pub struct PiStrategy {
     info: StrategyInfo,
     config: PiConfig,
-    release: Release,
+    algorithm: Algorithm,
 }
 
 impl PiStrategy {
@@ -264,6 +339,26 @@ impl PiStrategy {
     /// Pi at the canonical commit badlogic/pi-mono@83378aad (v0.58.3), with `config`.
     pub fn v0_58(config: PiConfig) -> PiStrategy {
         PiStrategy::with_release(config, Release::Canonical0_58)
+    }
+
+    /// Pi 0.13.0–0.14.2 (badlogic/pi-mono tag v0.14.2, before 4227fd59), with `config`.
+    pub fn v0_14(config: PiConfig) -> PiStrategy {
+        PiStrategy {
+            info: StrategyInfo {
+                id: "pi/v0.14".into(),
+                harness: "pi".into(),
+                source: "badlogic/pi-mono@33a2bcf2031f732a1305b19721b97c69e9bf2c02 (v0.14.2; compaction unchanged from v0.13.0 to 4227fd5996096887757de90ba22760ac9f307b30^, checked against npm @mariozechner/pi-coding-agent@0.13.2)".into(),
+                summary: format!(
+                    "after each reply, if its usage > window - {}: summarize what followed the previous compaction \
+                     up to the user message opening the turn whose usage is ~{} below the newest (usage only, \
+                     whole turns kept; what the previous compaction kept is dropped)",
+                    config.reserve_tokens, config.keep_recent_tokens
+                ),
+                fidelity: Fidelity::Source,
+            },
+            config,
+            algorithm: Algorithm::Usage,
+        }
     }
 
     fn with_release(config: PiConfig, release: Release) -> PiStrategy {
@@ -297,21 +392,21 @@ impl PiStrategy {
                 fidelity: Fidelity::Source,
             },
             config,
-            release,
+            algorithm: Algorithm::Estimates(release),
         }
     }
 
-    /// What Pi would do at `at`, or `None`.
-    fn trigger(&self, log: &Log, at: Moment, window: u64) -> Option<Trigger> {
+    /// What Pi `release` would do at `at`, or `None`.
+    fn trigger(&self, release: Release, log: &Log, at: Moment, window: u64) -> Option<Trigger> {
         // `compaction.enabled` turns off the automatic paths only: `/compact` always runs.
         if !self.config.enabled && at != Moment::Manual {
             return None;
         }
         match at {
-            Moment::TurnEnd => trigger::check_turn_end(log, &self.config, self.release, window),
+            Moment::TurnEnd => trigger::check_turn_end(log, &self.config, release, window),
             // 1.6.0 checks the projected context before each next model call of a run;
             // earlier releases check nothing between the model calls of a run.
-            Moment::BeforeRequest => match self.release {
+            Moment::BeforeRequest => match release {
                 Release::Npm1_6_0 => trigger::check_next_turn(log, &self.config, window),
                 Release::Npm0_73_1 | Release::Canonical0_58 => None,
             },
@@ -327,12 +422,14 @@ pub fn strategy() -> Box<dyn Strategy> {
 }
 
 /// Every row to report: the newest release (`pi`), the last release under the old package
-/// name (`pi/v0.73`), then the canonical commit (`pi/v0.58`).
+/// name (`pi/v0.73`), the canonical commit (`pi/v0.58`), then the usage-based compaction of
+/// 0.13.0–0.14.2 (`pi/v0.14`).
 pub fn variants() -> Vec<Box<dyn Strategy>> {
     vec![
         strategy(),
         Box::new(PiStrategy::v0_73(PiConfig::default())),
         Box::new(PiStrategy::v0_58(PiConfig::default())),
+        Box::new(PiStrategy::v0_14(PiConfig::default())),
     ]
 }
 
@@ -346,15 +443,25 @@ impl Strategy for PiStrategy {
     }
 
     fn decide(&self, log: &Log, _view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        let Some(trigger) = self.trigger(log, at, cx.model.window) else { return Decision::Skip };
+        let path = session::branch_path(log);
+        let release = match self.algorithm {
+            Algorithm::Estimates(release) => release,
+            // "Already compacted" is thrown to the user and appends nothing.
+            Algorithm::Usage => {
+                return match v0_14::trigger(log, at, &self.config, cx.model.window) {
+                    Some(trigger) if prepare::can_prepare(&path) => Decision::compact(trigger.as_str()),
+                    _ => Decision::Skip,
+                };
+            }
+        };
+        let Some(trigger) = self.trigger(release, log, at, cx.model.window) else { return Decision::Skip };
         // With nothing to prepare (the last entry already is a compaction) Pi starts the
         // auto-compaction and ends it without a result; skipping has the same effect.
-        let path = session::branch_path(log);
-        let preparable = match self.release {
+        let preparable = match release {
             // 1.6.0 also prepares nothing when there is nothing to summarize (all is kept), so
             // only a real preparation tells; its `tokensBefore` (hence the 0 system tokens)
             // does not matter here.
-            Release::Npm1_6_0 => prepare::prepare_compaction(&path, 0, self.config.keep_recent_tokens, self.release).is_some(),
+            Release::Npm1_6_0 => prepare::prepare_compaction(&path, 0, self.config.keep_recent_tokens, release).is_some(),
             Release::Npm0_73_1 | Release::Canonical0_58 => prepare::can_prepare(&path),
         };
         if !preparable {
@@ -364,19 +471,23 @@ impl Strategy for PiStrategy {
     }
 
     fn compact(&self, log: &Log, _view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+        let release = match self.algorithm {
+            Algorithm::Estimates(release) => release,
+            Algorithm::Usage => return Ok(v0_14::compact(log, &self.config, cx.manual, cx.summarizer).into_iter().collect()),
+        };
         let trigger = match at {
             Moment::Overflow => Trigger::Overflow,
             Moment::BeforeRequest => Trigger::Threshold,
-            Moment::TurnEnd => self.trigger(log, Moment::TurnEnd, cx.model.window).unwrap_or(Trigger::Threshold),
+            Moment::TurnEnd => self.trigger(release, log, Moment::TurnEnd, cx.model.window).unwrap_or(Trigger::Threshold),
             Moment::Manual => Trigger::Manual,
         };
         // Pi prepares from the session's branch path itself, not from the agent's messages.
         let path = session::branch_path(log);
-        let Some(prep) = prepare::prepare_compaction(&path, session::system_tokens(log), self.config.keep_recent_tokens, self.release) else {
+        let Some(prep) = prepare::prepare_compaction(&path, session::system_tokens(log), self.config.keep_recent_tokens, release) else {
             return Ok(Vec::new());
         };
-        let caps = summarize::Caps::of(self.release, self.config.reserve_tokens, cx.model.max_output);
-        let checkpoint = summarize::compact(&prep, caps, self.release, trigger, cx.manual, cx.summarizer)?;
+        let caps = summarize::Caps::of(release, self.config.reserve_tokens, cx.model.max_output);
+        let checkpoint = summarize::compact(&prep, caps, release, trigger, cx.manual, cx.summarizer)?;
         Ok(vec![checkpoint])
     }
 }

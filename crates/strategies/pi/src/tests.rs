@@ -835,11 +835,12 @@ fn overflow_patterns_follow_each_release() {
 fn variants_name_the_release_and_the_commit() {
     let all = crate::variants();
     let ids: Vec<&str> = all.iter().map(|s| s.info().id.as_str()).collect();
-    assert_eq!(ids, ["pi", "pi/v0.73", "pi/v0.58"]);
+    assert_eq!(ids, ["pi", "pi/v0.73", "pi/v0.58", "pi/v0.14"]);
     assert_eq!(crate::strategy().info().id, "pi");
     assert!(all[0].info().source.contains("@earendil-works/pi-coding-agent@1.6.0"));
     assert!(all[1].info().source.contains("@mariozechner/pi-coding-agent@0.73.1"));
     assert!(all[2].info().source.contains("badlogic/pi-mono@83378aad7e74a0e2bb8f37c007a9685fb4609d8a"));
+    assert!(all[3].info().source.contains("badlogic/pi-mono@33a2bcf2031f732a1305b19721b97c69e9bf2c02 (v0.14.2;"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -951,4 +952,210 @@ fn release_1_6_prepares_nothing_without_history_and_cuts_at_the_last_call() {
     let new = find_cut_point(&path, 0, end, 5_000, Release::Npm1_6_0);
     assert_eq!((old.first_kept, old.split), (0, false));
     assert_eq!((new.first_kept, new.turn_start, new.split), (1, Some(0), true));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pi 0.13.0–0.14.2 (`pi/v0.14`, badlogic/pi-mono tag v0.14.2, before 4227fd59)
+
+fn v014(config: PiConfig) -> PiStrategy {
+    PiStrategy::v0_14(config)
+}
+
+/// A call of `tokens` estimate whose reply reported `total` context tokens.
+fn call_with_usage(label: &str, tokens: usize, total: u64) -> Message {
+    with_usage(call(label, "bash", json!({"command": label}), tokens), total - 10, 10)
+}
+
+/// Two turns whose replies report `totals` (u1's reply, then c2, c3 and a3 of the second
+/// turn), a third turn whose reply reports 45,000; the texts are the same whatever `totals`.
+fn v014_session(totals: [u64; 4]) -> Session {
+    let mut s = Session::new(200_000);
+    s.push("u1", user("first task", 100));
+    s.push("a1", reply("first done", 100, Some(totals[0])));
+    s.push("u2", user("second task", 100));
+    s.push("c2", call_with_usage("c2", 100, totals[1]));
+    s.push("r2", result("c2", "bash", "out2", 20_000));
+    s.push("c3", call_with_usage("c3", 100, totals[2]));
+    s.push("r3", result("c3", "bash", "out3", 100));
+    s.push("a3", reply("second done", 100, Some(totals[3])));
+    s.push("u4", user("third task", 100));
+    s.push("a4", reply("third done", 100, Some(45_000)));
+    s
+}
+
+/// The cut is the user message opening the turn of the oldest reply kept, and usage alone
+/// decides where that is: the same texts with other usage cut elsewhere.
+#[test]
+fn v0_14_cuts_at_user_messages_by_usage() {
+    let strategy = v014(PiConfig::default());
+    // Newest 45,000; 40,000, 30,000 are within 20,000 of it, c2's 20,000 is not: the oldest
+    // reply kept is c3, inside the second turn, which is kept whole from u2.
+    let mut s = v014_session([10_000, 20_000, 30_000, 40_000]);
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].window, Window::From(s.id("u2")));
+    assert_eq!(cps[0].tokens_before, 45_000, "tokensBefore is the newest reply's usage");
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "u2", "c2", "r2", "c3", "r3", "a3", "u4", "a4"]));
+    let transcript = &s.h.summarizer.requests()[0].transcript;
+    assert!(transcript.contains("first task") && !transcript.contains("second task"), "{transcript}");
+    // By estimates the 20,000-token result alone fills the keep budget: 0.73.1 cuts at c3.
+    let mut estimated = v014_session([10_000, 20_000, 30_000, 40_000]);
+    let cps = estimated.compact(&v073(PiConfig::default()), Moment::TurnEnd);
+    assert_eq!(cps[0].window, Window::From(estimated.id("c3")));
+
+    // Usage within 20,000 of the newest all the way back: everything is kept.
+    let mut s = v014_session([30_000, 31_000, 32_000, 33_000]);
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].window, Window::From(s.id("u1")));
+    assert_eq!(s.h.summarizer.requests()[0].transcript, "", "nothing to summarize, and Pi still asks");
+
+    // An older reply that used more than the newest never makes the drop.
+    let mut s = v014_session([90_000, 20_000, 30_000, 40_000]);
+    assert_eq!(s.compact(&strategy, Moment::TurnEnd)[0].window, Window::From(s.id("u2")));
+
+    // Failed replies count 0, so usage never drops; without any reply, the last turn; without
+    // a user message, everything in range.
+    let mut s = Session::new(200_000);
+    s.push("u1", user("a", 10));
+    s.push("a1", failed("overloaded"));
+    s.push("u2", user("c", 10));
+    s.push("a2", failed("overloaded"));
+    let path = branch_path(&s.h.log);
+    assert_eq!(crate::v0_14::find_cut_point(&path, 0, path.len(), 20_000), 0);
+    let only = |role: Role| path.iter().filter(|e| e.message().is_some_and(|m| m.role == role)).copied().collect::<Vec<_>>();
+    let (users, replies) = (only(Role::User), only(Role::Assistant));
+    assert_eq!(crate::v0_14::find_cut_point(&users, 0, users.len(), 20_000), 1);
+    assert_eq!(crate::v0_14::find_cut_point(&replies, 0, replies.len(), 20_000), 0);
+}
+
+/// Only entries after the previous compaction are cut or summarized: what it kept before it
+/// is dropped, and its summary opens the next call.
+#[test]
+fn v0_14_searches_only_after_the_previous_compaction() {
+    let strategy = v014(PiConfig::default());
+    let mut s = Session::new(200_000);
+    s.push("u1", user("one", 10));
+    s.push("a1", reply("first", 10, Some(10_000)));
+    let u2 = s.push("u2", user("two kept by the first compaction", 10));
+    s.push("a2", reply("second", 10, Some(30_000)));
+    s.checkpoint(pi_checkpoint("S1", u2));
+    s.push("u3", user("three", 10));
+    s.push("a3", reply("third", 10, Some(50_000)));
+    s.push("u4", user("four", 10));
+    s.push("a4", reply("fourth", 10, Some(75_000)));
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].window, Window::From(s.id("u4")));
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "u4", "a4"]));
+    let transcript = &s.h.summarizer.requests()[0].transcript;
+    let lines: Vec<&str> = transcript.lines().collect();
+    assert_eq!(lines[0], r#"{"role":"user","content":"Previous session summary:\nS1"}"#);
+    assert!(lines[1].starts_with(r#"{"role":"user","content":[{"type":"text","text":"three"#), "{}", lines[1]);
+    assert_eq!(lines.len(), 3, "S1, u3 and a3; u2 and a2 are neither kept nor summarized");
+
+    // No user message after the previous compaction: everything after it is kept, and what
+    // it kept before it is dropped.
+    let mut s = Session::new(200_000);
+    let u1 = s.push("u1", user("one", 10));
+    s.push("a1", reply("first", 10, Some(10_000)));
+    s.checkpoint(pi_checkpoint("S1", u1));
+    s.push("c2", call_with_usage("c2", 10, 50_000));
+    s.push("r2", result("c2", "bash", "out", 10));
+    s.push("a2", reply("done", 10, Some(90_000)));
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(cps[0].window, Window::From(s.id("c2")));
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "c2", "r2", "a2"]));
+}
+
+/// Each reply is checked once, as it ends (a call's reply before the request after its
+/// results), against `window − reserveTokens`; there is no overflow recovery.
+#[test]
+fn v0_14_checks_each_reply_when_it_ends() {
+    let strategy = v014(PiConfig::default());
+    // 200,000 − 16,384 = 183,616, strict.
+    for (total, want) in [(183_617, threshold()), (183_616, Decision::Skip)] {
+        let mut s = Session::new(200_000);
+        s.push("u1", user("go", 10));
+        s.push("a1", reply("done", 10, Some(total)));
+        assert_eq!(s.decide(&strategy, Moment::TurnEnd), want, "{total}");
+    }
+    let mut s = Session::new(200_000);
+    s.push("u1", user("go", 10));
+    s.push("c1", call_with_usage("c1", 10, 190_000));
+    assert_eq!(s.decide(&strategy, Moment::BeforeRequest), Decision::Skip, "the results are not in yet");
+    s.push("r1", result("c1", "bash", "out", 10));
+    assert_eq!(s.decide(&strategy, Moment::BeforeRequest), threshold(), "the call's reply ended over the line");
+    assert_eq!(s.decide(&strategy, Moment::Overflow), Decision::Skip, "no overflow recovery before 0.17.0");
+    assert_eq!(s.decide(&v014(PiConfig { enabled: false, ..PiConfig::default() }), Moment::BeforeRequest), Decision::Skip);
+    s.compact(&strategy, Moment::BeforeRequest);
+    assert_eq!(s.decide(&strategy, Moment::BeforeRequest), Decision::Skip, "a reply is checked once");
+    s.push("a1", reply("done", 10, Some(20_000)));
+    s.push("u2", user("next", 10));
+    assert_eq!(s.decide(&strategy, Moment::BeforeRequest), Decision::Skip, "a prompt is not checked");
+    // A failed reply is the newest: its (zero) usage is read, not the one before it.
+    s.push("err", failed("overloaded"));
+    assert_eq!(s.decide(&strategy, Moment::TurnEnd), Decision::Skip);
+    // A compaction does not make the reply before it new.
+    let mut s = Session::new(200_000);
+    let u1 = s.push("u1", user("go", 10));
+    s.push("a1", reply("done", 10, Some(190_000)));
+    s.checkpoint(pi_checkpoint("S", u1));
+    s.push("u2", user("next", 10));
+    assert_eq!(s.decide(&strategy, Moment::TurnEnd), Decision::Skip);
+
+    // `/compact` needs two messages, and runs with automatic compaction off.
+    let off = v014(PiConfig { enabled: false, ..PiConfig::default() });
+    let mut s = Session::new(200_000);
+    s.push("u1", user("go", 10));
+    assert_eq!(s.decide(&off, Moment::Manual), Decision::Skip);
+    s.push("a1", reply("done", 10, Some(1_000)));
+    assert_eq!(s.decide(&off, Moment::Manual), Decision::compact("manual"));
+}
+
+/// One call: the messages as they are (thinking, full tool results), no system prompt, the
+/// prompt last with the user's focus, capped at 0.8 × reserve; a failed call still compacts,
+/// with an empty summary.
+#[test]
+fn v0_14_sends_the_messages_and_keeps_an_empty_summary_on_failure() {
+    let strategy = v014(PiConfig { keep_recent_tokens: 10, ..PiConfig::default() });
+    let mut s = Session::new(200_000);
+    s.push("u1", user("fix it", 10));
+    s.push("c1", Message::new(Role::Assistant, vec![Part::Reasoning { text: "maybe the lexer".into() }, Part::ToolCall { id: "c1".into(), name: "read".into(), args: json!({"path": "a.rs"}) }]));
+    s.push("r1", result("c1", "read", "long file", 3_000));
+    s.push("a1", reply("done", 10, Some(5_000)));
+    s.push("u2", user("next", 10));
+    s.push("a2", reply("ok", 10, Some(20_000)));
+    s.h.manual = "keep the lexer notes".into();
+    let cps = s.compact(&strategy, Moment::Manual);
+    assert_eq!(cps[0].window, Window::From(s.id("u2")));
+    let request = &s.h.summarizer.requests()[0];
+    assert_eq!((request.system.as_str(), request.context, request.max_output_tokens), ("", compactbench_core::SummaryContext::Fresh, 13_107));
+    assert!(request.transcript.contains(r#"{"type":"thinking","thinking":"maybe the lexer"}"#));
+    assert!(request.transcript.contains(&padded("long file", 12_000)), "tool results are sent whole");
+    assert!(request.instructions.ends_with("\n\nAdditional focus: keep the lexer notes"));
+    assert_eq!(stored_summary(&cps[0]), "SUMMARY 1 of summary", "no file lists");
+
+    s.h.summarizer = FakeSummarizer::new(FakeMode::Fail(ErrorKind::Timeout));
+    s.push("u3", user("more", 10));
+    s.push("a3", reply("fine", 10, Some(30_000)));
+    let cps = s.compact(&strategy, Moment::TurnEnd);
+    assert_eq!(stored_summary(&cps[0]), "");
+    assert_eq!((cps[0].summarizer.calls, cps[0].summarizer.failures), (1, 1));
+    assert_eq!(s.labels(&strategy), names(&["system", "summary", "u3", "a3"]));
+}
+
+/// The replay keeps the law through repeated compactions, mid-run and at turn ends.
+#[test]
+fn v0_14_replay_keeps_the_law() {
+    let words = |n: usize| (0..n).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+    let mut session = vec![Message::system("You are a coding agent.")];
+    for turn in 0..12 {
+        session.push(Message::user(format!("Task {turn}: fix module {turn}.")));
+        for step in 0..4 {
+            let id = format!("c{turn}_{step}");
+            session.push(Message::tool_call(&id, "bash", json!({ "command": format!("cat src/m{turn}_{step}.rs") })));
+            session.push(Message::tool_result(&id, "bash", words(900), false));
+        }
+        session.push(Message::assistant(format!("Module {turn} fixed.")));
+    }
+    let tally = compactbench_testkit::assert_replay_law(&v014(PiConfig { reserve_tokens: 4_000, keep_recent_tokens: 8_000, ..PiConfig::default() }), &model(30_000, 4_096), &session, 1);
+    assert!(tally.compactions > 3, "{tally:?}");
 }
