@@ -656,6 +656,11 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         pi/v0.58 empty: ok 4, failed 0, calls 4, over-window requests 0
         pi/v0.58 over-cap: ok 14, failed 0, calls 14, over-window requests 2, cut off 14 (used 14)
         pi/v0.58 garbage: ok 4, failed 0, calls 4, over-window requests 0
+        pi/v0.14 timeout: ok 4, failed 0, calls 4, over-window requests 0
+        pi/v0.14 http500: ok 4, failed 0, calls 4, over-window requests 0
+        pi/v0.14 empty: ok 4, failed 0, calls 4, over-window requests 0
+        pi/v0.14 over-cap: ok 5, failed 0, calls 3, over-window requests 2, cut off 3 (used 3)
+        pi/v0.14 garbage: ok 4, failed 0, calls 4, over-window requests 0
     "#]].assert_eq(&table);
 }
 
