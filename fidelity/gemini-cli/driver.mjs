@@ -30,6 +30,11 @@ const hook = `export async function load(url, context, next) {
 }`;
 register('data:text/javascript,' + encodeURIComponent(hook));
 
+// stdout carries the answers: the package's debug logging (`debugLogger.debug` is
+// `console.debug`, e.g. when the stubbed `countTokens` fails over media and the count falls
+// back to the local estimate, as it does offline) goes to stderr.
+console.debug = console.log = (...args) => console.error(...args);
+
 const tmp = mkdtempSync(join(tmpdir(), 'fidelity-gemini-cli-'));
 // Telemetry code reads and writes ~/.gemini (installation id): keep it in a scratch home.
 process.env.HOME = tmp;
@@ -38,6 +43,8 @@ const home = process.env.COMPACTBENCH_FIDELITY_HOME;
 const src = join(home, 'node_modules/@google/gemini-cli-core/dist/src');
 const load = (p) => import(pathToFileURL(join(src, p)).href);
 const { ChatCompressionService } = await load('context/chatCompressionService.js');
+const { ToolOutputMaskingService, DEFAULT_TOOL_PROTECTION_THRESHOLD, DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD, DEFAULT_PROTECT_LATEST_TURN } =
+  await load('context/toolOutputMaskingService.js');
 const { GeminiChat } = await load('core/geminiChat.js');
 const { CompressionStatus } = await load('core/turn.js');
 const { Config, DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD } = await load('config/config.js');
@@ -59,6 +66,12 @@ function stubConfig(model, settings) {
     getHookSystem: () => undefined,
     // `model.compressionThreshold` unset and no experiment flag: `compress` uses its default.
     getCompressionThreshold: async () => settings.compressionThreshold,
+    // `contextManagement.tools.outputMasking` at its defaults, no experiment flags.
+    getToolOutputMaskingConfig: async () => ({
+      protectionThresholdTokens: DEFAULT_TOOL_PROTECTION_THRESHOLD,
+      minPrunableThresholdTokens: DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD,
+      protectLatestTurn: DEFAULT_PROTECT_LATEST_TURN,
+    }),
     getNextCompressionTruncationId: () => ++truncationId,
     getTruncateToolOutputThreshold: Config.prototype.getTruncateToolOutputThreshold,
     storage: { getProjectTempDir: () => tmp },
@@ -137,13 +150,32 @@ async function answer(c) {
     for (let i = pending; i < contents.length; i++) set.add(i);
     kept = [...set].sort((a, b) => a - b);
   }
+  // Then `tryMaskToolOutputs(getHistory())`: the service masks on the history as the
+  // compression left it (the pending request is not in it yet). A masked part is a copy of the
+  // function response: its call id leads back to the native index.
+  const compressed = info.compressionStatus === CompressionStatus.COMPRESSED && newHistory;
+  const before = compressed ? newHistory : getHistory(false);
+  const masking = await new ToolOutputMaskingService().mask(before, config);
+  const rewritten = new Set();
+  if (masking.maskedCount > 0) {
+    for (const [k, content] of masking.newHistory.entries()) {
+      for (const [j, p] of (content.parts ?? []).entries()) {
+        // The service replaces a masked part by a new object and leaves the others as they were.
+        if (p === before[k].parts[j]) continue;
+        const i = byCallId.get(`r:${p.functionResponse?.id}`);
+        if (i === undefined) throw new Error('a masked part has no native index');
+        rewritten.add(i);
+      }
+    }
+  }
   return {
     id: c.id,
-    compact: passed,
+    compact: passed || masking.maskedCount > 0,
     first_kept: null,
     kept,
     split_turn: null,
     tokens_before: info.originalTokenCount,
+    rewritten: [...rewritten].sort((a, b) => a - b),
     status: info.compressionStatus,
     error: null,
   };

@@ -73,7 +73,8 @@ async def answer(case, folder):
     path = Path(folder) / f"context-{abs(hash(case['id']))}.jsonl"
     path.unlink(missing_ok=True)
     context, origin = await replay(case["session"], path)
-    loop = LoopControl()
+    # `[loop_control]` of config.toml: the defaults, or what the case sets.
+    loop = LoopControl(**case.get("settings", {}))
     count = context.token_count_with_pending
     compact = should_auto_compact(
         count,

@@ -5,8 +5,9 @@
 // AgentSession (Object.create of its prototype) whose collaborators are plain stand-ins: the
 // session manager serves the exported branch (`getBranch`, and the package's own
 // `buildSessionProjection`), the agent state holds the model and `buildSessionContext`'s
-// messages, settings are the package's `SettingsManager.inMemory()` defaults, and
-// `_runAutoCompaction` (which would call the model) only records that it was asked to run.
+// messages, settings are the package's `SettingsManager.inMemory(req.settings)` (its defaults
+// unless the case sets some), and `_runAutoCompaction` (which would call the model) only
+// records that it was asked to run.
 // - the branch ends in tool results (1.6.0, before the next model call of a run):
 //   agent-session.js `_compactBeforeNextAssistantResponse`;
 // - the branch ends in the run's final reply (agent_end): agent-session.js
@@ -38,9 +39,9 @@ async function main() {
 	const { buildSessionContext, buildSessionProjection } = await import(`${core}/session-manager.js`);
 	const { SettingsManager } = await import(`${core}/settings-manager.js`);
 
-	const settingsManager = SettingsManager.inMemory();
-
 	const answer = async req => {
+		// `settings.json` as the case gives it (`{}`: the defaults).
+		const settingsManager = SettingsManager.inMemory(req.settings ?? {});
 		const { entries } = req.session;
 		const model = {
 			id: req.model.name,

@@ -26,7 +26,7 @@ tasks:
                           --setup installs the pinned npm/PyPI packages and harness CLIs into
                           target/fidelity/; --black-box runs the CLIs against a scripted model
                           server (ARGS: --sessions N); otherwise writes reports/fidelity/
-                          (ARGS: --only NAME, --cases N)
+                          (ARGS: --only NAME, --sessions N)
   fuzz [--cases N] [--seed S] [--only FILTER]
                           the long fuzz run (release): every fuzz target (request validators,
                           each transcript importer, the scenario parser) on N inputs and every

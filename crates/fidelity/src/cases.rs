@@ -1,11 +1,13 @@
 //! Seeded cases: a log cut right before a model request (or at a turn's end), with a window.
 //!
-//! Logs come from replaying the scenarios with the `none` strategy (so assistant messages
-//! carry provider usage, as a harness would see it, and no compaction has happened yet), and,
-//! for variety, with the strategy itself (so previous summaries and kept windows are in the
-//! log; only originals whose exporter writes checkpoints use those). Each log is paired with
-//! windows around the strategy's own threshold: a random one, and the two windows on either
-//! side of the point where our trigger flips.
+//! Every case comes from a session of its own (a scenario and a seed), so the counts measure
+//! distinct sessions, not the same log asked many times. Logs come from replaying the
+//! session with the `none` strategy (so assistant messages carry provider usage, as a harness
+//! would see it, and no compaction has happened yet), and, for originals whose exporter writes
+//! checkpoints, also with the strategy itself (so previous summaries and kept windows are in
+//! the log). Each log is cut once, changed by one input class in turn ([`crate::classes`]), and
+//! paired with windows around the strategy's own threshold: a random one, and the two windows
+//! on either side of the point where our trigger flips.
 
 use compactbench_core::{Entry, Log, Message, ModelProfile, Moment, Role, Strategy};
 use compactbench_eval::drive::{run, Env};
@@ -15,42 +17,60 @@ use compactbench_tokens::TokenCounter;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::classes::{found, VARIATIONS};
 use crate::ours::{decides_to_compact, FixedSummarizer};
 
 /// One session state to ask both sides about.
 #[derive(Clone, Debug)]
 pub struct Case {
-    /// Stable id: scenario, seed, request, window.
+    /// Stable id: scenario, family, seed, request, input class, window.
     pub id: String,
     /// The log at that moment.
     pub log: Log,
     /// The model (its window varies per case).
     pub model: ModelProfile,
+    /// The session it was cut from (scenario and seed).
+    pub session: String,
+    /// Its input classes: the variation made, then those found in the log.
+    pub classes: Vec<&'static str>,
+    /// The original's non-default setting it is asked with (an index into
+    /// [`crate::Original::settings`]); `None`: defaults.
+    pub setting: Option<usize>,
+}
+
+impl Case {
+    /// A case of its own session with no input class (for tests and hand-made cases).
+    pub fn new(id: impl Into<String>, log: Log, model: ModelProfile) -> Case {
+        let id = id.into();
+        Case { session: id.clone(), id, log, model, classes: Vec::new(), setting: None }
+    }
 }
 
 /// Where cases come from: which scenarios, how many, and how they are cut.
 pub struct Plan<'a> {
     /// Scenarios to replay.
     pub scenarios: &'a [Scenario],
-    /// Cases wanted (at least; every scenario contributes whole rounds).
-    pub count: usize,
+    /// Distinct sessions wanted (at least; every scenario contributes whole rounds).
+    pub sessions: usize,
     /// The moment the original checks at: before a request, or at a turn's end.
     pub moment: Moment,
     /// Also cut logs from the strategy's own replay (previous compactions in the log).
     pub with_history: bool,
+    /// The seed of the first session (sessions asked with another setting start elsewhere, so
+    /// that every session is distinct).
+    pub first_seed: u64,
 }
 
-/// Cut points taken from one replay.
-const CUTS_PER_RUN: usize = 4;
-
-/// Builds at least `plan.count` cases for `strategy`, deterministically.
+/// Builds the cases of at least `plan.sessions` distinct sessions for `strategy`,
+/// deterministically: one cut per session and replay.
 pub fn build(strategy: &dyn Strategy, plan: &Plan<'_>, counter: &TokenCounter) -> Vec<Case> {
     let none = compactbench_registry::find("none").expect("the none baseline is registered");
     let summarizer = FixedSummarizer;
     let env = Env { counter, summarizer: &summarizer };
     let mut cases = Vec::new();
-    let mut seed = 0u64;
-    while cases.len() < plan.count && seed < 1_000 {
+    let (mut sessions, mut logs) = (0usize, 0usize);
+    let mut seed = plan.first_seed;
+    while sessions < plan.sessions && seed < plan.first_seed + 1_000 {
         for scenario in plan.scenarios {
             let session = generate(scenario, seed);
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ stable_hash(&scenario.name));
@@ -58,38 +78,54 @@ pub fn build(strategy: &dyn Strategy, plan: &Plan<'_>, counter: &TokenCounter) -
             if requests < 3 {
                 continue;
             }
-            let mut cuts: Vec<u32> = (0..CUTS_PER_RUN).map(|_| rng.gen_range(1..requests)).collect();
-            cuts.sort_unstable();
-            cuts.dedup();
+            let before = cases.len();
             let replays: Vec<(&str, &dyn Strategy)> = if plan.with_history {
                 vec![("fresh", none.as_ref()), ("history", strategy)]
             } else {
                 vec![("fresh", none.as_ref())]
             };
             for (family, replayer) in replays {
-                let mut logs = Vec::new();
+                let cut = rng.gen_range(1..requests);
+                let mut captured = None;
                 run(replayer, scenario, &session, seed, &env, |snap| {
-                    if cuts.binary_search(&snap.index).is_ok() {
-                        logs.push((snap.index, snap.log.clone()));
+                    if snap.index == cut {
+                        captured = Some(snap.log.clone());
                     }
                 });
-                for (request, log) in logs {
-                    let Some(log) = cut_for(plan.moment, log) else { continue };
-                    let base = ModelProfile { ..scenario.model.clone() };
-                    let size = log_size(&log, counter);
-                    let random = (size as f64 / rng.gen_range(0.5..1.6)) as u64;
-                    let mut windows = vec![random.max(1_000)];
-                    if let Some(flip) = flip_window(strategy, &log, plan.moment, &base, size) {
-                        windows.extend([flip - 1, flip]);
-                    }
-                    windows.sort_unstable();
-                    windows.dedup();
-                    for window in windows {
-                        let model = ModelProfile { window, ..base.clone() };
-                        cases.push(Case { id: format!("{}/{family}/s{seed}/r{request}/w{window}", scenario.name), log: log.clone(), model });
-                    }
+                let Some(log) = captured.and_then(|log| cut_for(plan.moment, log)) else { continue };
+                // The input classes in turn, one per cut log; a variation that does not apply
+                // to this log gives way to the next.
+                let turn = logs;
+                logs += 1;
+                let Some((variation, log)) =
+                    (0..VARIATIONS.len()).map(|k| VARIATIONS[(turn + k) % VARIATIONS.len()]).find_map(|v| Some((v, v.apply(&log, &mut rng)?)))
+                else {
+                    continue;
+                };
+                let mut classes = vec![variation.name()];
+                classes.extend(found(&log));
+                let base = ModelProfile { ..scenario.model.clone() };
+                let size = log_size(&log, counter);
+                let random = (size as f64 / rng.gen_range(0.5..1.6)) as u64;
+                let mut windows = vec![random.max(1_000)];
+                if let Some(flip) = flip_window(strategy, &log, plan.moment, &base, size) {
+                    windows.extend([flip - 1, flip]);
+                }
+                windows.sort_unstable();
+                windows.dedup();
+                for window in windows {
+                    let model = ModelProfile { window, ..base.clone() };
+                    cases.push(Case {
+                        id: format!("{}/{family}/s{seed}/r{cut}/{}/w{window}", scenario.name, variation.name()),
+                        log: log.clone(),
+                        model,
+                        session: format!("{}/s{seed}", scenario.name),
+                        classes: classes.clone(),
+                        setting: None,
+                    });
                 }
             }
+            sessions += usize::from(cases.len() > before);
         }
         seed += 1;
     }

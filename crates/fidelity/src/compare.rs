@@ -16,15 +16,18 @@ pub struct Verdict {
     /// Same tokens-before estimate; `None` where neither side gives one, `Some(false)` where
     /// only one does and a side compacts and selects.
     pub tokens_before: Option<bool>,
+    /// Same entries rewritten in place; `None` where the original's driver does not check
+    /// in-place rewrites.
+    pub rewrites: Option<bool>,
 }
 
 impl Verdict {
     /// Whether every part both sides answered agrees, and neither answered alone.
     pub fn agrees(&self) -> bool {
-        self.trigger && self.selection != Some(false) && self.tokens_before != Some(false)
+        self.trigger && self.selection != Some(false) && self.tokens_before != Some(false) && self.rewrites != Some(false)
     }
 
-    /// The parts that disagree, by name (`trigger`, `selection`, `tokens_before`).
+    /// The parts that disagree, by name (`trigger`, `selection`, `tokens_before`, `rewrites`).
     pub fn disagreeing(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
         if !self.trigger {
@@ -35,6 +38,9 @@ impl Verdict {
         }
         if self.tokens_before == Some(false) {
             out.push("tokens_before");
+        }
+        if self.rewrites == Some(false) {
+            out.push("rewrites");
         }
         out
     }
@@ -68,7 +74,10 @@ pub fn compare(ours: &Answer, theirs: &Answer) -> Verdict {
     let cuts = |a: &Answer| a.compact && selected(a);
     let tokens_before = offered(cuts(ours) || cuts(theirs), ours.tokens_before.is_some(), theirs.tokens_before.is_some())
         .then(|| both(ours.tokens_before, theirs.tokens_before) == Some(true));
-    Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before }
+    // In-place rewrites happen whether or not a side cuts: compared wherever the driver
+    // reports them (nothing rewritten is an empty list).
+    let rewrites = theirs.rewritten.as_ref().map(|t| ours.rewritten.as_deref().unwrap_or_default() == t.as_slice());
+    Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before, rewrites }
 }
 
 #[cfg(test)]
@@ -82,12 +91,12 @@ mod tests {
         let ours = Answer { compact: true, first_kept: Some(EntryId(4)), ..Answer::default() };
         let none = Answer { compact: true, ..Answer::default() };
         let v = compare(&ours, &none);
-        assert_eq!(v, Verdict { trigger: true, selection: Some(false), tokens_before: None });
+        assert_eq!(v, Verdict { trigger: true, selection: Some(false), tokens_before: None, rewrites: None });
         assert!(!v.agrees());
-        assert_eq!(compare(&none, &none), Verdict { trigger: true, selection: None, tokens_before: None });
+        assert_eq!(compare(&none, &none), Verdict { trigger: true, selection: None, tokens_before: None, rewrites: None });
         let other = Answer { compact: false, first_kept: Some(EntryId(5)), ..Answer::default() };
         let v = compare(&ours, &other);
-        assert_eq!(v, Verdict { trigger: false, selection: Some(false), tokens_before: None });
+        assert_eq!(v, Verdict { trigger: false, selection: Some(false), tokens_before: None, rewrites: None });
         assert_eq!(v.disagreeing(), ["trigger", "selection"]);
         let split = Answer { split_turn: Some(true), ..ours.clone() };
         let whole = Answer { split_turn: Some(false), ..ours.clone() };
@@ -103,7 +112,7 @@ mod tests {
     fn without_a_compaction_only_parts_both_offer_are_compared() {
         let cut = Answer { first_kept: Some(EntryId(4)), tokens_before: Some(100), ..Answer::default() };
         let silent = Answer::default();
-        assert_eq!(compare(&silent, &cut), Verdict { trigger: true, selection: None, tokens_before: None });
+        assert_eq!(compare(&silent, &cut), Verdict { trigger: true, selection: None, tokens_before: None, rewrites: None });
         assert!(compare(&cut, &silent).agrees());
         let other = Answer { first_kept: Some(EntryId(5)), tokens_before: Some(90), ..Answer::default() };
         assert_eq!(compare(&cut, &other).disagreeing(), ["selection", "tokens_before"]);

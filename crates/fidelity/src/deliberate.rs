@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 /// The parts of an answer a difference can cover.
-pub const PARTS: [&str; 3] = ["trigger", "selection", "tokens_before"];
+pub const PARTS: [&str; 4] = ["trigger", "selection", "tokens_before", "rewrites"];
 
 /// One reviewed difference.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]

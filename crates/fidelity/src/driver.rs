@@ -27,6 +27,11 @@ pub struct NativeAnswer {
     pub split_turn: Option<bool>,
     /// Tokens before, as the original estimates them.
     pub tokens_before: Option<u64>,
+    /// Native indices the original rewrote in place (masked, truncated, pruned). Optional: a
+    /// driver that checks in-place rewrites sends it on every answer; one that leaves it out
+    /// does not check them, and the report says so.
+    #[serde(default)]
+    pub rewritten: Option<Vec<usize>>,
     /// The original threw: its message.
     pub error: Option<String>,
 }
@@ -64,6 +69,7 @@ impl NativeAnswer {
             kept: self.kept.as_ref().map(|k| k.iter().map(|&i| map(i)).collect::<Result<Vec<_>, _>>()).transpose()?,
             split_turn: self.split_turn,
             tokens_before: self.tokens_before,
+            rewritten: self.rewritten.as_ref().map(|r| r.iter().map(|&i| map(i)).collect::<Result<Vec<_>, _>>()).transpose()?,
         })
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod blackbox;
 pub mod cases;
+pub mod classes;
 pub mod checks;
 pub mod compare;
 pub mod deliberate;
@@ -50,6 +51,9 @@ pub struct Answer {
     pub split_turn: Option<bool>,
     /// The context size the original estimates before compacting.
     pub tokens_before: Option<u64>,
+    /// Entries rewritten in place (truncated, masked, pruned), sorted; `None` from a driver
+    /// that does not check in-place rewrites.
+    pub rewritten: Option<Vec<EntryId>>,
 }
 
 /// A case in an original's own session format, with our entry id for every native item.

@@ -41,7 +41,14 @@ fn with_entries(case: &Case, keep: &[usize]) -> Option<Case> {
             Entry::Checkpoint(_) => return None,
         }
     }
-    Some(Case { id: format!("{}/min{}", case.id, keep.len()), log, model: case.model.clone() })
+    Some(Case {
+        id: format!("{}/min{}", case.id, keep.len()),
+        log,
+        model: case.model.clone(),
+        session: case.session.clone(),
+        classes: case.classes.clone(),
+        setting: case.setting,
+    })
 }
 
 /// The smallest case found that still satisfies `still_fails`, and the number of calls made.
@@ -102,7 +109,7 @@ mod tests {
             messages.push(Message::tool_result(format!("c{i}"), "read", format!("r{i}"), false));
         }
         let model = ModelProfile { name: "m".into(), window: 1000, max_output: 100, provider: Shape::Anthropic, pricing: Default::default() };
-        Case { id: "t".into(), log: Log::from_messages(messages), model }
+        Case::new("t", Log::from_messages(messages), model)
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Our side: what our strategy crate decides and selects for a case.
 
-use compactbench_core::{Cx, Decision, Error, Log, ModelProfile, Moment, StopReason, Strategy, Summarizer, Summary, SummaryRequest, VirtualStore, Window};
+use compactbench_core::{Cx, Decision, EntryId, Error, Log, ModelProfile, Moment, StopReason, Strategy, Summarizer, Summary, SummaryRequest, VirtualStore, Window};
 
 use std::sync::OnceLock;
 
@@ -55,6 +55,11 @@ pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment) -> Answer {
     let mut cx = Cx::new(&case.model, &FixedSummarizer, &mut store, tokenizer());
     let mut out = Answer { compact, ..Answer::default() };
     let Ok(checkpoints) = strategy.compact(&case.log, &view, moment, &mut cx) else { return out };
+    let mut rewritten: Vec<EntryId> =
+        checkpoints.iter().filter(|cp| cp.window == Window::Inherit).flat_map(|cp| cp.replacements.iter().map(|r| r.entry)).collect();
+    rewritten.sort_unstable();
+    rewritten.dedup();
+    out.rewritten = Some(rewritten);
     if let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) {
         match &cp.window {
             Window::From(id) => out.first_kept = Some(*id),

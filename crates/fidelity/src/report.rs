@@ -24,6 +24,12 @@ pub struct Agreement {
     pub driver_args: String,
     /// Cases asked.
     pub cases: u32,
+    /// Distinct sessions the cases were cut from.
+    #[serde(default)]
+    pub sessions: u32,
+    /// Answered cases and disagreements per input class ([`crate::classes`]).
+    #[serde(default)]
+    pub classes: std::collections::BTreeMap<String, ClassCount>,
     /// Cases the exporter could not write in the original's format.
     pub not_exported: u32,
     /// Cases where the original threw.
@@ -38,6 +44,12 @@ pub struct Agreement {
     pub tokens_compared: u32,
     /// Of those, cases with the same estimate.
     pub tokens_agree: u32,
+    /// Cases where the original's driver reported its in-place rewrites.
+    #[serde(default)]
+    pub rewrites_compared: u32,
+    /// Of those, cases with the same entries rewritten.
+    #[serde(default)]
+    pub rewrites_agree: u32,
     /// Cases that disagree on each part (`trigger`, `selection`, `tokens_before`).
     #[serde(default)]
     pub differing: std::collections::BTreeMap<String, u32>,
@@ -50,6 +62,13 @@ pub struct Agreement {
     /// [`crate::source::digest`] of the strategy's crate when this was measured.
     #[serde(default)]
     pub source: Option<String>,
+}
+
+/// Answered cases of one input class, and how many of them disagree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassCount {
+    pub cases: u32,
+    pub disagree: u32,
 }
 
 impl Agreement {
@@ -188,29 +207,36 @@ fn deliberate_section(md: &mut String, reports: &[OriginalReport], deliberate: &
 fn markdown(reports: &[OriginalReport], header: &str) -> String {
     let mut md = String::from("# Fidelity: our crates against their originals' own code\n\n");
     md.push_str(header);
-    md.push_str("\n\nStrict: where either side compacts, a selection (first kept entry, kept set, split-turn flag) one side answers and the other does not counts as a disagreement, and where either side selects, so does a tokens-before estimate only one side gives. Where nothing is selected in fact (no compaction, or one that found nothing to cut or rewrote only in place), the cut and estimate both sides report anyway are compared, and one reported by one side alone is not.\n\n| strategy | original | driver args | cases | trigger agrees | selection agrees | tokens-before agrees | disagree: reviewed / not reviewed | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n\nStrict: where either side compacts, a selection (first kept entry, kept set, split-turn flag) one side answers and the other does not counts as a disagreement, and where either side selects, so does a tokens-before estimate only one side gives. Where nothing is selected in fact (no compaction, or one that found nothing to cut or rewrote only in place), the cut and estimate both sides report anyway are compared, and one reported by one side alone is not. In-place rewrites (masked, truncated, pruned entries) are compared on every case where the original's driver reports them (nothing rewritten is an empty list); \"not checked\": its driver does not report them yet.\n\n| strategy | original | driver args | sessions | cases | trigger agrees | selection agrees | tokens-before agrees | in-place rewrites agree | disagree: reviewed / not reviewed | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in reports {
         let a = &r.agreement;
         let frac = |x: u32, n: u32| if n == 0 { "–".to_owned() } else { format!("{x}/{n} ({:.1}%)", 100.0 * f64::from(x) / f64::from(n)) };
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
             a.strategy,
             a.original,
             if a.driver_args.is_empty() { "–".to_owned() } else { format!("`{}`", a.driver_args) },
+            a.sessions,
             a.cases,
             frac(a.trigger_agree, a.answered()),
             frac(a.selection_agree, a.selection_compared),
             frac(a.tokens_agree, a.tokens_compared),
+            if a.rewrites_compared == 0 { "not checked".to_owned() } else { frac(a.rewrites_agree, a.rewrites_compared) },
             a.reviewed,
             if a.unreviewed == 0 { "0".to_owned() } else { format!("**{}**", a.unreviewed) },
             a.not_exported,
             a.errors
         );
     }
+    classes_table(&mut md, reports);
     for r in reports {
         let a = &r.agreement;
         let _ = writeln!(md, "\n## `{}` vs {}\n", a.strategy, a.original);
+        let settings: Vec<&str> = crate::ORIGINALS.iter().filter(|o| o.name == a.original).flat_map(|o| o.settings.iter().map(|s| s.name)).collect();
+        if !settings.is_empty() {
+            let _ = writeln!(md, "Non-default settings asked: {}.\n", settings.join("; "));
+        }
         if r.problems.is_empty() && r.disagreements.is_empty() {
             md.push_str("Every answered case agrees on trigger, selection and tokens before.\n");
         }
@@ -219,21 +245,45 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
         }
         for d in &r.disagreements {
             let _ = writeln!(md, "\n### {} ({})\n\nShrunk to `{}` (window {}):\n\n```text\n{}```\n", d.case, d.part, d.minimized, d.window, d.session);
-            let _ = writeln!(md, "| | trigger | first kept | kept | split turn | tokens before |\n|---|---|---|---|---|---|");
+            let _ = writeln!(md, "| | trigger | first kept | kept | split turn | tokens before | rewritten |\n|---|---|---|---|---|---|---|");
             for (who, ans) in [("ours", &d.ours), ("original", &d.theirs)] {
                 let _ = writeln!(
                     md,
-                    "| {who} | {} | {} | {} | {} | {} |",
+                    "| {who} | {} | {} | {} | {} | {} | {} |",
                     ans.compact,
                     ans.first_kept.map_or("–".into(), |id| format!("#{}", id.0)),
                     ans.kept.as_ref().map_or("–".into(), |k| k.iter().map(|id| format!("#{}", id.0)).collect::<Vec<_>>().join(" ")),
                     ans.split_turn.map_or("–".into(), |b| b.to_string()),
                     ans.tokens_before.map_or("–".into(), |t| t.to_string()),
+                    ans.rewritten.as_ref().map_or("–".into(), |r| r.iter().map(|id| format!("#{}", id.0)).collect::<Vec<_>>().join(" ")),
                 );
             }
         }
     }
     md
+}
+
+/// Answered cases per input class and original, with the disagreements among them.
+fn classes_table(md: &mut String, reports: &[OriginalReport]) {
+    use crate::classes::{FOUND, SETTINGS_CLASS, VARIATIONS};
+    let names: Vec<&str> = VARIATIONS.iter().map(|v| v.name()).chain(FOUND).chain([SETTINGS_CLASS]).collect();
+    let _ = writeln!(
+        md,
+        "\n### Input classes\n\nEach case log is changed by one class in turn ([`classes.rs`](../../crates/fidelity/src/classes.rs)): provider usage under or over our count with cache reads, images in a user and a tool message, reasoning before every reply, a later system message; two more are found in the logs as they are; the last counts cases asked with a non-default setting the original documents (named per original below), on sessions of their own. A cell is answered cases (disagreeing ones, if any). Not covered yet: aborted and failed replies, and cache writes as a number of their own.\n"
+    );
+    let _ = writeln!(md, "| strategy | original | {} |\n|---|---|{}", names.join(" | "), "---:|".repeat(names.len()));
+    for r in reports {
+        let a = &r.agreement;
+        let cells: Vec<String> = names
+            .iter()
+            .map(|n| match a.classes.get(*n) {
+                None => "0".to_owned(),
+                Some(c) if c.disagree == 0 => c.cases.to_string(),
+                Some(c) => format!("{} ({})", c.cases, c.disagree),
+            })
+            .collect();
+        let _ = writeln!(md, "| `{}` | {} | {} |", a.strategy, a.original, cells.join(" | "));
+    }
 }
 
 /// The measured agreement of strategy `id` with its original(s), as `compactbench list` and

@@ -1,6 +1,6 @@
 //! Checking one original: build cases, ask both sides, shrink disagreements.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -9,6 +9,7 @@ use compactbench_eval::scenario::Scenario;
 use compactbench_tokens::TokenCounter;
 
 use crate::cases::{build, Plan};
+use crate::classes::SETTINGS_CLASS;
 use crate::compare::{compare, Verdict};
 use crate::deliberate::{covering, Difference, PARTS};
 use crate::driver::Driver;
@@ -26,21 +27,42 @@ pub struct Options<'a> {
     pub root: &'a Path,
     /// Scenarios cases are cut from.
     pub scenarios: &'a [Scenario],
-    /// Cases wanted.
-    pub cases: usize,
+    /// Distinct sessions wanted.
+    pub sessions: usize,
     /// Shrink disagreements.
     pub minimize: bool,
     /// The reviewed list of deliberate differences.
     pub deliberate: &'a [Difference],
 }
 
+/// Sessions asked with each non-default setting of an original.
+const SESSIONS_PER_SETTING: usize = 40;
+
+/// Our strategy for each setting of an original: `defaults`, then one configured per
+/// [`Original::settings`] entry.
+struct Strategies<'a> {
+    defaults: &'a dyn Strategy,
+    configured: Vec<Box<dyn Strategy>>,
+}
+
+impl Strategies<'_> {
+    fn of(&self, case: &Case) -> &dyn Strategy {
+        case.setting.map_or(self.defaults, |k| self.configured[k].as_ref())
+    }
+}
+
 /// Both answers for a case, or why the original could not answer.
-fn ask(driver: &mut Driver, original: &Original, strategy: &dyn Strategy, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
-    let ours = ours::answer(strategy, case, original.moment);
-    let export = match (original.export)(case) {
+fn ask(driver: &mut Driver, original: &Original, strategies: &Strategies<'_>, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
+    let ours = ours::answer(strategies.of(case), case, original.moment);
+    let mut export = match (original.export)(case) {
         Ok(e) => e,
         Err(why) => return Ok((ours, Err(format!("not exported: {why}")))),
     };
+    if let Some(k) = case.setting {
+        let setting: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(original.settings[k].driver).with_context(|| format!("settings of {}", original.name))?;
+        export.settings.as_object_mut().context("an exporter's settings are an object")?.extend(setting);
+    }
     let theirs = driver.ask(case, &export)?.to_answer(&export, case).map_err(|e| format!("original threw: {e}"));
     Ok((ours, theirs))
 }
@@ -60,17 +82,33 @@ pub fn check_strategy(
     counter: &TokenCounter,
     progress: &dyn Fn(&str),
 ) -> Result<OriginalReport> {
-    let plan = Plan { scenarios: options.scenarios, count: options.cases, moment: original.moment, with_history: original.history };
-    let cases = build(strategy, &plan, counter);
-    progress(&format!("{}: {} cases", original.name, cases.len()));
+    let plan = Plan { scenarios: options.scenarios, sessions: options.sessions, moment: original.moment, with_history: original.history, first_seed: 0 };
+    let mut cases = build(strategy, &plan, counter);
+    let strategies = Strategies { defaults: strategy, configured: original.settings.iter().map(|s| (s.strategy)()).collect() };
+    for (k, configured) in strategies.configured.iter().enumerate() {
+        let plan = Plan { sessions: SESSIONS_PER_SETTING.min(options.sessions), first_seed: 1_000 * (k as u64 + 1), ..plan };
+        cases.extend(build(configured.as_ref(), &plan, counter).into_iter().map(|mut c| {
+            c.setting = Some(k);
+            c.classes.push(SETTINGS_CLASS);
+            c
+        }));
+    }
+    let sessions: BTreeSet<&str> = cases.iter().map(|c| c.session.as_str()).collect();
+    progress(&format!("{}: {} cases from {} sessions", original.name, cases.len(), sessions.len()));
     let mut driver = Driver::start(options.root, original)?;
     let mut agreement =
-        Agreement { strategy: original.strategy.into(), original: original.name.into(), driver_args: original.args.join(" "), ..Agreement::default() };
+        Agreement {
+            strategy: original.strategy.into(),
+            original: original.name.into(),
+            driver_args: original.args.join(" "),
+            sessions: sessions.len() as u32,
+            ..Agreement::default()
+        };
     let mut problems: BTreeMap<String, u32> = BTreeMap::new();
     let mut failing: Vec<(Case, Verdict)> = Vec::new();
     for case in &cases {
         agreement.cases += 1;
-        let (ours, theirs) = ask(&mut driver, original, strategy, case)?;
+        let (ours, theirs) = ask(&mut driver, original, &strategies, case)?;
         let theirs = match theirs {
             Ok(t) => t,
             Err(why) => {
@@ -84,6 +122,11 @@ pub fn check_strategy(
             }
         };
         let v = compare(&ours, &theirs);
+        for class in &case.classes {
+            let count = agreement.classes.entry((*class).to_owned()).or_default();
+            count.cases += 1;
+            count.disagree += u32::from(!v.agrees());
+        }
         agreement.trigger_agree += u32::from(v.trigger);
         if let Some(s) = v.selection {
             agreement.selection_compared += 1;
@@ -92,6 +135,10 @@ pub fn check_strategy(
         if let Some(t) = v.tokens_before {
             agreement.tokens_compared += 1;
             agreement.tokens_agree += u32::from(t);
+        }
+        if let Some(r) = v.rewrites {
+            agreement.rewrites_compared += 1;
+            agreement.rewrites_agree += u32::from(r);
         }
         if !v.agrees() {
             let parts = v.disagreeing();
@@ -112,11 +159,11 @@ pub fn check_strategy(
         for (case, verdict) in picked {
             let same_kind = |v: &Verdict| v.disagreeing().contains(&part);
             let small = if options.minimize {
-                minimize(case, |c| matches!(ask(&mut driver, original, strategy, c), Ok((o, Ok(t))) if same_kind(&compare(&o, &t)))).0
+                minimize(case, |c| matches!(ask(&mut driver, original, &strategies, c), Ok((o, Ok(t))) if same_kind(&compare(&o, &t)))).0
             } else {
                 case.clone()
             };
-            let (ours, theirs) = ask(&mut driver, original, strategy, &small)?;
+            let (ours, theirs) = ask(&mut driver, original, &strategies, &small)?;
             let Ok(theirs) = theirs else { continue };
             debug_assert!(same_kind(verdict));
             disagreements.push(Disagreement {

@@ -69,7 +69,7 @@ fn cline_core_agrees_on_handmade_sessions() {
         for log in [full, first] {
             for window in [2_000, 8_000, 12_000, 20_000, 30_000, 60_000, 250_000] {
                 let model = ModelProfile { name: "gpt-5".into(), window, max_output: 4_096, provider: Shape::OpenaiChat, pricing: Pricing::default() };
-                let case = Case { id: format!("t{turns}x{rounds}/s{size}/i{input}/w{window}/n{}", log.len()), log: log.clone(), model };
+                let case = Case::new(format!("t{turns}x{rounds}/s{size}/i{input}/w{window}/n{}", log.len()), log.clone(), model);
                 let export = (original.export)(&case).unwrap();
                 let theirs = driver.ask(&case, &export).unwrap().to_answer(&export, &case).unwrap();
                 let ours = answer(strategy.as_ref(), &case, Moment::BeforeRequest);

@@ -1,4 +1,4 @@
-//! A fast subset of the fidelity check: a few cases per installed original, each of which must
+//! A fast subset of the fidelity check: the cases of a few sessions per installed original, each of which must
 //! agree with our crate on every part (trigger, selection, tokens before; strictly: a part only
 //! one side answers disagrees) or differ only where `fidelity/deliberate.toml` says so with a
 //! reason. Originals not installed (`cargo xtask
@@ -21,7 +21,7 @@ fn installed_originals_agree_on_a_few_cases() {
     let scenarios: Vec<_> = scenarios.into_iter().filter(|s| s.name == "parallel-calls" || s.name == "drift").collect();
     let counter = TokenCounter::new(Encoding::O200kBase);
     let deliberate = compactbench_fidelity::deliberate::load(&root.join("fidelity/deliberate.toml")).unwrap();
-    let options = Options { root: &root, scenarios: &scenarios, cases: 4, minimize: false, deliberate: &deliberate };
+    let options = Options { root: &root, scenarios: &scenarios, sessions: 4, minimize: false, deliberate: &deliberate };
     let mut checked = 0;
     for original in ORIGINALS {
         if !installed(&root, original) {
@@ -50,7 +50,7 @@ fn a_changed_copy_of_a_crate_fails_the_check() {
     }
     let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "drift").collect();
     let counter = TokenCounter::new(Encoding::O200kBase);
-    let options = Options { root: &root, scenarios: &scenarios, cases: 8, minimize: false, deliberate: &[] };
+    let options = Options { root: &root, scenarios: &scenarios, sessions: 6, minimize: false, deliberate: &[] };
     let changed = PiStrategy::new(PiConfig { keep_recent_tokens: 12_000, ..PiConfig::default() });
     let report = check_strategy(original, &changed, &options, &counter, &|_| {}).unwrap();
     let a = &report.agreement;

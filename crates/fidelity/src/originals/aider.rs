@@ -129,7 +129,7 @@ mod tests {
 
     fn case(messages: Vec<Message>) -> Case {
         let model = ModelProfile { name: "gpt-4.1".into(), window: 32_000, max_output: 8_192, provider: Shape::OpenaiChat, pricing: Default::default() };
-        Case { id: "t".into(), log: Log::from_messages(messages), model }
+        Case::new("t", Log::from_messages(messages), model)
     }
 
     #[test]

@@ -68,7 +68,7 @@ mod tests {
 
     fn case(log: Log) -> Case {
         let model = ModelProfile { name: "m".into(), window: 1000, max_output: 100, provider: Shape::Anthropic, pricing: Pricing::default() };
-        Case { id: "t".into(), log, model }
+        Case::new("t", log, model)
     }
 
     #[test]

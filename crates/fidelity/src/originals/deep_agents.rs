@@ -196,7 +196,7 @@ mod tests {
 
     fn case(log: Log, provider: Shape) -> Case {
         let model = ModelProfile { name: "m".into(), window: 10_000, max_output: 1_000, provider, pricing: Default::default() };
-        Case { id: "t".into(), log, model }
+        Case::new("t", log, model)
     }
 
     #[test]

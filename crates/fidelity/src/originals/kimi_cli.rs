@@ -77,8 +77,19 @@ fn token_usage(input_other: u64, output: u64, cache_read: u64) -> Value {
 fn push_message(m: &Message, id: EntryId, records: &mut Vec<Value>, ids: &mut Vec<EntryId>) -> Result<(), String> {
     if m.role == Role::Tool {
         for part in &m.parts {
+            // An image a tool returned goes with its result: the output becomes a list of
+            // content parts (kosong `ToolReturnValue.output` takes one).
+            if let Part::Media { mime, .. } = part {
+                let output = records.last_mut().filter(|r| r["role"] == "_tool_result").map(|r| &mut r["return_value"]["output"]);
+                let Some(output) = output else { return Err(format!("media before any result in tool entry {id}")) };
+                if let Value::String(text) = output {
+                    *output = json!([{"type": "text", "text": text}]);
+                }
+                output.as_array_mut().expect("made a list above").push(image_url(mime));
+                continue;
+            }
             let Part::ToolResult { call_id, text, is_error, .. } = part else {
-                return Err(format!("a tool message part other than a result in entry {id}"));
+                return Err(format!("a tool message part other than a result or media in entry {id}"));
             };
             // Kimi's `ToolError` carries the text as its message; `ToolOk` as its output.
             let (output, message) = if *is_error { ("", text.as_str()) } else { (text.as_str(), "") };
@@ -97,7 +108,7 @@ fn push_message(m: &Message, id: EntryId, records: &mut Vec<Value>, ids: &mut Ve
         match part {
             Part::Text { text } => content.push(json!({"type": "text", "text": text})),
             Part::Reasoning { text } => content.push(json!({"type": "think", "think": text})),
-            Part::Media { mime, .. } => content.push(json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,")}})),
+            Part::Media { mime, .. } => content.push(image_url(mime)),
             Part::ToolCall { id, name, args } => {
                 tool_calls.push(json!({"type": "function", "id": id, "function": {"name": name, "arguments": args.to_string()}}));
             }
@@ -113,6 +124,11 @@ fn push_message(m: &Message, id: EntryId, records: &mut Vec<Value>, ids: &mut Ve
     Ok(())
 }
 
+/// A kosong `ImageURLPart` standing for media we know only by its size.
+fn image_url(mime: &str) -> Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,")}})
+}
+
 #[cfg(test)]
 mod tests {
     use compactbench_core::{Checkpoint, CheckpointKind, Log, ModelProfile, Shape};
@@ -122,7 +138,7 @@ mod tests {
 
     fn case(log: Log) -> Case {
         let model = ModelProfile { name: "m".into(), window: 100_000, max_output: 8_192, provider: Shape::Anthropic, pricing: Default::default() };
-        Case { id: "t".into(), log, model }
+        Case::new("t", log, model)
     }
 
     fn turn(log: &mut Log, n: u32) {

@@ -1,6 +1,12 @@
 //! The originals we check against: one plain list, one exporter module per session format.
 
-use compactbench_core::Moment;
+use compactbench_core::{Moment, Strategy};
+use compactbench_strategy_aider::{AiderConfig, AiderStrategy};
+use compactbench_strategy_cline::{SdkConfig, SdkStrategy};
+use compactbench_strategy_gemini_cli::{GeminiCliConfig, GeminiCliStrategy};
+use compactbench_strategy_kimi_cli::{KimiCliConfig, KimiCliStrategy};
+use compactbench_strategy_oh_my_pi::{OhMyPiConfig, OhMyPiStrategy};
+use compactbench_strategy_pi::{PiConfig, PiStrategy};
 
 use crate::{Case, Export};
 
@@ -46,7 +52,29 @@ pub struct Original {
     /// so cases cut from the strategy's own replay (previous summaries in the log) are asked
     /// too.
     pub history: bool,
+    /// Non-default settings the original documents, each asked on sessions of its own.
+    pub settings: &'static [Setting],
 }
+
+/// A documented setting of an original away from its default: what its driver is told and our
+/// strategy configured the same way.
+pub struct Setting {
+    /// Name in the report, e.g. `keepRecentTokens 8000`.
+    pub name: &'static str,
+    /// JSON object the driver gets in `settings` (its keys over the exporter's).
+    pub driver: &'static str,
+    /// Our strategy with the same setting.
+    pub strategy: fn() -> Box<dyn Strategy>,
+}
+
+/// Pi's `compaction` settings (`settings.json`) away from 16,384 / 20,000, for every release
+/// whose driver reads them.
+const PI_SETTINGS: &str = r#"{"compaction": {"reserveTokens": 4096, "keepRecentTokens": 8000}}"#;
+const PI_CONFIG: PiConfig = PiConfig { enabled: true, reserve_tokens: 4096, keep_recent_tokens: 8000 };
+const PI_1_6: &[Setting] =
+    &[Setting { name: "reserveTokens 4096, keepRecentTokens 8000", driver: PI_SETTINGS, strategy: || Box::new(PiStrategy::new(PI_CONFIG)) }];
+const PI_0_73: &[Setting] =
+    &[Setting { name: "reserveTokens 4096, keepRecentTokens 8000", driver: PI_SETTINGS, strategy: || Box::new(PiStrategy::v0_73(PI_CONFIG)) }];
 
 /// DeepSeek Harness's compaction engine, pruner and token meter, and the session, LLM and
 /// plugin-host packages they take as peers, all pinned. The engine's packages stop at
@@ -60,6 +88,34 @@ const DEEPSEEK_HARNESS: Install = Install::Npm(&[
     "@deepseek-ai/dsh-llm@0.1.0-rc.8",
     "@deepseek-ai/cordis@4.0.4",
 ]);
+
+const CLINE_SDK: &[Setting] = &[Setting {
+    name: "preserveRecentTokens 8000",
+    driver: r#"{"preserveRecentTokens": 8000}"#,
+    strategy: || Box::new(SdkStrategy::new(SdkConfig { preserve_recent_tokens: 8_000, ..SdkConfig::default() })),
+}];
+const OH_MY_PI: &[Setting] = &[Setting {
+    name: "thresholdPercent 70, keepRecentTokens 8000",
+    driver: r#"{"thresholdPercent": 70, "keepRecentTokens": 8000}"#,
+    strategy: || Box::new(OhMyPiStrategy::new(OhMyPiConfig { threshold_percent: Some(70.0), keep_recent_tokens: 8_000, ..OhMyPiConfig::default() })),
+}];
+const GEMINI_CLI: &[Setting] = &[Setting {
+    name: "model.compressionThreshold 0.7",
+    driver: r#"{"compressionThreshold": 0.7}"#,
+    strategy: || Box::new(GeminiCliStrategy::new(GeminiCliConfig { compression_threshold: 0.7, ..GeminiCliConfig::default() })),
+}];
+const KIMI_CLI: &[Setting] = &[Setting {
+    name: "compaction_trigger_ratio 0.6, reserved_context_size 20000",
+    driver: r#"{"compaction_trigger_ratio": 0.6, "reserved_context_size": 20000}"#,
+    strategy: || {
+        Box::new(KimiCliStrategy::new(KimiCliConfig { compaction_trigger_ratio: 0.6, reserved_context_size: 20_000, ..KimiCliConfig::default() }))
+    },
+}];
+const AIDER: &[Setting] = &[Setting {
+    name: "--max-chat-history-tokens 2048",
+    driver: r#"{"max_chat_history_tokens": 2048}"#,
+    strategy: || Box::new(AiderStrategy::new(AiderConfig { max_chat_history_tokens: Some(2_048), ..AiderConfig::default() })),
+}];
 
 /// Every original, in report order.
 pub const ORIGINALS: &[Original] = &[
@@ -76,6 +132,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: cline::export,
         history: false,
+        settings: CLINE_SDK,
     },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0",
@@ -90,6 +147,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: pi::export_1_6,
         history: true,
+        settings: PI_1_6,
     },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0 (turn end)",
@@ -102,6 +160,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::TurnEnd,
         export: pi::export_1_6_turn_end,
         history: true,
+        settings: PI_1_6,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.73.1",
@@ -114,6 +173,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::TurnEnd,
         export: pi::export_0_73,
         history: true,
+        settings: PI_0_73,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.13.2",
@@ -129,6 +189,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: pi::export_0_13,
         history: true,
+        settings: &[],
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.13.2 (turn end)",
@@ -141,6 +202,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::TurnEnd,
         export: pi::export_0_13_turn_end,
         history: true,
+        settings: &[],
     },
     Original {
         name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4)",
@@ -155,6 +217,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: oh_my_pi::export,
         history: false,
+        settings: OH_MY_PI,
     },
     Original {
         name: "@google/gemini-cli-core 0.61.0",
@@ -166,6 +229,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: gemini_cli::export,
         history: true,
+        settings: GEMINI_CLI,
     },
     Original {
         name: "deepagents 0.7.32 + langchain 1.5.2",
@@ -186,6 +250,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: deep_agents::export,
         history: true,
+        settings: &[],
     },
     Original {
         name: "kimi-cli 1.52.0",
@@ -197,6 +262,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: kimi_cli::export,
         history: true,
+        settings: KIMI_CLI,
     },
     Original {
         name: "aider-chat 0.86.2",
@@ -208,6 +274,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::TurnEnd,
         export: aider::export,
         history: true,
+        settings: AIDER,
     },
     Original {
         name: "openhands-sdk 1.58.2",
@@ -220,6 +287,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: openhands::export,
         history: true,
+        settings: &[],
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (pre-step)",
@@ -232,6 +300,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: deepseek_harness::export_pre_step,
         history: true,
+        settings: &[],
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (turn end)",
@@ -244,6 +313,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::TurnEnd,
         export: deepseek_harness::export_turn_end,
         history: true,
+        settings: &[],
     },
 ];
 

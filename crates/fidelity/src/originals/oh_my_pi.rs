@@ -130,7 +130,7 @@ mod tests {
             provider: Shape::Anthropic,
             pricing: Pricing::default(),
         };
-        Case { id: "t".into(), log, model }
+        Case::new("t", log, model)
     }
 
     #[test]

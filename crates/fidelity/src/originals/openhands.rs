@@ -198,7 +198,7 @@ mod tests {
 
     fn case(log: Log) -> Case {
         let model = ModelProfile { name: "m".into(), window: 100_000, max_output: 8_192, provider: Shape::Anthropic, pricing: Default::default() };
-        Case { id: "t".into(), log, model }
+        Case::new("t", log, model)
     }
 
     fn turn(log: &mut Log, n: u32) {

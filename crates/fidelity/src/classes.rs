@@ -1,0 +1,250 @@
+//! Input classes: what real sessions carry that a replayed scenario does not.
+//!
+//! A replayed scenario's replies report usage equal to our exact count with no cache reads,
+//! hold no images, no system message after the first and reasoning only here and there. Real
+//! sessions do, and an original may decide on any of them (Pi and Gemini CLI on the provider's
+//! usage, every estimator on images). So each case log gets one [`Variation`], chosen in turn,
+//! and the report counts cases and disagreements per class. A variation changes messages in
+//! place (entry ids stay, so checkpoints of an earlier compaction still point at the right
+//! entries), except [`Variation::LateSystem`], which inserts a message and so only applies to a
+//! log without checkpoints.
+//!
+//! Not covered yet: aborted and failed replies (our message model has no stop reason for an
+//! assistant message, so a harness's own handling of them cannot be expressed), and cache
+//! writes as a number of their own (our [`Usage`] counts them in `input`).
+
+use compactbench_core::{Entry, Log, Message, Part, Role, Usage};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// One change to a case log, towards what real sessions carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variation {
+    /// The log as the scenario replay wrote it.
+    AsRun,
+    /// Every reply reports fewer prompt tokens than our count (0.55x to 0.9x), most of them
+    /// cache reads after the first.
+    UsageUnder,
+    /// Every reply reports more prompt tokens than our count (1.1x to 1.8x), cache reads as
+    /// above.
+    UsageOver,
+    /// An image in the first user message and another in a tool message, after its result.
+    Images,
+    /// Reasoning before every reply.
+    Reasoning,
+    /// A system message before a later user message (a harness notice, a changed prompt).
+    LateSystem,
+}
+
+/// The variations in the order cases take them.
+pub const VARIATIONS: [Variation; 6] =
+    [Variation::AsRun, Variation::UsageUnder, Variation::UsageOver, Variation::Images, Variation::Reasoning, Variation::LateSystem];
+
+/// Classes found in a log rather than made: several tool calls in one reply, and an earlier
+/// compaction (a log cut from the strategy's own replay).
+pub const FOUND: [&str; 2] = ["parallel-calls", "earlier-compaction"];
+
+/// The class of cases asked with one of the original's documented non-default settings
+/// ([`crate::originals::Setting`]), on sessions of their own.
+pub const SETTINGS_CLASS: &str = "non-default-settings";
+
+impl Variation {
+    /// Its name in case ids and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variation::AsRun => "as-run",
+            Variation::UsageUnder => "usage-under",
+            Variation::UsageOver => "usage-over",
+            Variation::Images => "images",
+            Variation::Reasoning => "reasoning",
+            Variation::LateSystem => "late-system",
+        }
+    }
+
+    /// `log` changed by this variation, or `None` where it does not apply (a late system
+    /// message in a log with checkpoints, or one with no later user message; images in a log
+    /// without a user or a tool message).
+    pub fn apply(self, log: &Log, rng: &mut ChaCha8Rng) -> Option<Log> {
+        match self {
+            Variation::AsRun => Some(log.clone()),
+            Variation::UsageUnder => Some(scale_usage(log, rng.gen_range(0.55..0.9), rng)),
+            Variation::UsageOver => Some(scale_usage(log, rng.gen_range(1.1..1.8), rng)),
+            Variation::Images => images(log, rng),
+            Variation::Reasoning => Some(map_messages(log, |_, m| {
+                if m.role == Role::Assistant && !m.parts.iter().any(|p| matches!(p, Part::Reasoning { .. })) {
+                    let mut m = m.clone();
+                    m.parts.insert(0, Part::Reasoning { text: reasoning_for(&m, rng.gen_range(1..8)) });
+                    Some(m)
+                } else {
+                    None
+                }
+            })),
+            Variation::LateSystem => late_system(log),
+        }
+    }
+}
+
+/// The classes `log` carries of itself (names from [`FOUND`]).
+pub fn found(log: &Log) -> Vec<&'static str> {
+    let parallel = log.messages().any(|(_, m)| m.parts.iter().filter(|p| matches!(p, Part::ToolCall { .. })).count() > 1);
+    let compacted = log.checkpoints().next().is_some();
+    [(parallel, FOUND[0]), (compacted, FOUND[1])].into_iter().filter_map(|(has, name)| has.then_some(name)).collect()
+}
+
+/// `log` with each message `change` returns in place of the original (`None` keeps it).
+fn map_messages(log: &Log, mut change: impl FnMut(usize, &Message) -> Option<Message>) -> Log {
+    let mut out = Log::new();
+    for (id, entry) in log.entries() {
+        match entry {
+            Entry::Message(m) => {
+                out.push_message(change(id.index(), m).unwrap_or_else(|| m.clone()));
+            }
+            Entry::Checkpoint(cp) => {
+                out.push_checkpoint((**cp).clone());
+            }
+        }
+    }
+    out
+}
+
+/// Every reported prompt scaled by `factor`; from the second reply on, a share of it (half to
+/// nearly all, as a warm prompt cache gives) is reported as cache reads.
+fn scale_usage(log: &Log, factor: f64, rng: &mut ChaCha8Rng) -> Log {
+    let mut replies = 0;
+    map_messages(log, |_, m| {
+        let u = m.usage?;
+        let prompt = ((u.input + u.cache_read) as f64 * factor).round() as u64;
+        let cached = if replies == 0 { 0 } else { (prompt as f64 * rng.gen_range(0.5..0.95)) as u64 };
+        replies += 1;
+        Some(Message { usage: Some(Usage { input: prompt - cached, output: u.output, cache_read: cached }), ..m.clone() })
+    })
+}
+
+/// An image (800 to 1,600 tokens, as providers charge a screenshot) at the end of the first
+/// user message, and another in the tool message nearest the middle of the log.
+fn images(log: &Log, rng: &mut ChaCha8Rng) -> Option<Log> {
+    let first_user = log.messages().find(|(_, m)| m.role == Role::User)?.0.index();
+    let tools: Vec<usize> = log.messages().filter(|(_, m)| m.role == Role::Tool).map(|(id, _)| id.index()).collect();
+    let tool = *tools.get(tools.len() / 2)?;
+    let mut media = |mime: &str| Part::Media { mime: mime.into(), tokens: rng.gen_range(800..1_600) };
+    let (user_image, tool_image) = (media("image/png"), media("image/jpeg"));
+    Some(map_messages(log, |i, m| {
+        let image = match i {
+            _ if i == first_user => user_image.clone(),
+            _ if i == tool => tool_image.clone(),
+            _ => return None,
+        };
+        let mut m = m.clone();
+        m.parts.push(image);
+        Some(m)
+    }))
+}
+
+/// What a harness says in a system message mid-session.
+const NOTICE: &str = "The workspace was reloaded: files may have changed since you last read them. Read a file again before you edit it.";
+
+/// A system message before the newest user message that is not the first (checkpoint-free logs
+/// only: it shifts every later entry).
+fn late_system(log: &Log) -> Option<Log> {
+    if log.checkpoints().next().is_some() {
+        return None;
+    }
+    let users: Vec<usize> = log.messages().filter(|(_, m)| m.role == Role::User).map(|(id, _)| id.index()).collect();
+    let at = *users.get(1..)?.last()?;
+    let mut out = Log::new();
+    for (id, m) in log.messages() {
+        if id.index() == at {
+            out.push_message(Message::system(NOTICE));
+        }
+        out.push_message(m.clone());
+    }
+    Some(out)
+}
+
+/// A short chain of thought about the reply's first tool call (or its answer), `n` sentences.
+fn reasoning_for(m: &Message, n: usize) -> String {
+    let subject = m.parts.iter().find_map(|p| match p {
+        Part::ToolCall { name, .. } => Some(format!("the {name} call")),
+        _ => None,
+    });
+    let subject = subject.as_deref().unwrap_or("the answer");
+    let sentence = format!("Before {subject}, I check what the last results said and what is still open. ");
+    sentence.repeat(n).trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compactbench_core::{Checkpoint, CheckpointKind, EntryId, Window};
+    use rand::SeedableRng;
+    use serde_json::json;
+
+    fn session() -> Log {
+        let mut call = Message::new(
+            Role::Assistant,
+            vec![
+                Part::ToolCall { id: "a".into(), name: "read".into(), args: json!({}) },
+                Part::ToolCall { id: "b".into(), name: "ls".into(), args: json!({}) },
+            ],
+        );
+        call.usage = Some(Usage { input: 1_000, output: 10, cache_read: 0 });
+        let mut answer = Message::assistant("done");
+        answer.usage = Some(Usage { input: 2_000, output: 20, cache_read: 0 });
+        Log::from_messages([
+            Message::system("sys"),
+            Message::user("fix it"),
+            call,
+            Message::tool_result("a", "read", "text", false),
+            Message::tool_result("b", "ls", "a.rs", false),
+            answer,
+            Message::user("thanks; now the tests"),
+        ])
+    }
+
+    fn rng() -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(7)
+    }
+
+    #[test]
+    fn usage_is_scaled_with_cache_reads_after_the_first_reply() {
+        let over = Variation::UsageOver.apply(&session(), &mut rng()).unwrap();
+        let usages: Vec<Usage> = over.messages().filter_map(|(_, m)| m.usage).collect();
+        assert_eq!(usages[0].cache_read, 0);
+        assert!(usages[0].input > 1_100 && usages[0].input < 1_800, "{usages:?}");
+        assert!(usages[1].cache_read > 0 && usages[1].input + usages[1].cache_read > 2_200, "{usages:?}");
+        let under = Variation::UsageUnder.apply(&session(), &mut rng()).unwrap();
+        assert!(under.messages().filter_map(|(_, m)| m.usage).all(|u| u.input + u.cache_read < 1_800 || u.cache_read > 0));
+        assert_eq!(under.messages().filter_map(|(_, m)| m.usage).map(|u| u.output).collect::<Vec<_>>(), [10, 20]);
+    }
+
+    #[test]
+    fn images_go_to_the_first_user_message_and_a_tool_message() {
+        let log = Variation::Images.apply(&session(), &mut rng()).unwrap();
+        let with_media: Vec<(u32, Role)> =
+            log.messages().filter(|(_, m)| m.parts.iter().any(|p| matches!(p, Part::Media { .. }))).map(|(id, m)| (id.0, m.role)).collect();
+        assert_eq!(with_media, [(1, Role::User), (4, Role::Tool)]);
+        assert_eq!(log.len(), session().len());
+    }
+
+    #[test]
+    fn reasoning_comes_first_in_every_reply() {
+        let log = Variation::Reasoning.apply(&session(), &mut rng()).unwrap();
+        for (_, m) in log.messages().filter(|(_, m)| m.role == Role::Assistant) {
+            assert!(matches!(&m.parts[0], Part::Reasoning { text } if !text.is_empty()), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn a_late_system_message_goes_before_the_newest_later_user_message_of_a_log_without_checkpoints() {
+        let log = Variation::LateSystem.apply(&session(), &mut rng()).unwrap();
+        let roles: Vec<Role> = log.messages().map(|(_, m)| m.role).collect();
+        assert_eq!(roles[6..], [Role::System, Role::User]);
+        let mut compacted = session();
+        compacted.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
+        assert_eq!(Variation::LateSystem.apply(&compacted, &mut rng()), None);
+        assert_eq!(found(&compacted), ["parallel-calls", "earlier-compaction"]);
+        let single = Log::from_messages([Message::system("s"), Message::user("u")]);
+        assert_eq!(Variation::LateSystem.apply(&single, &mut rng()), None, "no later user message");
+        assert!(found(&single).is_empty());
+    }
+}
