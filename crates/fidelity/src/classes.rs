@@ -7,7 +7,10 @@
 //! and the report counts cases and disagreements per class. A variation changes messages in
 //! place (entry ids stay, so checkpoints of an earlier compaction still point at the right
 //! entries), except [`Variation::LateSystem`], which inserts a message and so only applies to a
-//! log without checkpoints.
+//! log without checkpoints. Images and reasoning go only into messages after the newest
+//! checkpoint: a checkpoint records what its strategy counted when it ran (Gemini CLI's
+//! `lastPromptTokenCount` after masking, say), and content added before it after the fact
+//! would make that record stale, which no real session does.
 //!
 //! Not covered yet: aborted and failed replies (our message model has no stop reason for an
 //! assistant message, so a harness's own handling of them cannot be expressed), and cache
@@ -70,15 +73,18 @@ impl Variation {
             Variation::UsageUnder => Some(scale_usage(log, rng.gen_range(0.55..0.9), rng)),
             Variation::UsageOver => Some(scale_usage(log, rng.gen_range(1.1..1.8), rng)),
             Variation::Images => images(log, rng),
-            Variation::Reasoning => Some(map_messages(log, |_, m| {
-                if m.role == Role::Assistant && !m.parts.iter().any(|p| matches!(p, Part::Reasoning { .. })) {
-                    let mut m = m.clone();
-                    m.parts.insert(0, Part::Reasoning { text: reasoning_for(&m, rng.gen_range(1..8)) });
-                    Some(m)
-                } else {
-                    None
-                }
-            })),
+            Variation::Reasoning => {
+                let after = newest_checkpoint(log);
+                Some(map_messages(log, |i, m| {
+                    if i as isize > after && m.role == Role::Assistant && !m.parts.iter().any(|p| matches!(p, Part::Reasoning { .. })) {
+                        let mut m = m.clone();
+                        m.parts.insert(0, Part::Reasoning { text: reasoning_for(&m, rng.gen_range(1..8)) });
+                        Some(m)
+                    } else {
+                        None
+                    }
+                }))
+            }
             Variation::LateSystem => late_system(log),
         }
     }
@@ -121,10 +127,13 @@ fn scale_usage(log: &Log, factor: f64, rng: &mut ChaCha8Rng) -> Log {
 }
 
 /// An image (800 to 1,600 tokens, as providers charge a screenshot) at the end of the first
-/// user message, and another in the tool message nearest the middle of the log.
+/// user message after the newest checkpoint, and another in the tool message nearest the
+/// middle of those after it.
 fn images(log: &Log, rng: &mut ChaCha8Rng) -> Option<Log> {
-    let first_user = log.messages().find(|(_, m)| m.role == Role::User)?.0.index();
-    let tools: Vec<usize> = log.messages().filter(|(_, m)| m.role == Role::Tool).map(|(id, _)| id.index()).collect();
+    let after = newest_checkpoint(log);
+    let first_user = log.messages().find(|(id, m)| id.index() as isize > after && m.role == Role::User)?.0.index();
+    let tools: Vec<usize> =
+        log.messages().filter(|(id, m)| id.index() as isize > after && m.role == Role::Tool).map(|(id, _)| id.index()).collect();
     let tool = *tools.get(tools.len() / 2)?;
     let mut media = |mime: &str| Part::Media { mime: mime.into(), tokens: rng.gen_range(800..1_600) };
     let (user_image, tool_image) = (media("image/png"), media("image/jpeg"));
@@ -138,6 +147,11 @@ fn images(log: &Log, rng: &mut ChaCha8Rng) -> Option<Log> {
         m.parts.push(image);
         Some(m)
     }))
+}
+
+/// The index of the newest checkpoint, or -1 where there is none (every message is after it).
+fn newest_checkpoint(log: &Log) -> isize {
+    log.checkpoints().next_back().map_or(-1, |(id, _)| id.index() as isize)
 }
 
 /// What a harness says in a system message mid-session.
@@ -232,6 +246,28 @@ mod tests {
         for (_, m) in log.messages().filter(|(_, m)| m.role == Role::Assistant) {
             assert!(matches!(&m.parts[0], Part::Reasoning { text } if !text.is_empty()), "{m:?}");
         }
+    }
+
+    /// A checkpoint records what its strategy counted when it ran: content is added only after
+    /// the newest one.
+    #[test]
+    fn images_and_reasoning_go_only_after_the_newest_checkpoint() {
+        let mut log = session();
+        log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
+        let mut call = Message::tool_call("c", "read", json!({}));
+        call.usage = Some(Usage { input: 3_000, output: 5, cache_read: 0 });
+        for m in [Message::user("go on"), call, Message::tool_result("c", "read", "text", false)] {
+            log.push_message(m);
+        }
+        let changed = |v: Variation| -> Vec<u32> {
+            let out = v.apply(&log, &mut rng()).unwrap();
+            out.messages().filter(|(id, m)| Some(*m) != log.message(*id)).map(|(id, _)| id.0).collect()
+        };
+        assert_eq!(changed(Variation::Images), [8, 10]);
+        assert_eq!(changed(Variation::Reasoning), [9]);
+        let mut closed = session();
+        closed.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
+        assert_eq!(Variation::Images.apply(&closed, &mut rng()), None, "no message after the checkpoint");
     }
 
     #[test]
