@@ -193,10 +193,11 @@
 //! exported with our checkpoints as Pi `compaction` entries. Trigger, first kept entry,
 //! split-turn flag and `tokensBefore` agree on every case (1.6.0 before a request 346/346,
 //! at a turn's end 207/207; 0.73.1 213/213). Found and fixed: 1.6.0 counts images in user
-//! messages. Not covered by the measured sessions, and left as they are:
-//! - 1.6.0 keeps system prompt changes on the branch as `system` message entries and
-//!   estimates them (`estimateTokens`, case `system`); a later system message of ours counts
-//!   0 (see Deviations). Replayed scenarios have one leading system message only.
+//! messages, and (the late-system input class, 1.6.0 at a turn's end: 3 of 743 cases) it keeps
+//! system prompt changes on the branch as `system` message entries and estimates them
+//! (`estimateTokens`, case `system`): a later system message of ours is such an entry, counted
+//! in the cut walk and, without fresh usage, joined into the current system message
+//! (`getCurrentSystemMessage`). Not covered by the measured sessions, and left as they are:
 //! - `_overflowRecoveryAttempted` is session state; the driver starts each case with it unset,
 //!   we read it back from the log (see Deviations).
 //! - Our `isSplitTurn` in checkpoint details is the preparation's flag, kept for this check
@@ -237,9 +238,9 @@
 //!   messages are not reproduced; our sessions have no such entries. Pi then walks the cut back
 //!   over metadata entries (model/thinking changes); our log has none, so that walk is a no-op.
 //! - Deliberate: the system prompt is the log's leading system messages and is not part of
-//!   Pi's branch path; a system message later in the log counts 0 tokens, is no cut point and
-//!   is not serialized (Pi's sessions have none up to 0.73.1; 1.6.0's are prompt changes, see
-//!   above).
+//!   Pi's branch path; a system message later in the log is no cut point and is not
+//!   serialized, and before 1.6.0 it counts 0 tokens (those releases have no such role; 1.6.0's
+//!   are prompt changes, see above).
 //! - Deliberate: a tool message with several results is read as several Pi tool-result
 //!   messages (one estimate and one `[Tool result]` block each), as Pi stores them.
 //! - Deliberate: truncation to 2000 UTF-16 units stops before a surrogate pair it would split.
@@ -483,7 +484,7 @@ impl Strategy for PiStrategy {
         };
         // Pi prepares from the session's branch path itself, not from the agent's messages.
         let path = session::branch_path(log);
-        let Some(prep) = prepare::prepare_compaction(&path, session::system_tokens(log), self.config.keep_recent_tokens, release) else {
+        let Some(prep) = prepare::prepare_compaction(&path, session::system_chars(log), self.config.keep_recent_tokens, release) else {
             return Ok(Vec::new());
         };
         let caps = summarize::Caps::of(release, self.config.reserve_tokens, cx.model.max_output);

@@ -40,11 +40,11 @@ pub(crate) fn can_prepare(path: &[PathEntry<'_>]) -> bool {
 
 /// `prepareCompaction(pathEntries, settings)`. `None` when the last entry already is a
 /// compaction ("Already compacted") or there is no entry to keep, and in 1.6.0 also when
-/// there is nothing to summarize. `system_tokens` is the estimate of the system prompt,
-/// which 1.6.0 counts in `tokensBefore` when it has no fresh usage.
+/// there is nothing to summarize. `system_chars` is the length of the system prompt, which
+/// 1.6.0 counts in `tokensBefore` when it has no fresh usage.
 pub(crate) fn prepare_compaction<'a>(
     path: &[PathEntry<'a>],
-    system_tokens: u64,
+    system_chars: u64,
     keep_recent_tokens: u64,
     release: Release,
 ) -> Option<Preparation<'a>> {
@@ -72,7 +72,7 @@ pub(crate) fn prepare_compaction<'a>(
     let boundary_end = path.len();
 
     let tokens_before = match release {
-        Release::Npm1_6_0 => estimate_projected_context_tokens(path, &build_session_context(path), system_tokens),
+        Release::Npm1_6_0 => estimate_projected_context_tokens(path, &build_session_context(path), system_chars),
         Release::Npm0_73_1 => estimate_context_tokens(&build_session_context(path), release).tokens,
         Release::Canonical0_58 => estimate_context_tokens(&entry_messages(&path[prev.unwrap_or(0)..]), release).tokens,
     };

@@ -191,8 +191,9 @@ pub(crate) fn json_stringify(v: &serde_json::Value) -> String {
 /// `estimateTokens`: `ceil(chars / 4)` with Pi's per-role char rules (UTF-16 lengths).
 /// User: text blocks, plus 4800 per image in 1.6.0 (`estimateTextAndImageContentChars`;
 /// earlier releases count text only). Assistant: text, thinking, and for each tool call its
-/// name plus its JSON arguments. Tool result: text, plus 4800 per image. Anything else (our
-/// mid-log system messages): 0.
+/// name plus its JSON arguments. Tool result: text, plus 4800 per image. A later system
+/// message (Pi's own role for prompt changes): its text in 1.6.0; earlier releases have no
+/// such role and count it 0.
 pub(crate) fn estimate_tokens(m: &Message, release: Release) -> u64 {
     match m.role {
         Role::User => {
@@ -221,6 +222,7 @@ pub(crate) fn estimate_tokens(m: &Message, release: Release) -> u64 {
             chars.div_ceil(4)
         }
         Role::Tool => tool_result_blocks(m).iter().map(|b| b.chars().div_ceil(4)).sum(),
+        Role::System if release == Release::Npm1_6_0 => utf16_len(&m.text()).div_ceil(4),
         Role::System => 0,
     }
 }
@@ -314,20 +316,26 @@ pub(crate) fn estimate_context_tokens(messages: &[ContextMessage<'_>], release: 
     }
 }
 
-/// `estimateTokens` of the system prompt (the log's leading system messages, as Pi 1.6.0
-/// keeps it: one system message in the projection).
-pub(crate) fn system_tokens(log: &Log) -> u64 {
-    let chars: u64 = log.messages().take_while(|(_, m)| m.role == Role::System).map(|(_, m)| utf16_len(&m.text())).sum();
-    chars.div_ceil(4)
+/// The characters of the system prompt (the log's leading system messages) as
+/// `getCurrentSystemMessage` joins system texts.
+pub(crate) fn system_chars(log: &Log) -> u64 {
+    joined_chars(log.messages().take_while(|(_, m)| m.role == Role::System).map(|(_, m)| utf16_len(&m.text())))
+}
+
+/// `getCurrentSystemMessage`'s content length: the non-empty texts joined by a blank line.
+fn joined_chars(lengths: impl Iterator<Item = u64>) -> u64 {
+    let (count, sum) = lengths.filter(|&n| n > 0).fold((0u64, 0u64), |(c, s), n| (c + 1, s + n));
+    sum + 2 * count.saturating_sub(1)
 }
 
 /// `estimateProjectedContextTokens` (1.6.0): the last valid usage plus estimates of what
 /// followed it, but only if that reply is newer than the latest compaction; otherwise the
-/// estimate of every projected message, system prompt included (`system_tokens`).
+/// current system message (`getCurrentSystemMessage`: the system prompt of `system_chars`
+/// characters and every later system message, joined) plus every other projected message.
 pub(crate) fn estimate_projected_context_tokens(
     path: &[PathEntry<'_>],
     context: &[ContextMessage<'_>],
-    system_tokens: u64,
+    system_chars: u64,
 ) -> u64 {
     let estimate = estimate_context_tokens(context, Release::Npm1_6_0);
     let latest_compaction = path.iter().rev().find(|e| matches!(e.item, Item::Compaction(_))).map(|e| e.id);
@@ -336,5 +344,11 @@ pub(crate) fn estimate_projected_context_tokens(
             return estimate.tokens;
         }
     }
-    system_tokens + context.iter().map(|cm| estimate_context_message(cm.message, Release::Npm1_6_0)).sum::<u64>()
+    let is_system = |cm: &ContextMessage<'_>| matches!(cm.message, Context::Message(m) if m.role == Role::System);
+    let later_system = context.iter().filter(|cm| is_system(cm)).map(|cm| match cm.message {
+        Context::Message(m) => utf16_len(&m.text()),
+        Context::Summary(_) => 0,
+    });
+    let system = joined_chars(std::iter::once(system_chars).chain(later_system)).div_ceil(4);
+    system + context.iter().filter(|cm| !is_system(cm)).map(|cm| estimate_context_message(cm.message, Release::Npm1_6_0)).sum::<u64>()
 }

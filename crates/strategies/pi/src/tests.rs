@@ -245,6 +245,32 @@ fn user_images_count_in_1_6_0_estimates() {
     assert_eq!((cut.first_kept, cut.split), (0, false));
 }
 
+/// Measured against 1.6.0 (fidelity, the late-system input class): a later system message is
+/// Pi's own role for a prompt change, which `estimateTokens` counts (`case "system"`), so it
+/// moves the cut; no earlier release has the role. Without fresh usage, `tokensBefore` counts
+/// it once, joined into the current system message (`getCurrentSystemMessage`).
+#[test]
+fn a_later_system_message_counts_in_1_6_0() {
+    let mut s = Session::new(100_000);
+    s.push("u1", Message::user("1"));
+    s.push("a1", Message::assistant("a"));
+    s.push("late", Message::system("n".repeat(4000)));
+    s.push("u2", Message::user("2"));
+    s.push("a2", Message::assistant("b"));
+    let path = branch_path(&s.h.log);
+    // 1.6.0: a2 (1) + u2 (1) + the notice (1000) crosses 1000 at the notice, which is no cut
+    // point: the cut is the next one after it, u2.
+    let cut = find_cut_point(&path, 0, path.len(), 1000, Release::Npm1_6_0);
+    assert_eq!((cut.first_kept, cut.split), (3, false));
+    // 0.73.1: the notice counts 0; the budget is never reached, everything is kept.
+    let cut = find_cut_point(&path, 0, path.len(), 1000, Release::Npm0_73_1);
+    assert_eq!((cut.first_kept, cut.split), (0, false));
+    // The current system message: the prompt (23 chars), a blank line and the notice (4000),
+    // 1007 tokens; then u1, a1, u2 and a2, one each.
+    let context = build_session_context(&path);
+    assert_eq!(crate::session::estimate_projected_context_tokens(&path, &context, crate::session::system_chars(&s.h.log)), 1007 + 4);
+}
+
 #[test]
 fn case_04_degenerate_cuts() {
     let mut s = Session::new(100_000);

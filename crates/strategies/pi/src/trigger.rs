@@ -6,7 +6,7 @@ use compactbench_core::{Log, Message, Role};
 
 use crate::session::{
     branch_path, build_session_context, calculate_context_tokens, estimate_context_tokens,
-    estimate_projected_context_tokens, is_failed_reply, system_tokens, valid_usage, Context, ProviderUsage,
+    estimate_projected_context_tokens, is_failed_reply, system_chars, valid_usage, Context, ProviderUsage,
 };
 use crate::{PiConfig, Release};
 
@@ -98,7 +98,7 @@ pub(crate) fn check_next_turn(log: &Log, config: &PiConfig, window: u64) -> Opti
         return None;
     }
     let path = branch_path(log);
-    let tokens = estimate_projected_context_tokens(&path, &build_session_context(&path), system_tokens(log));
+    let tokens = estimate_projected_context_tokens(&path, &build_session_context(&path), system_chars(log));
     should_compact(tokens, window, config).then_some(Trigger::Threshold)
 }
 
