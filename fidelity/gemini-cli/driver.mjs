@@ -43,6 +43,8 @@ const home = process.env.COMPACTBENCH_FIDELITY_HOME;
 const src = join(home, 'node_modules/@google/gemini-cli-core/dist/src');
 const load = (p) => import(pathToFileURL(join(src, p)).href);
 const { ChatCompressionService } = await load('context/chatCompressionService.js');
+const { ToolExecutor } = await load('scheduler/tool-executor.js');
+const { SHELL_TOOL_NAME } = await load('tools/tool-names.js');
 const { ToolOutputMaskingService, DEFAULT_TOOL_PROTECTION_THRESHOLD, DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD, DEFAULT_PROTECT_LATEST_TURN } =
   await load('context/toolOutputMaskingService.js');
 const { GeminiChat } = await load('core/geminiChat.js');
@@ -96,7 +98,7 @@ function stubConfig(model, settings) {
 }
 
 async function answer(c) {
-  const { contents, pending, usage, systemInstruction } = c.session;
+  const { contents, pending, usage, systemInstruction, shellTools } = c.session;
   globalThis.fidelityWindow = c.model.context_window;
   const config = stubConfig(c.model.name, c.settings ?? {});
   // Native index i keeps id String(i); the part objects are kept by reference through the
@@ -157,6 +159,27 @@ async function answer(c) {
   const before = compressed ? newHistory : getHistory(false);
   const masking = await new ToolOutputMaskingService().mask(before, config);
   const rewritten = new Set();
+  // The pending tool results entered the history at tool time, cut by
+  // `ToolExecutor.truncateOutputIfNeeded` when the shell tool printed more than
+  // `getTruncateToolOutputThreshold()` (from the window and the last prompt size). Our crate
+  // makes that cut before the request; the package's own method is run on the same results,
+  // under the shell tool's own name for the tools the exporter names (`shellTools`: glue).
+  let truncated = 0;
+  for (let i = pending; i < contents.length; i++) {
+    for (const p of contents[i].parts ?? []) {
+      const fr = p.functionResponse;
+      if (!fr || !shellTools.includes(fr.name)) continue;
+      const content = fr.response?.output ?? fr.response?.error;
+      if (typeof content !== 'string') continue;
+      const call = { request: { name: SHELL_TOOL_NAME, callId: fr.id, prompt_id: 'fidelity' } };
+      const executor = { config, context: { promptId: 'fidelity' } };
+      const { truncatedContent } = await ToolExecutor.prototype.truncateOutputIfNeeded.call(executor, call, content);
+      if (truncatedContent !== content) {
+        rewritten.add(i);
+        truncated++;
+      }
+    }
+  }
   if (masking.maskedCount > 0) {
     for (const [k, content] of masking.newHistory.entries()) {
       for (const [j, p] of (content.parts ?? []).entries()) {
@@ -170,7 +193,7 @@ async function answer(c) {
   }
   return {
     id: c.id,
-    compact: passed || masking.maskedCount > 0,
+    compact: passed || masking.maskedCount > 0 || truncated > 0,
     first_kept: null,
     kept,
     split_turn: null,

@@ -19,11 +19,16 @@
 //!   replaced (`promptTokenCount` counts cached tokens too). `GeminiChat` keeps the newest as
 //!   `lastPromptTokenCount`; a compression (`startChat`), truncation or masking (`setHistory`)
 //!   resets it to the estimate of the new history, which is what a chat built from `contents`
-//!   without any reply estimates.
+//!   without any reply estimates;
+//! - `shellTools`: the tool names of the session that Gemini CLI's shell tool
+//!   (`run_shell_command`) stands for. Glue of ours, stated here: our sessions name the shell
+//!   tool as other harnesses do, and our crate maps them through `tool_kind`, so the driver
+//!   runs the original's tool-time truncation on exactly those results.
 //!
 //! A model reply is recorded the way `GeminiChat.processStreamResponse` records it: thought
 //! parts are filtered out of the stream and adjacent text parts are joined into one.
 
+use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{default_projection, CheckpointKind, EntryId, Message, Origin, Part, Role};
 use serde_json::{json, Value};
 
@@ -75,8 +80,24 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
         "contents": contents,
         "pending": pending,
         "usage": usage,
+        "shellTools": shell_tools(&view.messages),
     });
     Ok(Export { session, ids: ids.into_iter().collect::<Vec<EntryId>>(), settings: json!({}) })
+}
+
+/// The names of the session's tools that our crate takes for the shell tool, sorted.
+fn shell_tools(messages: &[compactbench_core::ViewMessage]) -> Vec<&str> {
+    let mut names: Vec<&str> = messages
+        .iter()
+        .flat_map(|vm| &vm.message.parts)
+        .filter_map(|p| match p {
+            Part::ToolCall { name, .. } | Part::ToolResult { name, .. } if tool_kind(name) == ToolKind::Shell => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// One message as a Gemini `Content`.
@@ -133,6 +154,24 @@ mod tests {
         Case::new("t", log, model)
     }
 
+    /// The shell tools are named for the driver's tool-time truncation, by our `tool_kind`.
+    #[test]
+    fn the_tools_taken_for_the_shell_are_named() {
+        let log = Log::from_messages([
+            Message::user("go"),
+            Message::new(
+                Role::Assistant,
+                vec![
+                    Part::ToolCall { id: "a".into(), name: "bash".into(), args: json!({}) },
+                    Part::ToolCall { id: "b".into(), name: "read".into(), args: json!({}) },
+                ],
+            ),
+            Message::tool_result("a", "bash", "ok", false),
+            Message::tool_result("b", "read", "text", false),
+        ]);
+        assert_eq!(export(&case(log)).unwrap().session["shellTools"], json!(["bash"]));
+    }
+
     #[test]
     fn a_tool_round_exports_as_gemini_contents_with_the_request_pending() {
         let mut log = Log::new();
@@ -155,7 +194,7 @@ mod tests {
         ));
         let e = export(&case(log)).unwrap();
         assert_eq!(e.ids, vec![EntryId(1), EntryId(2), EntryId(3)]);
-        expect![[r#"{"systemInstruction":"You are a coding agent.","contents":[{"role":"user","parts":[{"text":"Fix the bug."}]},{"role":"model","parts":[{"text":"Looking now."},{"functionCall":{"id":"c1","name":"read_file","args":{"path":"a.rs"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"read_file","response":{"output":"fn main() {}"}}}]}],"pending":2,"usage":[{"index":1,"usageMetadata":{"promptTokenCount":150,"candidatesTokenCount":20,"cachedContentTokenCount":50}}]}"#]]
+        expect![[r#"{"systemInstruction":"You are a coding agent.","contents":[{"role":"user","parts":[{"text":"Fix the bug."}]},{"role":"model","parts":[{"text":"Looking now."},{"functionCall":{"id":"c1","name":"read_file","args":{"path":"a.rs"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"read_file","response":{"output":"fn main() {}"}}}]}],"pending":2,"usage":[{"index":1,"usageMetadata":{"promptTokenCount":150,"candidatesTokenCount":20,"cachedContentTokenCount":50}}],"shellTools":[]}"#]]
         .assert_eq(&e.session.to_string());
     }
 
@@ -177,7 +216,7 @@ mod tests {
         let e = export(&case(log.clone())).unwrap();
         // The reply before the compression no longer counts: no usage.
         assert_eq!(e.ids, vec![EntryId(4), EntryId(4), EntryId(3)]);
-        expect![[r#"{"systemInstruction":"sys","contents":[{"role":"user","parts":[{"text":"<state_snapshot>s</state_snapshot>"}]},{"role":"model","parts":[{"text":"Got it. Thanks for the additional context!"}]},{"role":"user","parts":[{"text":"new task"}]}],"pending":2,"usage":[]}"#]]
+        expect![[r#"{"systemInstruction":"sys","contents":[{"role":"user","parts":[{"text":"<state_snapshot>s</state_snapshot>"}]},{"role":"model","parts":[{"text":"Got it. Thanks for the additional context!"}]},{"role":"user","parts":[{"text":"new task"}]}],"pending":2,"usage":[],"shellTools":[]}"#]]
         .assert_eq(&e.session.to_string());
 
         let mut reply = Message::assistant("done");
