@@ -67,7 +67,10 @@ fn export(case: &Case) -> Result<Export, String> {
             }
         };
         match m.role {
-            Role::User | Role::System => {
+            // The engine seeds user messages only (`user/message` must have role "user"): a
+            // system message after the prompt has no event of its own.
+            Role::System => return Err(format!("a system message after the prompt (entry {id}): DeepSeek Harness's session has no event for it")),
+            Role::User => {
                 if w.turn_over {
                     w.end_turn();
                     w.turn += 1;
