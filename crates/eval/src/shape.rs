@@ -94,19 +94,22 @@ impl Shown {
     }
 }
 
-/// The assistant message with each call written as the harness's model would write it.
+/// The assistant message with each call written as the harness's model would write it. A
+/// text harness keeps a reply as one string, so a whitespace-only text block (recorded
+/// sessions have them, e.g. Claude Code's "\n\n" before a tool call) is no block of its own.
 fn reply(chat: &dyn TextChat, message: &Message, calls: &mut HashMap<String, Shown>) -> Message {
     let parts = message
         .parts
         .iter()
-        .map(|part| match part {
+        .filter_map(|part| match part {
             Part::ToolCall { id, name, args } => {
                 let shown = show(name, args);
                 let text = shown.text(chat);
                 calls.insert(id.clone(), shown);
-                Part::text(text)
+                Some(Part::text(text))
             }
-            other => other.clone(),
+            Part::Text { text } if text.trim().is_empty() => None,
+            other => Some(other.clone()),
         })
         .collect();
     Message { role: Role::Assistant, parts, usage: message.usage }
