@@ -74,9 +74,9 @@ impl Variation {
             Variation::UsageOver => Some(scale_usage(log, rng.gen_range(1.1..1.8), rng)),
             Variation::Images => images(log, rng),
             Variation::Reasoning => {
-                let after = newest_checkpoint(log);
+                let start = after_newest_checkpoint(log);
                 Some(map_messages(log, |i, m| {
-                    if i as isize > after && m.role == Role::Assistant && !m.parts.iter().any(|p| matches!(p, Part::Reasoning { .. })) {
+                    if i >= start && m.role == Role::Assistant && !m.parts.iter().any(|p| matches!(p, Part::Reasoning { .. })) {
                         let mut m = m.clone();
                         m.parts.insert(0, Part::Reasoning { text: reasoning_for(&m, rng.gen_range(1..8)) });
                         Some(m)
@@ -130,10 +130,10 @@ fn scale_usage(log: &Log, factor: f64, rng: &mut ChaCha8Rng) -> Log {
 /// user message after the newest checkpoint, and another in the tool message nearest the
 /// middle of those after it.
 fn images(log: &Log, rng: &mut ChaCha8Rng) -> Option<Log> {
-    let after = newest_checkpoint(log);
-    let first_user = log.messages().find(|(id, m)| id.index() as isize > after && m.role == Role::User)?.0.index();
+    let start = after_newest_checkpoint(log);
+    let first_user = log.messages().find(|(id, m)| id.index() >= start && m.role == Role::User)?.0.index();
     let tools: Vec<usize> =
-        log.messages().filter(|(id, m)| id.index() as isize > after && m.role == Role::Tool).map(|(id, _)| id.index()).collect();
+        log.messages().filter(|(id, m)| id.index() >= start && m.role == Role::Tool).map(|(id, _)| id.index()).collect();
     let tool = *tools.get(tools.len() / 2)?;
     let mut media = |mime: &str| Part::Media { mime: mime.into(), tokens: rng.gen_range(800..1_600) };
     let (user_image, tool_image) = (media("image/png"), media("image/jpeg"));
@@ -149,9 +149,9 @@ fn images(log: &Log, rng: &mut ChaCha8Rng) -> Option<Log> {
     }))
 }
 
-/// The index of the newest checkpoint, or -1 where there is none (every message is after it).
-fn newest_checkpoint(log: &Log) -> isize {
-    log.checkpoints().next_back().map_or(-1, |(id, _)| id.index() as isize)
+/// The index of the first entry after the newest checkpoint (0 where there is none).
+fn after_newest_checkpoint(log: &Log) -> usize {
+    log.checkpoints().next_back().map_or(0, |(id, _)| id.index() + 1)
 }
 
 /// What a harness says in a system message mid-session.
