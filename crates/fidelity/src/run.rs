@@ -39,15 +39,24 @@ pub struct Options<'a> {
 const SESSIONS_PER_SETTING: usize = 40;
 
 /// Our strategy for each setting of an original: `defaults`, then one configured per
-/// [`Original::settings`] entry.
+/// [`Original::settings`] entry, with the settings its driver gets (parsed once).
 struct Strategies<'a> {
     defaults: &'a dyn Strategy,
-    configured: Vec<Box<dyn Strategy>>,
+    configured: Vec<(Box<dyn Strategy>, serde_json::Map<String, serde_json::Value>)>,
 }
 
-impl Strategies<'_> {
+impl<'a> Strategies<'a> {
+    fn new(original: &Original, defaults: &'a dyn Strategy) -> Result<Strategies<'a>> {
+        let configured = original
+            .settings
+            .iter()
+            .map(|s| Ok(((s.strategy)(), serde_json::from_str(s.driver).with_context(|| format!("settings of {}", original.name))?)))
+            .collect::<Result<_>>()?;
+        Ok(Strategies { defaults, configured })
+    }
+
     fn of(&self, case: &Case) -> &dyn Strategy {
-        case.setting.map_or(self.defaults, |k| self.configured[k].as_ref())
+        case.setting.map_or(self.defaults, |k| self.configured[k].0.as_ref())
     }
 }
 
@@ -59,8 +68,7 @@ fn ask(driver: &mut Driver, original: &Original, strategies: &Strategies<'_>, ca
         Err(why) => return Ok((ours, Err(format!("not exported: {why}")))),
     };
     if let Some(k) = case.setting {
-        let setting: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(original.settings[k].driver).with_context(|| format!("settings of {}", original.name))?;
+        let setting = strategies.configured[k].1.clone();
         export.settings.as_object_mut().context("an exporter's settings are an object")?.extend(setting);
     }
     let theirs = driver.ask(case, &export)?.to_answer(&export, case).map_err(|e| format!("original threw: {e}"));
@@ -84,8 +92,8 @@ pub fn check_strategy(
 ) -> Result<OriginalReport> {
     let plan = Plan { scenarios: options.scenarios, sessions: options.sessions, moment: original.moment, with_history: original.history, first_seed: 0 };
     let mut cases = build(strategy, &plan, counter);
-    let strategies = Strategies { defaults: strategy, configured: original.settings.iter().map(|s| (s.strategy)()).collect() };
-    for (k, configured) in strategies.configured.iter().enumerate() {
+    let strategies = Strategies::new(original, strategy)?;
+    for (k, (configured, _)) in strategies.configured.iter().enumerate() {
         let plan = Plan { sessions: SESSIONS_PER_SETTING.min(options.sessions), first_seed: 1_000 * (k as u64 + 1), ..plan };
         cases.extend(build(configured.as_ref(), &plan, counter).into_iter().map(|mut c| {
             c.setting = Some(k);
