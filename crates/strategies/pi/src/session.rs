@@ -344,11 +344,10 @@ pub(crate) fn estimate_projected_context_tokens(
             return estimate.tokens;
         }
     }
-    let is_system = |cm: &ContextMessage<'_>| matches!(cm.message, Context::Message(m) if m.role == Role::System);
-    let later_system = context.iter().filter(|cm| is_system(cm)).map(|cm| match cm.message {
-        Context::Message(m) => utf16_len(&m.text()),
-        Context::Summary(_) => 0,
-    });
-    let system = joined_chars(std::iter::once(system_chars).chain(later_system)).div_ceil(4);
-    system + context.iter().filter(|cm| !is_system(cm)).map(|cm| estimate_context_message(cm.message, Release::Npm1_6_0)).sum::<u64>()
+    let system_text = |cm: &ContextMessage<'_>| match cm.message {
+        Context::Message(m) if m.role == Role::System => Some(utf16_len(&m.text())),
+        _ => None,
+    };
+    let system = joined_chars(std::iter::once(system_chars).chain(context.iter().filter_map(system_text))).div_ceil(4);
+    system + context.iter().filter(|cm| system_text(cm).is_none()).map(|cm| estimate_context_message(cm.message, Release::Npm1_6_0)).sum::<u64>()
 }
