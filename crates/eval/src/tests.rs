@@ -556,6 +556,11 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         claude-code/v2.1.68 empty: ok 0, failed 3, calls 3, over-window requests 17
         claude-code/v2.1.68 over-cap: ok 19, failed 0, calls 19, over-window requests 0, cut off 19 (used 19)
         claude-code/v2.1.68 garbage: ok 6, failed 0, calls 6, over-window requests 0
+        claude-code/v2.1.20 timeout: ok 0, failed 3, calls 3, over-window requests 17
+        claude-code/v2.1.20 http500: ok 0, failed 3, calls 3, over-window requests 17
+        claude-code/v2.1.20 empty: ok 0, failed 3, calls 3, over-window requests 17
+        claude-code/v2.1.20 over-cap: ok 19, failed 0, calls 19, over-window requests 0, cut off 19 (used 19)
+        claude-code/v2.1.20 garbage: ok 6, failed 0, calls 6, over-window requests 0
         cline/sdk timeout: ok 0, failed 24, calls 24, over-window requests 17
         cline/sdk http500: ok 0, failed 24, calls 24, over-window requests 17
         cline/sdk empty: ok 0, failed 24, calls 24, over-window requests 17

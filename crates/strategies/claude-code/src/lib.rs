@@ -55,6 +55,15 @@
 //! write-ups describe (2.1.68): nothing kept verbatim, the recently read files re-attached
 //! \[RE\].
 //!
+//! The variant `claude-code/v2.1.20` is `claude-code/v2.1.68` with the older threshold:
+//! releases up to 2.1.20 reserved `min(CLAUDE_CODE_MAX_OUTPUT_TOKENS, model max output)` below
+//! the window, 32,000 by default, so `T = W − min(max_output, 32_000) − 13_000` (155,000 on a
+//! 200k window) \[src: the shipped bundles, npm 2.1.19 and 2.1.20 `cli.js`; 2.1.21 caps the
+//! reservation at 20,000; changelog 2.1.21 fixed auto-compact firing too early on
+//! models with large output limits\]. The recorded Claude Code 1.0.53, 2.0.76 and 2.1.19 compactions in
+//! bench-data fired at about 155k. Modelled as the cap only: what else changed between 2.1.20
+//! and 2.1.68 (documents in the summary call since 2.1.47) is not in our sessions.
+//!
 //! ## Summarizer call
 //! A forked call replaying the conversation \[RE; changelog 2.1.69\]: system text = the
 //! session's system prompt (the fork reuses it for the prompt cache) \[assume\]; transcript =
@@ -222,6 +231,10 @@ pub struct ClaudeCodeConfig {
     /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (1..=100; other values are ignored): can only lower
     /// the threshold.
     pub autocompact_pct_override: Option<u64>,
+    /// The most of the model's output limit reserved below the window: 20,000 since 2.1.21
+    /// (`MAX_OUTPUT_TOKENS_FOR_SUMMARY`), 32,000 before (the default of
+    /// `CLAUDE_CODE_MAX_OUTPUT_TOKENS`, which capped the whole reservation).
+    pub output_reservation_cap: u64,
     /// The project-root CLAUDE.md re-injected after each compaction. `None` takes the text of
     /// the session's leading system messages; `Some("")` re-injects nothing.
     pub claude_md: Option<String>,
@@ -267,6 +280,7 @@ impl Default for ClaudeCodeConfig {
             auto_compact: true,
             auto_compact_window: None,
             autocompact_pct_override: None,
+            output_reservation_cap: trigger::MAX_OUTPUT_TOKENS_FOR_SUMMARY,
             claude_md: None,
             compact_instructions: None,
             transcript_pointer: true,
@@ -352,6 +366,17 @@ impl ClaudeCodeStrategy {
         s
     }
 
+    /// Claude Code up to 2.1.20 (`claude-code/v2.1.20`): as `claude-code/v2.1.68`, but the
+    /// threshold reserves up to 32,000 output tokens below the window, not 20,000 (167k → 155k
+    /// on a 200k window with a 32k output limit).
+    pub fn release_2_1_20() -> ClaudeCodeStrategy {
+        let mut s = ClaudeCodeStrategy::release_2_1_68();
+        s.config.output_reservation_cap = trigger::DEFAULT_MAX_OUTPUT_TOKENS;
+        s.info.id = "claude-code/v2.1.20".into();
+        s.info.summary = s.info.summary.replace("min(max_output, 20k)", "min(max_output, 32k)");
+        s
+    }
+
     /// The Anthropic API's server-side context management with the `api_*` fields of
     /// `config`. Fails as the API does when the compaction trigger is below 50,000 tokens.
     pub fn api_context_management(config: ClaudeCodeConfig) -> Result<ClaudeCodeStrategy, Error> {
@@ -388,13 +413,18 @@ pub fn strategy() -> Box<dyn Strategy> {
     Box::new(ClaudeCodeStrategy::new(ClaudeCodeConfig::default()))
 }
 
-/// Every row to report: Claude Code (`claude-code`), the 2.1.68 behaviour
-/// (`claude-code/v2.1.68`), then the API's server-side context management with its defaults
-/// (`claude-code/api-context-management`).
+/// Every row to report: Claude Code (`claude-code`), the 2.1.68 and 2.1.20 behaviours
+/// (`claude-code/v2.1.68`, `claude-code/v2.1.20`), then the API's server-side context
+/// management with its defaults (`claude-code/api-context-management`).
 pub fn variants() -> Vec<Box<dyn Strategy>> {
     let api = ClaudeCodeStrategy::api_context_management(ClaudeCodeConfig::default())
         .expect("the API's default triggers are valid");
-    vec![strategy(), Box::new(ClaudeCodeStrategy::release_2_1_68()), Box::new(api)]
+    vec![
+        strategy(),
+        Box::new(ClaudeCodeStrategy::release_2_1_68()),
+        Box::new(ClaudeCodeStrategy::release_2_1_20()),
+        Box::new(api),
+    ]
 }
 
 impl Strategy for ClaudeCodeStrategy {

@@ -188,6 +188,29 @@ fn case_04_window_override() {
     assert_eq!((t.effective, t.auto), (80_000, 67_000));
 }
 
+/// Up to 2.1.20 the reservation below the window is the output limit capped at 32,000 (the
+/// default of `CLAUDE_CODE_MAX_OUTPUT_TOKENS`), not 20,000: 155,000 on a 200k window, where the
+/// recorded 1.0.53–2.1.19 compactions fired.
+#[test]
+fn release_2_1_20_reserves_up_to_32k_output() {
+    let old = ClaudeCodeStrategy::release_2_1_20();
+    let t = Thresholds::new(200_000, 32_000, &old.config);
+    assert_eq!((t.effective, t.auto), (168_000, 155_000));
+    let t = Thresholds::new(200_000, 64_000, &old.config);
+    assert_eq!((t.effective, t.auto), (168_000, 155_000), "capped at 32,000");
+    let t = Thresholds::new(200_000, 8_000, &old.config);
+    assert_eq!((t.effective, t.auto), (192_000, 179_000), "a small output limit is reserved whole, as today");
+
+    for (tokens, expected) in [(154_999, false), (155_000, true)] {
+        let mut h = Harness::new(
+            [sys(), Message::user("go"), replied(Message::assistant("working"), tokens - 100, 100)],
+            model(200_000, 32_000),
+        );
+        assert_eq!(is_compact(&h.decide(&old, Moment::BeforeRequest)), expected, "{tokens} tokens");
+        assert_eq!(h.decide(&v2168(), Moment::BeforeRequest), Decision::Skip, "2.1.68 waits for 167,000");
+    }
+}
+
 /// A short session over the small model's threshold: a read, an edit, a test run.
 fn session() -> Vec<Message> {
     vec![
@@ -814,7 +837,7 @@ fn auto_compact_off_never_compacts_but_compact_still_runs() {
 fn variants_are_named_and_modelled() {
     let v = variants();
     let ids: Vec<&str> = v.iter().map(|s| s.info().id.as_str()).collect();
-    assert_eq!(ids, ["claude-code", "claude-code/v2.1.68", "claude-code/api-context-management"]);
+    assert_eq!(ids, ["claude-code", "claude-code/v2.1.68", "claude-code/v2.1.20", "claude-code/api-context-management"]);
     assert!(v.iter().all(|s| s.info().fidelity == compactbench_core::Fidelity::Modelled && s.info().harness == "claude-code"));
     assert_eq!(crate::strategy().info().id, "claude-code");
 }

@@ -5,8 +5,13 @@ use compactbench_core::{CheckpointKind, Entry, Log, Role};
 
 use crate::ClaudeCodeConfig;
 
-/// `MAX_OUTPUT_TOKENS_FOR_SUMMARY`: the most output reserved below the window.
+/// `MAX_OUTPUT_TOKENS_FOR_SUMMARY`: the most output reserved below the window since 2.1.21, and
+/// the summary call's output cap.
 pub(crate) const MAX_OUTPUT_TOKENS_FOR_SUMMARY: u64 = 20_000;
+/// The default of `CLAUDE_CODE_MAX_OUTPUT_TOKENS`: the most output reserved below the window up
+/// to 2.1.20, which reserved the model's whole output limit under that setting (npm 2.1.20
+/// `cli.js`: `contextWindow − min(CLAUDE_CODE_MAX_OUTPUT_TOKENS ?? 32000, modelMaxOutput)`).
+pub(crate) const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 32_000;
 /// `AUTOCOMPACT_BUFFER_TOKENS`.
 const AUTOCOMPACT_BUFFER_TOKENS: u64 = 13_000;
 /// `WARNING_THRESHOLD_BUFFER_TOKENS`.
@@ -24,7 +29,7 @@ const RAPID_REFILL_TURN_WINDOW: usize = 3;
 /// The limits Claude Code derives from the window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Thresholds {
-    /// `W − min(max_output, 20_000)`.
+    /// `W − min(max_output, reservation cap)`.
     pub(crate) effective: u64,
     /// Auto-compaction fires at or above this.
     pub(crate) auto: u64,
@@ -37,7 +42,7 @@ pub(crate) struct Thresholds {
 impl Thresholds {
     pub(crate) fn new(window: u64, max_output: u64, config: &ClaudeCodeConfig) -> Thresholds {
         let window = config.auto_compact_window.map_or(window, |w| w.min(window));
-        let effective = window.saturating_sub(max_output.min(MAX_OUTPUT_TOKENS_FOR_SUMMARY));
+        let effective = window.saturating_sub(max_output.min(config.output_reservation_cap));
         let base = effective.saturating_sub(AUTOCOMPACT_BUFFER_TOKENS);
         let auto = match config.autocompact_pct_override {
             Some(pct) if (1..=100).contains(&pct) => (effective * pct / 100).min(base),
