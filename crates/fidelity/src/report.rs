@@ -171,19 +171,39 @@ fn recorded_section(md: &mut String, pairs: &[crate::recorded::Pair]) {
         return;
     }
     let agree = pairs.iter().filter(|p| p.agrees()).count();
+    let auto: Vec<bool> = pairs.iter().filter_map(|p| p.trigger_agrees()).collect();
     let _ = writeln!(
         md,
-        "\n## Recorded compactions in the committed transcripts\n\nAt each compaction a transcript records, our crate compacts the same history (its own earlier compactions in place of the recorded ones) and keeps from a session step; {agree} of {} agree with the recorded first kept step (`–`: nothing of the old history kept). A transcript is replayed by the strategy that stands for the release that recorded it: Claude Code transcripts name theirs (1.0.53 to 2.1.42 here), and a release up to 2.1.68 is replayed by `claude-code/v2.1.68`, which keeps nothing verbatim as those releases did. Pi's session files name none, but each compaction entry is dated: one made before Pi 0.15.0 was released (2025-12-09), the first release with pi-mono 4227fd59's cut rule, is replayed by `pi/v0.14`, the usage-based compaction of 0.13.0–0.14.2 (checked against npm 0.13.2's own code); its fixture was recorded on 2025-12-08.\n",
-        pairs.len()
+        "\n## Recorded compactions in the committed transcripts\n\nAt each compaction a transcript records, our crate compacts the same history (its own earlier compactions in place of the recorded ones) and keeps from a session step; {agree} of {} agree with the recorded first kept step (`–`: nothing of the old history kept). Where the transcript records the compaction as automatic (Claude Code's `compact_boundary` `trigger: auto`), our trigger is asked before every request since the previous compaction and must first fire before the same one; {} of {} do. A disagreement in either fails `cargo xtask fidelity`.\n\nA transcript is replayed by the strategy that stands for the release that recorded it. Claude Code transcripts name theirs: a release up to 2.1.20 is replayed by `claude-code/v2.1.20`, whose threshold reserves up to 32,000 output tokens below the window as those releases did (155,000 on a 200k window), and a later one up to 2.1.68 by `claude-code/v2.1.68` (up to 20,000 reserved, 167,000); both keep nothing verbatim, as those releases did. Pi's session files name none, but each compaction entry is dated: one made before Pi 0.15.0 was released (2025-12-09), the first release with pi-mono 4227fd59's cut rule, is replayed by `pi/v0.14`, the usage-based compaction of 0.13.0–0.14.2 (checked against npm 0.13.2's own code); its fixture was recorded on 2025-12-08. Tokens before: the harness's own count (Claude Code's `preTokens`, Pi's `tokensBefore`) and what ours counted when it compacted there.\n",
+        pairs.len(),
+        auto.iter().filter(|a| **a).count(),
+        auto.len(),
     );
-    let _ = writeln!(md, "| transcript | strategy | compacted before step | recorded first kept | ours | same |\n|---|---|---:|---:|---:|---|");
+    let _ = writeln!(
+        md,
+        "| transcript | release | strategy | compacted before step | recorded trigger | ours fires before step | tokens before: recorded / ours | first kept: recorded / ours | same |\n|---|---|---|---:|---|---:|---:|---:|---|"
+    );
     let step = |s: Option<usize>| s.map_or("–".to_owned(), |s| s.to_string());
+    let tokens = |t: Option<u64>| t.map_or("–".to_owned(), |t| t.to_string());
     for p in pairs {
         let ours = match &p.ours {
             Ok(s) => step(*s),
             Err(why) => format!("({why})"),
         };
-        let _ = writeln!(md, "| {} | `{}` | {} | {} | {ours} | {} |", p.scenario, p.strategy, p.step, step(p.recorded_first_kept), if p.agrees() { "yes" } else { "**no**" });
+        let _ = writeln!(
+            md,
+            "| {} | {} | `{}` | {} | {} | {} | {} / {} | {} / {ours} | {} |",
+            p.scenario,
+            p.release.as_deref().unwrap_or("–"),
+            p.strategy,
+            p.step,
+            p.recorded_trigger.as_deref().unwrap_or("–"),
+            step(p.ours_fires_before),
+            tokens(p.recorded_tokens_before),
+            tokens(p.ours_tokens_before),
+            step(p.recorded_first_kept),
+            if p.same() { "yes" } else { "**no**" }
+        );
     }
 }
 
