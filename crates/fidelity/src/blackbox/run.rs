@@ -30,7 +30,7 @@ pub fn summary_reply_text() -> String {
 }
 
 /// The text of a content value: a string, or the text of its blocks (Messages `text`,
-/// Responses `input_text` / `output_text`).
+/// Responses `input_text` / `output_text`, Gemini `parts`' `text`).
 pub fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
@@ -39,22 +39,29 @@ pub fn content_text(content: &Value) -> String {
     }
 }
 
-/// The conversation of a request: Messages `messages` or Responses `input`.
+/// The conversation of a request: Messages `messages`, Responses `input` or Gemini `contents`.
 pub fn conversation(wire: Wire, body: &Value) -> &[Value] {
     let key = match wire {
         Wire::Anthropic => "messages",
         Wire::Responses => "input",
+        Wire::Gemini => "contents",
     };
     body.get(key).and_then(Value::as_array).map_or(&[], |m| m)
 }
 
 /// The text of a request's last message (all its text blocks).
 pub fn last_message_text(wire: Wire, body: &Value) -> String {
-    conversation(wire, body).last().map(|m| content_text(&m["content"])).unwrap_or_default()
+    let field = if wire == Wire::Gemini { "parts" } else { "content" };
+    conversation(wire, body).last().map(|m| content_text(&m[field])).unwrap_or_default()
 }
 
+/// Whether the request offers the tool `name` (Messages and Responses list tools by name, Gemini
+/// as `functionDeclarations` of its tool groups).
 fn has_tool(body: &Value, name: &str) -> bool {
-    body.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)))
+    let named = |t: &Value| t.get("name").and_then(Value::as_str) == Some(name);
+    body.get("tools").and_then(Value::as_array).is_some_and(|tools| {
+        tools.iter().any(|t| named(t) || t.get("functionDeclarations").and_then(Value::as_array).is_some_and(|d| d.iter().any(named)))
+    })
 }
 
 /// Whether the request's last item answers tool calls (a turn goes on) rather than starting a
@@ -64,6 +71,7 @@ fn continues_turn(wire: Wire, body: &Value) -> bool {
     match wire {
         Wire::Anthropic => last["content"].as_array().is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result")),
         Wire::Responses => last["type"] == "function_call_output",
+        Wire::Gemini => last["parts"].as_array().is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some())),
     }
 }
 

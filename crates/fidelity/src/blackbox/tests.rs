@@ -64,6 +64,39 @@ fn the_server_streams_both_wires_records_and_keeps_its_budget() {
     assert_eq!(kinds, ["Anthropic", "Anthropic", "Responses"]);
 }
 
+#[test]
+fn the_server_speaks_gemini_streamed_and_whole_and_counts_tokens_itself() {
+    let server = Server::start(Box::new(Fixed), Limits { max_requests: 4, lifetime: Duration::from_secs(30) }).unwrap();
+    let request = json!({"contents": [{"role": "user", "parts": [{"text": "Fix the parser."}]}]});
+    let body_of = |response: &str| response.split("\r\n\r\n").nth(1).unwrap().to_owned();
+
+    let streamed = post(&server, "POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", &request);
+    assert!(streamed.starts_with("HTTP/1.1 200") && streamed.contains("text/event-stream"), "{streamed}");
+    let event = body_of(&streamed);
+    let data: Value = serde_json::from_str(event.strip_prefix("data: ").unwrap().trim_end()).unwrap();
+    let candidate = &data["candidates"][0];
+    assert_eq!(candidate["content"]["role"], "model");
+    assert_eq!(candidate["content"]["parts"][0], json!({"text": "Looking."}));
+    assert_eq!(candidate["content"]["parts"][1], json!({"functionCall": {"id": "toolu_1", "name": "Bash", "args": {"command": "ls"}}}));
+    assert_eq!(candidate["finishReason"], "STOP");
+    assert_eq!(data["usageMetadata"], json!({"promptTokenCount": 100, "candidatesTokenCount": 7, "totalTokenCount": 107}));
+    assert_eq!(data["modelVersion"], "gemini-2.5-pro", "the model comes from the path");
+
+    let whole = post(&server, "POST", "/v1beta/models/gemini-2.5-pro:generateContent", &request);
+    assert!(whole.contains("application/json"), "{whole}");
+    let whole: Value = serde_json::from_str(&body_of(&whole)).unwrap();
+    assert_eq!(whole["candidates"], data["candidates"]);
+
+    let counted = post(&server, "POST", "/v1beta/models/gemini-2.5-pro:countTokens", &request);
+    let counted: Value = serde_json::from_str(&body_of(&counted)).unwrap();
+    assert_eq!(counted["totalTokens"], request["contents"].to_string().len() / 4);
+
+    assert!(post(&server, "POST", "/v1beta/models/gemini-2.5-pro:embedContent", &request).starts_with("HTTP/1.1 404"));
+    let records = server.records();
+    let kinds: Vec<(Wire, &str)> = records.iter().map(|r| (r.wire, r.kind.as_str())).collect();
+    assert_eq!(kinds, [(Wire::Gemini, "Gemini"), (Wire::Gemini, "Gemini"), (Wire::Gemini, "count_tokens")], "the count is not a model turn");
+}
+
 fn session() -> Session {
     let call = |id: &str, name: &str, args: Value| Message::new(Role::Assistant, vec![Part::ToolCall { id: id.into(), name: name.into(), args }]);
     Session {
