@@ -67,8 +67,12 @@ fn selected(only: &[String]) -> Result<Vec<&'static Original>> {
     }
     let harness = |n: &String| HARNESSES.iter().any(|h| h.dir == n || h.strategy == n);
     let mut chosen: Vec<&'static Original> = Vec::new();
-    for n in only.iter().filter(|n| !harness(n)) {
+    // A strategy id can name both an original and a harness CLI (`gemini-cli`): it selects both.
+    for n in only {
         if originals::matching(n).next().is_none() {
+            if harness(n) {
+                continue;
+            }
             bail!("no original named {n:?}; known: {}", names());
         }
         for o in originals::matching(n) {

@@ -10,7 +10,7 @@ use compactbench_tokens::TokenCounter;
 use serde_json::{json, Value};
 
 use super::analyze::{claude_session, Facts};
-use super::run::{Flavor, Player, Run, CLAUDE_COMPACT_MARKER};
+use super::run::{gemini_compressions, Flavor, Player, Run, CLAUDE_COMPACT_MARKER};
 use super::script::{build, Tools};
 use super::server::{Block, Limits, Reply, Responder, Server, Wire};
 
@@ -134,6 +134,49 @@ fn a_session_becomes_turns_of_replies_with_the_files_their_calls_need() {
     assert_eq!(script.overhead, 1_000 - prefixes[2] - 10);
 }
 
+#[test]
+fn a_session_becomes_gemini_cli_tool_calls() {
+    let script = build(&session(), Tools::Gemini, "/w", &TokenCounter::default());
+    let first = &script.turns[0].replies[0];
+    assert_eq!(first.reply.blocks[1], Block::Call { id: "call_cb0000".into(), name: "read_file".into(), input: json!({"file_path": "/w/src/parser.rs"}) });
+    assert_eq!(first.files, [("src/parser.rs".to_owned(), "fn parse() {}".to_owned())]);
+    let Block::Call { name, input, .. } = &script.turns[0].replies[1].reply.blocks[0] else { panic!("a call") };
+    assert_eq!((name.as_str(), input["command"].as_str()), ("run_shell_command", Some("cat .compactbench/0001.out; exit 1")));
+}
+
+#[test]
+fn the_player_tells_gemini_cli_turns_compressions_and_side_requests_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = build(&session(), Tools::Gemini, &dir.path().to_string_lossy(), &TokenCounter::default());
+    let replies: Vec<Reply> = script.turns[0].replies.iter().map(|p| p.reply.clone()).collect();
+    let mut player = Player::new(script, dir.path().to_path_buf(), Flavor::Gemini);
+    let tools = json!([{"functionDeclarations": [{"name": "read_file"}, {"name": "run_shell_command"}]}]);
+    let request = |contents: Value, tools: &Value| json!({"systemInstruction": {"parts": [{"text": "sys"}]}, "tools": tools, "contents": contents});
+    let user = json!([{"role": "user", "parts": [{"text": "<session_context>\n</session_context>"}, {"text": "Fix the parser."}]}]);
+    assert_eq!(player.respond(Wire::Gemini, &request(user.clone(), &Value::Null)).0, "side", "no tools: not the main loop");
+    let (kind, reply) = player.respond(Wire::Gemini, &request(user, &tools));
+    assert_eq!((kind.as_str(), &reply.blocks), ("main", &replies[0].blocks));
+    let results = json!([{"role": "user", "parts": [{"functionResponse": {"id": "call_cb0000", "name": "read_file", "response": {"output": "fn parse() {}"}}}]}]);
+    let (_, reply) = player.respond(Wire::Gemini, &request(results.clone(), &tools));
+    assert_eq!(reply.blocks, replies[1].blocks, "function responses go on with the turn");
+    for instruction in ["Generate a new <state_snapshot> based on the provided history.", "Critically evaluate the <state_snapshot> you just generated."] {
+        let compress = json!([{"role": "user", "parts": [{"text": instruction}]}]);
+        let (kind, reply) = player.respond(Wire::Gemini, &request(compress, &Value::Null));
+        assert!(kind == "compaction" && matches!(&reply.blocks[0], Block::Text(t) if t == crate::ours::FIXED_SUMMARY), "{kind}");
+    }
+    assert_eq!(player.respond(Wire::Gemini, &request(results, &tools)).0, "after_compaction");
+}
+
+#[test]
+fn gemini_cli_compression_events_are_read_from_its_telemetry_file() {
+    // The local exporter writes pretty-printed records one after another, not JSON lines.
+    let telemetry = "{\n  \"attributes\": {\"event.name\": \"gemini_cli.api_request\"}\n}\n{\n  \"attributes\": {\n    \"event.name\": \"gemini_cli.chat_compression\",\n    \"tokens_before\": 524451,\n    \"tokens_after\": 1682\n  }\n}\n";
+    let events = gemini_compressions(telemetry);
+    assert_eq!(events.len(), 1);
+    assert_eq!((events[0]["tokens_before"].as_u64(), events[0]["tokens_after"].as_u64()), (Some(524_451), Some(1_682)));
+    assert!(gemini_compressions("").is_empty());
+}
+
 fn request(messages: Value, tools: bool) -> Value {
     let tools = if tools { json!([{"name": "Bash"}, {"name": "Read"}]) } else { json!([]) };
     json!({"model": "claude-sonnet-4-5", "system": [{"type": "text", "text": "sys"}], "tools": tools, "messages": messages})
@@ -249,4 +292,41 @@ fn a_recorded_opencode_run_yields_its_facts_and_ours() {
     assert_eq!((result.theirs.compacted_at, result.ours.compacted_at), (None, None));
     under.records[0].reply.input_tokens += 1;
     assert_eq!(super::analyze::opencode_session("multi-file-refactor/s0", &under).ours.compacted_at, Some(1));
+}
+
+#[test]
+fn a_recorded_gemini_cli_run_yields_its_facts_and_ours() {
+    // A recorded @google/gemini-cli 0.61.0 run (`chat-like/s1`), trimmed to its last two main
+    // requests (the last of a turn that crossed the threshold, and the next turn's first), the
+    // two compression requests (their closing instruction only) and the request after them:
+    // system instruction cut short, tools named only, scratch paths renamed, telemetry event
+    // reduced to its sizes.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/gemini-cli-0.61.0-chat-like-s1.json")).unwrap();
+    let result = super::analyze::gemini_session("chat-like/s1", &run, "/scratch/work");
+    assert_eq!(result.problem, None);
+    let theirs = &result.theirs;
+    assert_eq!((theirs.compacted_at, theirs.tokens_before, theirs.prefix_reused), (Some(2), Some(run.records[1].reply.input_tokens), Some(false)));
+    assert_eq!(theirs.instruction.as_deref(), Some("snapshot + verify"), "the snapshot request, then its verification");
+    assert_eq!((theirs.summary_role.as_deref(), theirs.summary_index, theirs.files.as_ref()), (Some("user"), Some(0), None));
+    let kept = theirs.kept.as_ref().unwrap();
+    assert!(kept[0].starts_with("user:"), "cut at a user message: {kept:?}");
+    assert_eq!(kept.last().map(String::as_str), Some("result:call_cb0013"), "the responses the request after it sends");
+    assert!(result.differing().is_empty(), "{result:#?}");
+
+    // The reply before the turn's first request reported over the threshold, yet the CLI (a new
+    // process, `--resume latest`) did not compress there: it starts from its estimate of the
+    // resumed history. Our crate, given that reply's usage, would.
+    let (strategy, model) = super::analyze::gemini_strategy();
+    assert!(run.records[0].reply.input_tokens >= super::GEMINI_THRESHOLD);
+    let contents = run.records[1].body["contents"].as_array().unwrap();
+    let reported = |c: &Value| (c == &contents[contents.len() - 2]).then_some(compactbench_core::Usage { input: run.records[0].reply.input_tokens, output: 0, cache_read: 0 });
+    let log = super::analyze::gemini_log(&run.records[1].body["systemInstruction"], contents, &reported);
+    let view = compactbench_core::Strategy::project(&strategy, &log);
+    let mut store = compactbench_core::VirtualStore::new();
+    let cx = compactbench_core::Cx::new(&model, &crate::ours::FixedSummarizer, &mut store, crate::ours::tokenizer());
+    let decision = compactbench_core::Strategy::decide(&strategy, &log, &view, compactbench_core::Moment::BeforeRequest, &cx);
+    assert!(matches!(decision, compactbench_core::Decision::Compact { .. }), "{decision:?}");
+    let mut before = run.clone();
+    before.records.truncate(2);
+    assert_eq!(super::analyze::gemini_session("chat-like/s1", &before, "/scratch/work").ours.compacted_at, None, "asked as the CLI is");
 }
