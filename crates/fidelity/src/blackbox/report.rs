@@ -70,6 +70,18 @@ pub fn read_json(dir: &Path) -> Result<Option<Vec<HarnessReport>>> {
     Ok(Some(serde_json::from_str(&std::fs::read_to_string(path)?)?))
 }
 
+/// Puts `report` into `reports` in place of the earlier run of the same CLI (by our strategy id),
+/// else at its place in `HARNESSES` order (after the CLIs listed before it, unknown ones last).
+pub fn replace(reports: &mut Vec<HarnessReport>, report: HarnessReport) {
+    if let Some(at) = reports.iter().position(|r| r.strategy == report.strategy) {
+        reports[at] = report;
+        return;
+    }
+    let order = |strategy: &str| crate::HARNESSES.iter().position(|h| h.strategy == strategy).unwrap_or(usize::MAX);
+    let at = reports.iter().position(|r| order(&r.strategy) > order(&report.strategy)).unwrap_or(reports.len());
+    reports.insert(at, report);
+}
+
 /// The report section.
 pub fn section(reports: &[HarnessReport], reviewed: &[Difference]) -> String {
     let mut md = String::from(

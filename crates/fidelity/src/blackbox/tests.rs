@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::time::Duration;
 
 use compactbench_core::{Message, Part, Role};
@@ -292,6 +293,32 @@ fn a_recorded_opencode_run_yields_its_facts_and_ours() {
     assert_eq!((result.theirs.compacted_at, result.ours.compacted_at), (None, None));
     under.records[0].reply.input_tokens += 1;
     assert_eq!(super::analyze::opencode_session("multi-file-refactor/s0", &under).ours.compacted_at, Some(1));
+}
+
+#[test]
+fn a_run_of_some_clis_replaces_their_results_and_keeps_the_others_byte_for_byte() {
+    use super::report::{read_json, replace, write_json};
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/fidelity");
+    let reports = read_json(&committed).unwrap().expect("a committed blackbox.json");
+    let dir = tempfile::tempdir().unwrap();
+    write_json(dir.path(), &reports).unwrap();
+    let bytes = |d: &Path| std::fs::read(d.join("blackbox.json")).unwrap();
+    assert!(bytes(dir.path()) == bytes(&committed), "read and written back, the file is unchanged");
+
+    let strategies = |r: &[super::report::HarnessReport]| r.iter().map(|r| r.strategy.clone()).collect::<Vec<_>>();
+    let mut all = reports.clone();
+    let mut rerun = all[0].clone();
+    rerun.settings = "rerun".into();
+    replace(&mut all, rerun);
+    assert_eq!((strategies(&all), all[0].settings.as_str()), (strategies(&reports), "rerun"), "replaced in place");
+    for (a, b) in all.iter().zip(&reports).skip(1) {
+        assert_eq!(serde_json::to_string(a).unwrap(), serde_json::to_string(b).unwrap());
+    }
+    // A CLI not in the file yet goes to its place in `HARNESSES` order.
+    let mut without = reports.clone();
+    let first = without.remove(0);
+    replace(&mut without, first);
+    assert_eq!(strategies(&without), strategies(&reports));
 }
 
 #[test]
