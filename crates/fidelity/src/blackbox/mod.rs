@@ -203,7 +203,10 @@ pub fn gemini_script() -> String {
          `promptTokenCount` = the session's own prefix (o200k) plus a per-session overhead that puts the {GEMINI_THRESHOLD}-token \
          threshold near a seeded request (the 5th to the 25th), `candidatesTokenCount` = the reply's own; the run stops at the request \
          after the first compression. Each turn is a new process, which starts from its local estimate of the resumed history, not \
-         the last reported size, and compression cuts only at a user message, so it comes inside a later turn's tool loop"
+         the last reported size, and compression cuts only at a user message, so it comes inside a later turn's tool loop. \
+         `--resume` rebuilds every earlier turn's function responses twice (0.61.0's `convertSessionToClientHistory` takes them \
+         from the reply's recorded tool calls and from the recorded user message), so kept results can outnumber calls; tool \
+         outputs the CLI masked before are masked in the history too. Both sides get that history; masking itself is not compared"
     )
 }
 
