@@ -19,7 +19,7 @@ fn installed_harness_clis_agree_on_two_sessions() {
     let reviewed = load_reviewed(&root).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let options = Options { installs: installs.clone(), scenarios: &scenarios, sessions: 2, scratch: scratch.path().to_path_buf(), timeout: Duration::from_secs(180), jobs: 1, recorded: false };
-    for h in HARNESSES.iter().filter(|h| matches!(h.strategy, "claude-code" | "opencode-v1")) {
+    for h in HARNESSES.iter().filter(|h| matches!(h.strategy, "claude-code" | "opencode-v1" | "gemini-cli")) {
         if !installs.join(h.dir).join(".installed").exists() {
             eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", h.name);
             continue;

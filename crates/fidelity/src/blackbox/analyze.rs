@@ -7,7 +7,8 @@
 //! and the session's own call ids (`toolu_cbNNNN`, `call_cbNNNN`) are stable, so facts compare
 //! as they are. Claude Code's requests are Anthropic Messages (`claude_session`), Codex's are
 //! Responses items (`codex_session`), OpenCode's are Anthropic Messages through its bundled
-//! `anthropic` provider (`opencode_session`).
+//! `anthropic` provider (`opencode_session`), Gemini CLI's are Gemini API contents
+//! (`gemini_session`).
 
 use std::sync::Mutex;
 
@@ -19,8 +20,8 @@ use compactbench_strategy_claude_code::{ClaudeCodeConfig, ClaudeCodeStrategy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::run::{Run, CLAUDE_COMPACT_MARKER};
-use super::server::Record;
+use super::run::{last_message_text, Run, CLAUDE_COMPACT_MARKER};
+use super::server::{Record, Wire};
 use crate::ours::{tokenizer, FixedSummarizer, FIXED_SUMMARY};
 
 /// What one side did with one session (`None`: it did not compact, or the fact is not known).
@@ -34,14 +35,15 @@ pub struct Facts {
     /// messages, the instruction appended).
     pub prefix_reused: Option<bool>,
     /// What the instruction asks for: `analysis+summary` (both tags) or `handoff` (a handoff
-    /// summary), plus `text-only` where it forbids tool calls.
+    /// summary), plus `text-only` where it forbids tool calls; for Gemini CLI the kind of each of
+    /// its compression calls (`snapshot + verify`).
     pub instruction: Option<String>,
     /// Role of the message carrying the summary in the next request.
     pub summary_role: Option<String>,
     /// Index of that message among the next request's non-system messages.
     pub summary_index: Option<usize>,
     /// What the next request keeps verbatim from before: `call:ID`, `result:ID`,
-    /// `text:START` (assistant text) and, for Codex and OpenCode, `user:START` (real user messages),
+    /// `text:START` (assistant text) and, for Codex, OpenCode and Gemini CLI, `user:START` (real user messages),
     /// in order; OpenCode's pruned tool outputs as `cleared:ID`.
     pub kept: Option<Vec<String>>,
     /// Files re-attached in the next request (work-relative paths, sorted).
@@ -886,6 +888,288 @@ pub fn opencode_session(id: &str, run: &Run) -> SessionResult {
                         Part::ToolResult { call_id, text, .. } => kept.push(kept_result(call_id, text)),
                         Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
                         Part::Text { text } if m.message.role == Role::User => kept.push(format!("user:{}", start(text))),
+                        _ => {}
+                    }
+                }
+            }
+            ours.kept = Some(kept);
+        }
+    }
+    result.theirs = theirs;
+    result.ours = ours;
+    result
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gemini CLI (Gemini API contents).
+
+/// How Gemini CLI's first history entry starts: the environment and directory listing it puts
+/// before the first prompt (`getInitialChatHistory`) and lays out anew after a compression, so
+/// never a kept message.
+const GEMINI_SESSION_CONTEXT: &str = "<session_context>";
+
+/// The model entry Gemini CLI puts after the summary in a compressed history (both sides add it
+/// anew: not kept).
+const GEMINI_ACK: &str = "Got it. Thanks for the additional context!";
+
+/// A call id as the session gave it: in the histories Gemini CLI rebuilds from its session file
+/// (on `--resume`, and in the compression requests) the scheduler's ids carry the tool's name as
+/// a prefix (`read_file__call_cb0001`).
+fn gemini_id(id: &str, name: &str) -> String {
+    id.strip_prefix(&format!("{name}__")).unwrap_or(id).to_owned()
+}
+
+/// The text of a tool response and whether it is an error: `{output}` or `{error}` as a
+/// string, anything else as its JSON.
+fn gemini_response_text(response: &Value) -> (String, bool) {
+    match (&response["output"], &response["error"]) {
+        (Value::String(s), _) => (s.clone(), false),
+        (Value::Null, Value::String(s)) => (s.clone(), true),
+        (Value::Null, Value::Null) => (response.to_string(), false),
+        (Value::Null, other) => (other.to_string(), true),
+        (other, _) => (other.to_string(), false),
+    }
+}
+
+/// The key of a model content for [`responses_reply_key`]'s map: its first call id, else its
+/// text (thoughts aside).
+fn gemini_content_key(content: &Value) -> String {
+    let parts = content["parts"].as_array().map_or(&[][..], |p| p);
+    parts
+        .iter()
+        .find_map(|p| p.get("functionCall").map(|c| format!("call:{}", gemini_id(c["id"].as_str().unwrap_or(""), c["name"].as_str().unwrap_or("")))))
+        .unwrap_or_else(|| format!("text:{}", parts.iter().filter(|p| p["thought"] != true).filter_map(|p| p["text"].as_str()).collect::<String>()))
+}
+
+/// Our log for a Gemini request's system instruction and contents: a model content is an
+/// assistant message (thoughts as reasoning; `usage` gives the usage reported for it, if any), a
+/// user content a user message of its text parts, then a tool message of its function responses.
+pub fn gemini_log(system: &Value, contents: &[Value], usage: &dyn Fn(&Value) -> Option<Usage>) -> Log {
+    let mut log = Log::new();
+    let system = text_of(&system["parts"]);
+    if !system.is_empty() {
+        log.push_message(Message::system(system));
+    }
+    for content in contents {
+        let parts = content["parts"].as_array().map_or(&[][..], |p| p);
+        if content["role"] == "model" {
+            let converted: Vec<Part> = parts
+                .iter()
+                .filter_map(|p| {
+                    if let Some(call) = p.get("functionCall") {
+                        let name = call["name"].as_str().unwrap_or("").to_owned();
+                        Some(Part::ToolCall { id: gemini_id(call["id"].as_str().unwrap_or(""), &name), name, args: call["args"].clone() })
+                    } else if p["thought"] == true {
+                        Some(Part::Reasoning { text: p["text"].as_str().unwrap_or("").into() })
+                    } else {
+                        p["text"].as_str().map(Part::text)
+                    }
+                })
+                .collect();
+            let mut m = Message::new(Role::Assistant, converted);
+            m.usage = usage(content);
+            log.push_message(m);
+            continue;
+        }
+        let texts: Vec<Part> = parts.iter().filter_map(|p| p["text"].as_str()).map(Part::text).collect();
+        let results: Vec<Part> = parts
+            .iter()
+            .filter_map(|p| p.get("functionResponse"))
+            .map(|r| {
+                let name = r["name"].as_str().unwrap_or("").to_owned();
+                let (text, is_error) = gemini_response_text(&r["response"]);
+                Part::ToolResult { call_id: gemini_id(r["id"].as_str().unwrap_or(""), &name), name, text, is_error }
+            })
+            .collect();
+        if !texts.is_empty() {
+            log.push_message(Message::new(Role::User, texts));
+        }
+        if !results.is_empty() {
+            log.push_message(Message::new(Role::Tool, results));
+        }
+    }
+    log
+}
+
+/// The content a reply becomes in the history (the model's side).
+fn gemini_reply_content(reply: &super::server::Reply) -> Value {
+    let parts: Vec<Value> = reply
+        .blocks
+        .iter()
+        .map(|b| match b {
+            super::server::Block::Text(t) => serde_json::json!({"text": t}),
+            super::server::Block::Call { id, name, input } => serde_json::json!({"functionCall": {"id": id, "name": name, "args": input}}),
+        })
+        .collect();
+    serde_json::json!({"role": "model", "parts": parts})
+}
+
+/// Whether a request starts a turn (its last content a user message, not function responses):
+/// with one process per turn, the first request of a process.
+fn gemini_starts_turn(contents: &[Value]) -> bool {
+    contents.last().is_some_and(|c| {
+        c["role"] == "user" && !c["parts"].as_array().is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()))
+    })
+}
+
+/// A user text that is the user's own (not the session context, not the summary).
+fn gemini_user_text(text: &str) -> bool {
+    !text.trim_start().starts_with(GEMINI_SESSION_CONTEXT) && !text.contains(FIXED_SUMMARY)
+}
+
+/// Kept items of Gemini contents: calls, responses, model text (not the acknowledgement) and the
+/// user's own text.
+fn gemini_kept(contents: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in contents {
+        for p in c["parts"].as_array().map_or(&[][..], |p| p) {
+            if let Some(call) = p.get("functionCall") {
+                out.push(format!("call:{}", gemini_id(call["id"].as_str().unwrap_or(""), call["name"].as_str().unwrap_or(""))));
+            } else if let Some(r) = p.get("functionResponse") {
+                out.push(format!("result:{}", gemini_id(r["id"].as_str().unwrap_or(""), r["name"].as_str().unwrap_or(""))));
+            } else if let Some(text) = p["text"].as_str().filter(|_| p["thought"] != true) {
+                match c["role"].as_str() {
+                    Some("model") if text != GEMINI_ACK => out.push(format!("text:{}", start(text))),
+                    Some("user") if gemini_user_text(text) => out.push(format!("user:{}", start(text))),
+                    _ => {}
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a compression call asks for: `snapshot` (a new `<state_snapshot>`), `snapshot-update`
+/// (one integrating a previous snapshot), `verify` (the check of the draft).
+fn snapshot_kind(text: &str) -> &'static str {
+    let lower = text.to_lowercase();
+    if !lower.contains("<state_snapshot>") {
+        "other"
+    } else if lower.contains("critically") {
+        "verify"
+    } else if lower.contains("previous <state_snapshot>") || lower.contains("already contains a <state_snapshot>") {
+        "snapshot-update"
+    } else {
+        "snapshot"
+    }
+}
+
+/// Our crate as the runs configure Gemini CLI: the defaults, and the token limit of the model the
+/// runs name as the window.
+pub fn gemini_strategy() -> (compactbench_strategy_gemini_cli::GeminiCliStrategy, ModelProfile) {
+    let model = ModelProfile {
+        name: super::GEMINI_MODEL.into(),
+        window: super::GEMINI_TOKEN_LIMIT,
+        max_output: super::GEMINI_MAX_OUTPUT,
+        provider: Shape::Gemini,
+        pricing: Default::default(),
+    };
+    (compactbench_strategy_gemini_cli::GeminiCliStrategy::new(Default::default()), model)
+}
+
+/// Our compression before one request: its checkpoints, and how the summarizer was asked (each
+/// call's context and instructions).
+struct Compression {
+    checkpoints: Vec<Checkpoint>,
+    asked: Vec<(SummaryContext, String)>,
+}
+
+/// Our compression of `log` before a request, if our crate compresses there (it may also only
+/// cut or mask tool outputs, which sends no summary request).
+fn gemini_compression(strategy: &dyn Strategy, log: &Log, model: &ModelProfile) -> Option<Compression> {
+    if !fires(strategy, log, model) {
+        return None;
+    }
+    let view = strategy.project(log);
+    let recording = Recording::default();
+    let mut store = VirtualStore::new();
+    let mut cx = Cx::new(model, &recording, &mut store, tokenizer());
+    let checkpoints = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx).ok()?;
+    let asked = recording.asked.into_inner().expect("recording");
+    (!asked.is_empty()).then_some(Compression { checkpoints, asked })
+}
+
+/// Analyzes one Gemini CLI run. Gemini CLI checks before every request (`processTurn`) against
+/// `lastPromptTokenCount`: the usage reported for the newest reply of the running process, or,
+/// in a process that has not had a reply yet (each turn's first request, one process per turn),
+/// its local estimate of the resumed history. So our crate is asked on each main request's
+/// history with the reported usage on its assistant messages, but on a turn's first request
+/// with none (our crate then estimates the history as the CLI does); and on the history the CLI
+/// compressed: its last main request's contents, that request's reply and the function
+/// responses the request after the compression sends.
+pub fn gemini_session(id: &str, run: &Run, _work: &str) -> SessionResult {
+    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    let first_compaction = run.records.iter().position(|r| r.kind == "compaction");
+    let mains: Vec<&Record> = run.records[..first_compaction.unwrap_or(run.records.len())].iter().filter(|r| r.kind == "main").collect();
+    let Some(last) = mains.last() else {
+        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
+        return result;
+    };
+    let contents = |r: &Record| r.body["contents"].as_array().cloned().unwrap_or_default();
+    let after = run.records.iter().find(|r| r.kind == "after_compaction");
+    // Theirs.
+    let mut theirs = Facts::default();
+    if let Some(at) = first_compaction {
+        let calls: Vec<&Record> = run.records[at..].iter().take_while(|r| r.kind == "compaction").collect();
+        theirs.compacted_at = Some(mains.len());
+        theirs.tokens_before = run.boundaries.first().and_then(|b| b["tokens_before"].as_u64());
+        theirs.instruction = Some(calls.iter().map(|c| snapshot_kind(&last_message_text(Wire::Gemini, &c.body))).collect::<Vec<_>>().join(" + "));
+        let before = contents(last);
+        let sent = contents(calls[0]);
+        theirs.prefix_reused = Some(
+            last.body["systemInstruction"] == calls[0].body["systemInstruction"]
+                && last.body["tools"] == calls[0].body["tools"]
+                && sent.starts_with(&before[..before.len().saturating_sub(1)]),
+        );
+        if let Some(after) = after {
+            let shown = contents(after);
+            let holder = shown.iter().position(|c| text_of(&c["parts"]).contains(FIXED_SUMMARY));
+            theirs.summary_index = holder;
+            theirs.summary_role = holder.map(|i| if shown[i]["role"] == "model" { "assistant" } else { "user" }.to_owned());
+            theirs.kept = Some(gemini_kept(&shown[holder.map_or(0, |i| i + 1)..]));
+        }
+    }
+    // Ours.
+    let (strategy, model) = gemini_strategy();
+    let reported: std::collections::HashMap<String, Usage> = mains.iter().map(|r| (responses_reply_key(&r.reply), usage_of(r))).collect();
+    let usage = |c: &Value| reported.get(&gemini_content_key(c)).copied();
+    let none = |_: &Value| None;
+    let log_of = |system: &Value, contents: &[Value]| {
+        let usage: &dyn Fn(&Value) -> Option<Usage> = if gemini_starts_turn(contents) { &none } else { &usage };
+        gemini_log(system, contents, usage)
+    };
+    let mut histories: Vec<Log> = mains.iter().map(|r| log_of(&r.body["systemInstruction"], &contents(r))).collect();
+    if let (Some(_), Some(after)) = (first_compaction, after) {
+        let mut compressed = contents(last);
+        compressed.push(gemini_reply_content(&last.reply));
+        compressed.extend(contents(after).last().cloned());
+        histories.push(log_of(&last.body["systemInstruction"], &compressed));
+    }
+    let mut ours = Facts::default();
+    let found = histories.iter().enumerate().find_map(|(i, log)| gemini_compression(&strategy, log, &model).map(|c| (i, log, c)));
+    if let Some((at, log, Compression { checkpoints, asked })) = found {
+        ours.compacted_at = Some(at);
+        ours.prefix_reused = asked.first().map(|(context, _)| context.reuses_prefix());
+        ours.instruction = Some(asked.iter().map(|(_, instructions)| snapshot_kind(instructions)).collect::<Vec<_>>().join(" + "));
+        if let Some(cp) = checkpoints.iter().find(|cp| cp.summary.is_some()) {
+            ours.tokens_before = theirs.tokens_before.and(Some(cp.tokens_before));
+            let mut after = log.clone();
+            for cp in checkpoints.iter().cloned() {
+                after.push_checkpoint(cp);
+            }
+            let view = strategy.project(&after);
+            let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().filter(|m| m.message.role != Role::System).collect();
+            let holder = shown.iter().position(|m| matches!(m.origin, Origin::Summary(_)));
+            ours.summary_index = holder;
+            ours.summary_role = holder.map(|i| shown[i].message.role.as_str().to_owned());
+            let mut kept = Vec::new();
+            for m in shown.iter().skip(holder.map_or(0, |i| i + 1)).filter(|m| matches!(m.origin, Origin::Entry(_) | Origin::Replaced(..))) {
+                for p in &m.message.parts {
+                    match p {
+                        Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
+                        Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
+                        Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
+                        Part::Text { text } if m.message.role == Role::User && gemini_user_text(text) => kept.push(format!("user:{}", start(text))),
                         _ => {}
                     }
                 }

@@ -159,6 +159,69 @@ pub fn opencode_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cl
     }
 }
 
+/// The model the Gemini CLI runs name (`-m`).
+pub const GEMINI_MODEL: &str = "gemini-2.5-pro";
+/// `tokenLimit` of that model in 0.61.0 (`core/tokenLimits.js`), the window our side is given.
+pub const GEMINI_TOKEN_LIMIT: u64 = 1_048_576;
+/// The output limit our side is given for that model (it only sizes the summary calls).
+pub const GEMINI_MAX_OUTPUT: u64 = 65_536;
+/// The last reported prompt size Gemini CLI compresses at: `DEFAULT_COMPRESSION_TOKEN_THRESHOLD`
+/// (0.5, `model.compressionThreshold` unset) of the token limit.
+pub const GEMINI_THRESHOLD: u64 = GEMINI_TOKEN_LIMIT / 2;
+
+/// The `~/.gemini/settings.json` of the Gemini CLI runs (`{TELEMETRY}`: the telemetry file).
+/// API-key auth (the key and base URL come from the environment); loop detection off (it can
+/// end a scripted turn early or ask the model a side question, and has no part in compression);
+/// usage statistics off; telemetry to a local file only, for the compression events' sizes.
+/// Compression settings are the defaults.
+pub fn gemini_config() -> String {
+    let config = serde_json::json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": false},
+        "model": {"disableLoopDetection": true},
+        "telemetry": {"enabled": true, "target": "local", "outfile": "{TELEMETRY}", "logPrompts": false},
+    });
+    serde_json::to_string_pretty(&config).expect("static config") + "\n"
+}
+
+/// The settings a Gemini CLI run uses, for the report.
+pub fn gemini_settings() -> String {
+    format!(
+        "`gemini --skip-trust --yolo -m {GEMINI_MODEL} -o stream-json --prompt=PROMPT`, later turns `gemini ... --resume latest --prompt=PROMPT`; \
+         `~/.gemini/settings.json`: auth `gemini-api-key`, `model.disableLoopDetection`, usage statistics off, telemetry to a local file \
+         (its `gemini_cli.chat_compression` events give tokens_before), compression defaults (threshold 0.5 of the {GEMINI_TOKEN_LIMIT}-token \
+         limit of {GEMINI_MODEL}); env `GOOGLE_GEMINI_BASE_URL` on the scripted server, `GEMINI_API_KEY`, `GEMINI_CLI_NO_RELAUNCH=true`; \
+         scratch `HOME`"
+    )
+}
+
+/// How the script maps the session for Gemini CLI, for the report.
+pub fn gemini_script() -> String {
+    format!(
+        "a session's `read` calls become `read_file` of a file holding the session's result, every other call (and a failed read) \
+         `run_shell_command` printing a prepared file (`cat .compactbench/N.out`, `; exit 1` for errors); each reply reports \
+         `promptTokenCount` = the session's own prefix (o200k) plus a per-session overhead that puts the {GEMINI_THRESHOLD}-token \
+         threshold near a seeded request (the 5th to the 25th), `candidatesTokenCount` = the reply's own; the run stops at the request \
+         after the first compression. Each turn is a new process, which starts from its local estimate of the resumed history, not \
+         the last reported size, and compression cuts only at a user message, so it comes inside a later turn's tool loop. \
+         `--resume` rebuilds every earlier turn's function responses twice (0.61.0's `convertSessionToClientHistory` takes them \
+         from the reply's recorded tool calls and from the recorded user message), so kept results can outnumber calls; tool \
+         outputs the CLI masked before are masked in the history too. Both sides get that history; masking itself is not compared"
+    )
+}
+
+/// Gemini CLI as `--setup` installed it.
+pub fn gemini_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
+    Cli {
+        program: installs.join(harness.dir).join(harness.bin),
+        args: ["--skip-trust", "--yolo", "-m", GEMINI_MODEL, "-o", "stream-json"].map(str::to_owned).into(),
+        // No relaunch: the CLI would re-run itself as a child node process to raise its heap.
+        env: [("GEMINI_API_KEY", "compactbench-scripted"), ("GEMINI_CLI_NO_RELAUNCH", "true"), ("LANG", "C.UTF-8"), ("TZ", "UTC")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into(),
+        timeout,
+    }
+}
 
 /// What differs between the harness CLIs' checks: the tool names their scripts call, the usage
 /// they compact at, their settings as the report shows them, and how one session is run and
@@ -185,6 +248,18 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
                 script: codex_script(),
                 run: &|script, scratch, limits| run::run_codex(&cli, script, scratch, &codex_config(), limits),
                 analyze: &|id, run, _| analyze::codex_session(id, run),
+            };
+            check_with(harness, kit, options, counter, progress)
+        }
+        "gemini-cli" => {
+            let cli = gemini_cli(installs, harness, timeout);
+            let kit = Kit {
+                tools: Tools::Gemini,
+                threshold: GEMINI_THRESHOLD,
+                settings: gemini_settings(),
+                script: gemini_script(),
+                run: &|script, scratch, limits| run::run_gemini(&cli, script, scratch, &gemini_config(), limits),
+                analyze: &|id, run, work| analyze::gemini_session(id, run, work),
             };
             check_with(harness, kit, options, counter, progress)
         }

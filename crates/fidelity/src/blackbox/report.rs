@@ -70,6 +70,18 @@ pub fn read_json(dir: &Path) -> Result<Option<Vec<HarnessReport>>> {
     Ok(Some(serde_json::from_str(&std::fs::read_to_string(path)?)?))
 }
 
+/// Puts `report` into `reports` in place of the earlier run of the same CLI (by our strategy id),
+/// else at its place in `HARNESSES` order (after the CLIs listed before it, unknown ones last).
+pub fn replace(reports: &mut Vec<HarnessReport>, report: HarnessReport) {
+    if let Some(at) = reports.iter().position(|r| r.strategy == report.strategy) {
+        reports[at] = report;
+        return;
+    }
+    let order = |strategy: &str| crate::HARNESSES.iter().position(|h| h.strategy == strategy).unwrap_or(usize::MAX);
+    let at = reports.iter().position(|r| order(&r.strategy) > order(&report.strategy)).unwrap_or(reports.len());
+    reports.insert(at, report);
+}
+
 /// The report section.
 pub fn section(reports: &[HarnessReport], reviewed: &[Difference]) -> String {
     let mut md = String::from(
@@ -156,10 +168,10 @@ fn shape(part: &str, facts: &super::analyze::Facts) -> String {
 fn meaning(part: &str) -> &'static str {
     match part {
         "trigger" => "the main-loop request the compaction came before",
-        "tokens_before" => "the context size measured then (Claude Code's `compact_boundary` `pre_tokens`)",
+        "tokens_before" => "the context size measured then (Claude Code's `compact_boundary` `pre_tokens`, Gemini CLI's `chat_compression` telemetry `tokens_before`)",
         "compaction_request" => "conversation reused as the prefix or sent fresh; what the instruction asks for",
         "summary_placement" => "role and position of the message holding the summary in the next request",
-        "kept" => "tool calls, results (pruned ones apart) and assistant text of before kept verbatim in the next request, and user messages for Codex and OpenCode",
+        "kept" => "tool calls, results (pruned ones apart) and assistant text of before kept verbatim in the next request, and user messages for Codex, OpenCode and Gemini CLI",
         "files" => "files re-attached in the next request",
         _ => "",
     }

@@ -24,13 +24,17 @@ pub const CODEX_COMPACT_MARKER: &str = "CONTEXT CHECKPOINT COMPACTION";
 /// out before the serialized conversation).
 pub const OPENCODE_COMPACT_MARKER: &str = "Here is the conversation so far:";
 
+/// The marker of Gemini CLI's two compression requests: both closing user messages (the
+/// snapshot request and its verification) name the tag.
+pub const GEMINI_COMPACT_MARKER: &str = "<state_snapshot>";
+
 /// What the scripted model answers Claude Code's compaction request with.
 pub fn summary_reply_text() -> String {
     format!("<analysis>\nFixed analysis.\n</analysis>\n\n<summary>\n{FIXED_SUMMARY}\n</summary>")
 }
 
 /// The text of a content value: a string, or the text of its blocks (Messages `text`,
-/// Responses `input_text` / `output_text`).
+/// Responses `input_text` / `output_text`, Gemini `parts`' `text`).
 pub fn content_text(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
@@ -39,22 +43,29 @@ pub fn content_text(content: &Value) -> String {
     }
 }
 
-/// The conversation of a request: Messages `messages` or Responses `input`.
+/// The conversation of a request: Messages `messages`, Responses `input` or Gemini `contents`.
 pub fn conversation(wire: Wire, body: &Value) -> &[Value] {
     let key = match wire {
         Wire::Anthropic => "messages",
         Wire::Responses => "input",
+        Wire::Gemini => "contents",
     };
     body.get(key).and_then(Value::as_array).map_or(&[], |m| m)
 }
 
 /// The text of a request's last message (all its text blocks).
 pub fn last_message_text(wire: Wire, body: &Value) -> String {
-    conversation(wire, body).last().map(|m| content_text(&m["content"])).unwrap_or_default()
+    let field = if wire == Wire::Gemini { "parts" } else { "content" };
+    conversation(wire, body).last().map(|m| content_text(&m[field])).unwrap_or_default()
 }
 
+/// Whether the request offers the tool `name` (Messages and Responses list tools by name, Gemini
+/// as `functionDeclarations` of its tool groups).
 fn has_tool(body: &Value, name: &str) -> bool {
-    body.get("tools").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)))
+    let named = |t: &Value| t.get("name").and_then(Value::as_str) == Some(name);
+    body.get("tools").and_then(Value::as_array).is_some_and(|tools| {
+        tools.iter().any(|t| named(t) || t.get("functionDeclarations").and_then(Value::as_array).is_some_and(|d| d.iter().any(named)))
+    })
 }
 
 /// Whether the request's last item answers tool calls (a turn goes on) rather than starting a
@@ -64,6 +75,7 @@ fn continues_turn(wire: Wire, body: &Value) -> bool {
     match wire {
         Wire::Anthropic => last["content"].as_array().is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result")),
         Wire::Responses => last["type"] == "function_call_output",
+        Wire::Gemini => last["parts"].as_array().is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some())),
     }
 }
 
@@ -78,6 +90,9 @@ pub enum Flavor {
     /// OpenCode: the main loop has `bash`; the summary is plain text (the template's headings
     /// are not checked in prepend mode).
     OpenCode,
+    /// Gemini CLI: the main loop has `run_shell_command`; both compression calls (the snapshot
+    /// and its verification) get the summary as plain text.
+    Gemini,
 }
 
 impl Flavor {
@@ -86,6 +101,7 @@ impl Flavor {
             Flavor::ClaudeCode => CLAUDE_COMPACT_MARKER,
             Flavor::Codex => CODEX_COMPACT_MARKER,
             Flavor::OpenCode => OPENCODE_COMPACT_MARKER,
+            Flavor::Gemini => GEMINI_COMPACT_MARKER,
         }
     }
 
@@ -94,13 +110,14 @@ impl Flavor {
             Flavor::ClaudeCode => "Bash",
             Flavor::Codex => "exec_command",
             Flavor::OpenCode => "bash",
+            Flavor::Gemini => "run_shell_command",
         }
     }
 
     fn summary(self) -> String {
         match self {
             Flavor::ClaudeCode => summary_reply_text(),
-            Flavor::Codex | Flavor::OpenCode => FIXED_SUMMARY.to_owned(),
+            Flavor::Codex | Flavor::OpenCode | Flavor::Gemini => FIXED_SUMMARY.to_owned(),
         }
     }
 }
@@ -187,7 +204,9 @@ pub struct Cli {
 pub struct Run {
     /// Every request the server got.
     pub records: Vec<Record>,
-    /// The CLI's `compact_boundary` events (stream-json), in order.
+    /// The CLI's own word on its compactions, in order: Claude Code's `compact_boundary` events
+    /// (stream-json), the attributes of Gemini CLI's `gemini_cli.chat_compression` telemetry
+    /// events.
     pub boundaries: Vec<Value>,
     /// OpenCode's `tool_use` events (a finished tool part each, with the output the next request
     /// sends): the results of a reply the CLI compacted after, which no recorded request holds
@@ -440,6 +459,107 @@ pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, lim
             break;
         }
     }
+    run.ended = ended;
+    run.records = server.records();
+    if !run.ended.contains("exit status: 0") {
+        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
+        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+    }
+    drop(server);
+    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
+    Ok(run)
+}
+
+/// Waits for `child` (its stdout piped, the leader of its own process group) until it exits or
+/// `timeout` since `start` is spent, killing it then; either way the rest of its group is
+/// killed before its output is collected (a process it left behind would hold stdout open).
+/// Returns how it ended and the lines it printed.
+fn wait_for_group(mut child: Child, start: Instant, timeout: Duration) -> Result<(String, Vec<String>)> {
+    let stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break format!("{status}");
+        }
+        if start.elapsed() >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break format!("killed after {} s", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // The group is the child's own (`process_group(0)`): its id is the child's pid.
+    let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).stderr(Stdio::null()).status();
+    Ok((status, reader.join().unwrap_or_default()))
+}
+
+/// The `gemini_cli.chat_compression` events (their attributes: `tokens_before`, `tokens_after`)
+/// of a Gemini CLI telemetry file: the local exporter writes one pretty-printed JSON object per
+/// record, one after another.
+pub fn gemini_compressions(telemetry: &str) -> Vec<Value> {
+    serde_json::Deserializer::from_str(telemetry)
+        .into_iter::<Value>()
+        .map_while(Result::ok)
+        .filter(|record| record["attributes"]["event.name"] == "gemini_cli.chat_compression")
+        .map(|record| record["attributes"].clone())
+        .collect()
+}
+
+/// Runs Gemini CLI (`gemini -p PROMPT`, then `gemini --resume latest -p PROMPT` for each later
+/// turn) on `script` in `scratch` (HOME with the given `settings.json` and work dir made fresh
+/// there), until the run compacted and made its next request, or the turns ran out. `settings`
+/// gets the telemetry file's path for `{TELEMETRY}`; the CLI's compression events are read back
+/// from it (it prints none on stdout) and the file removed (it holds every request's system
+/// prompt).
+pub fn run_gemini(cli: &Cli, script: Script, scratch: &Path, settings: &str, limits: Limits) -> Result<Run> {
+    use std::os::unix::process::CommandExt;
+    let _ = std::fs::remove_dir_all(scratch);
+    let home = scratch.join("home");
+    let work = scratch.join("work");
+    let telemetry = scratch.join("telemetry.log");
+    std::fs::create_dir_all(home.join(".gemini"))?;
+    std::fs::create_dir_all(work.join(OUT_DIR))?;
+    std::fs::write(home.join(".gemini/settings.json"), settings.replace("{TELEMETRY}", &telemetry.to_string_lossy()))?;
+    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
+    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::Gemini)), limits)?;
+    let start = Instant::now();
+    let mut run = Run::default();
+    let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
+    let mut ended = String::from("no turn");
+    for (turn, prompt) in users.iter().enumerate() {
+        if start.elapsed() >= cli.timeout {
+            ended = format!("stopped after {} s", cli.timeout.as_secs());
+            break;
+        }
+        let mut cmd = Command::new(&cli.program);
+        cmd.args(&cli.args);
+        if turn > 0 {
+            cmd.args(["--resume", "latest"]);
+        }
+        // `--prompt=` keeps a message that starts with a dash a value.
+        cmd.arg(format!("--prompt={prompt}"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("GOOGLE_GEMINI_BASE_URL", server.url())
+            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(&work)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
+        let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
+        let (status, lines) = wait_for_group(child, start, cli.timeout)?;
+        for line in lines {
+            let _ = writeln!(events, "{line}");
+        }
+        ended = status;
+        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+            break;
+        }
+    }
+    run.boundaries = gemini_compressions(&std::fs::read_to_string(&telemetry).unwrap_or_default());
+    let _ = std::fs::remove_file(&telemetry);
     run.ended = ended;
     run.records = server.records();
     if !run.ended.contains("exit status: 0") {

@@ -53,6 +53,10 @@ pub enum Tools {
     /// OpenCode: `read {filePath}` of a file holding the result for a read, `bash {command,
     /// description}` printing a prepared file for everything else (and a failed read).
     OpenCode,
+    /// Gemini CLI: `read_file {file_path}` of a file holding the result for a read,
+    /// `run_shell_command {command, description}` printing a prepared file for everything else
+    /// (and a failed read).
+    Gemini,
 }
 
 fn call_tokens(counter: &TokenCounter, m: &Message) -> u64 {
@@ -63,13 +67,14 @@ fn call_tokens(counter: &TokenCounter, m: &Message) -> u64 {
 fn map_call(tools: Tools, work: &str, n: usize, name: &str, args: &Value, result: Option<(&str, bool)>) -> (Block, Vec<(String, String)>) {
     let id = match tools {
         Tools::ClaudeCode | Tools::OpenCode => format!("toolu_cb{n:04}"),
-        Tools::Codex => format!("call_cb{n:04}"),
+        Tools::Codex | Tools::Gemini => format!("call_cb{n:04}"),
     };
     let (text, is_error) = result.unwrap_or(("", false));
     let path = args.get("path").and_then(Value::as_str);
-    if let (Tools::ClaudeCode | Tools::OpenCode, true, Some(path), false) = (tools, name == "read", path, is_error) {
+    if let (Tools::ClaudeCode | Tools::OpenCode | Tools::Gemini, true, Some(path), false) = (tools, name == "read", path, is_error) {
         let call = match tools {
             Tools::OpenCode => Block::Call { id, name: "read".into(), input: json!({"filePath": format!("{work}/{path}")}) },
+            Tools::Gemini => Block::Call { id, name: "read_file".into(), input: json!({"file_path": format!("{work}/{path}")}) },
             _ => Block::Call { id, name: "Read".into(), input: json!({"file_path": format!("{work}/{path}")}) },
         };
         return (call, vec![(path.to_owned(), text.to_owned())]);
@@ -84,6 +89,9 @@ fn map_call(tools: Tools, work: &str, n: usize, name: &str, args: &Value, result
         Tools::ClaudeCode => Block::Call { id, name: "Bash".into(), input: json!({"command": command, "description": format!("Show the output of: {what}")}) },
         Tools::Codex => Block::Call { id, name: "exec_command".into(), input: json!({"cmd": command}) },
         Tools::OpenCode => Block::Call { id, name: "bash".into(), input: json!({"command": command, "description": format!("Show the output of: {what}")}) },
+        Tools::Gemini => {
+            Block::Call { id, name: "run_shell_command".into(), input: json!({"command": command, "description": format!("Show the output of: {what}")}) }
+        }
     };
     (call, vec![(file, text.to_owned())])
 }

@@ -1,7 +1,9 @@
 //! The scripted model server: HTTP/1 on 127.0.0.1, speaking Anthropic Messages
-//! (`POST /v1/messages`) and OpenAI Responses (`POST /v1/responses`), both streamed as SSE when
-//! the request asks for it. What to answer is the [`Responder`]'s business; the server encodes
-//! its [`Reply`] in the request's wire format and records every request.
+//! (`POST /v1/messages`), OpenAI Responses (`POST /v1/responses`), both streamed as SSE when
+//! the request asks for it, and the Gemini API (`POST /v1beta/models/MODEL:streamGenerateContent`
+//! as SSE, `:generateContent` as one JSON response; `:countTokens` is answered by the server
+//! itself). What to answer is the [`Responder`]'s business; the server encodes its [`Reply`] in
+//! the request's wire format and records every request.
 //!
 //! Bounded: it answers at most `max_requests` requests and stops by itself at its deadline
 //! (later requests get an error status, which the harnesses treat as fatal with retries off).
@@ -29,6 +31,9 @@ pub enum Wire {
     Anthropic,
     /// OpenAI Responses.
     Responses,
+    /// The Gemini API (`generateContent` and `streamGenerateContent`): `contents` of `parts`,
+    /// the model named in the path.
+    Gemini,
 }
 
 impl Wire {
@@ -38,10 +43,36 @@ impl Wire {
             Some(Wire::Anthropic)
         } else if path.ends_with("/responses") {
             Some(Wire::Responses)
+        } else if gemini_method(path).is_some_and(|(_, method)| method != GeminiMethod::CountTokens) {
+            Some(Wire::Gemini)
         } else {
             None
         }
     }
+}
+
+/// What a Gemini API path asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GeminiMethod {
+    /// `:generateContent`, one JSON response.
+    Generate,
+    /// `:streamGenerateContent` (with `alt=sse`), server-sent events.
+    Stream,
+    /// `:countTokens`: no model reply, a count.
+    CountTokens,
+}
+
+/// The model and method of a Gemini API path (`.../models/MODEL:METHOD`, query aside).
+fn gemini_method(path: &str) -> Option<(&str, GeminiMethod)> {
+    let path = path.split('?').next().unwrap_or(path);
+    let (model, method) = path.rsplit_once("/models/")?.1.split_once(':')?;
+    let method = match method {
+        "generateContent" => GeminiMethod::Generate,
+        "streamGenerateContent" => GeminiMethod::Stream,
+        "countTokens" => GeminiMethod::CountTokens,
+        _ => return None,
+    };
+    Some((model, method))
 }
 
 /// One block of a reply.
@@ -194,20 +225,35 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Result<Respo
     let path = request.uri().path_and_query().map_or_else(|| request.uri().path().to_owned(), |p| p.as_str().to_owned());
     let post = request.method() == hyper::Method::POST;
     let Ok(collected) = request.into_body().collect().await else { return Ok(error(StatusCode::BAD_REQUEST, "unreadable body")) };
-    let Some(wire) = Wire::of(&path).filter(|_| post) else { return Ok(error(StatusCode::NOT_FOUND, "not a model endpoint")) };
+    let counting = gemini_method(&path).is_some_and(|(_, m)| m == GeminiMethod::CountTokens);
+    let Some(wire) = Wire::of(&path).or(counting.then_some(Wire::Gemini)).filter(|_| post) else {
+        return Ok(error(StatusCode::NOT_FOUND, "not a model endpoint"));
+    };
     let Ok(body) = serde_json::from_slice::<Value>(&collected.to_bytes()) else { return Ok(error(StatusCode::BAD_REQUEST, "not JSON")) };
     let mut records = shared.records.lock().expect("records");
     if records.len() >= shared.limits.max_requests || Instant::now() >= shared.deadline {
         return Ok(error(StatusCode::BAD_REQUEST, "compactbench: the scripted server's request budget is spent"));
     }
-    let (kind, reply) = shared.responder.lock().expect("responder").respond(wire, &body);
     let index = records.len();
+    if counting {
+        // Not a model turn: the player never sees it. Gemini CLI counts with the API only for
+        // media parts; the answer is the body's characters / 4, its own fallback estimate.
+        let tokens = body.get("contents").map_or(0, |c| c.to_string().len() as u64 / 4);
+        records.push(Record { index, wire, kind: "count_tokens".into(), body, reply: Reply::text("", tokens, 0) });
+        return Ok(plain(StatusCode::OK, "application/json", json!({"totalTokens": tokens}).to_string()));
+    }
+    let (kind, reply) = shared.responder.lock().expect("responder").respond(wire, &body);
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("model").to_owned();
+    let named = gemini_method(&path).map(|(model, _)| model);
+    let model = body.get("model").and_then(Value::as_str).or(named).unwrap_or("model").to_owned();
     let response = match (wire, stream) {
         (Wire::Anthropic, true) => plain(StatusCode::OK, "text/event-stream", anthropic_sse(&reply, &model, index)),
         (Wire::Anthropic, false) => plain(StatusCode::OK, "application/json", anthropic_message(&reply, &model, index).to_string()),
         (Wire::Responses, _) => plain(StatusCode::OK, "text/event-stream", responses_sse(&reply, &model, index)),
+        (Wire::Gemini, _) => match gemini_method(&path).map(|(_, m)| m) {
+            Some(GeminiMethod::Stream) => plain(StatusCode::OK, "text/event-stream", gemini_sse(&reply, &model, index)),
+            _ => plain(StatusCode::OK, "application/json", gemini_response(&reply, &model, index).to_string()),
+        },
     };
     records.push(Record { index, wire, kind, body, reply });
     Ok(response)
@@ -300,4 +346,32 @@ pub fn responses_sse(reply: &Reply, model: &str, index: usize) -> String {
     event(&mut out, "response.completed", &json!({"type": "response.completed", "response": {"id": id, "object": "response", "model": model,
         "status": "completed", "output": items, "usage": usage}}));
     out
+}
+
+/// A Gemini `GenerateContentResponse`: one candidate with the reply's parts (a call as a
+/// `functionCall` with the session's id), `finishReason` `STOP` (Gemini has no tool-use stop
+/// reason), and the usage as `usageMetadata` (`promptTokenCount` is what Gemini CLI compresses
+/// on).
+pub fn gemini_response(reply: &Reply, model: &str, index: usize) -> Value {
+    let parts: Vec<Value> = reply
+        .blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text(text) => json!({"text": text}),
+            Block::Call { id, name, input } => json!({"functionCall": {"id": id, "name": name, "args": input}}),
+        })
+        .collect();
+    json!({
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": reply.input_tokens, "candidatesTokenCount": reply.output_tokens,
+            "totalTokenCount": reply.input_tokens + reply.output_tokens},
+        "modelVersion": model,
+        "responseId": format!("cb{index:05}"),
+    })
+}
+
+/// A streamed Gemini response (`alt=sse`): the whole response as one `data:` event; the
+/// stream has no event names and no closing event.
+pub fn gemini_sse(reply: &Reply, model: &str, index: usize) -> String {
+    format!("data: {}\r\n\r\n", gemini_response(reply, model, index))
 }

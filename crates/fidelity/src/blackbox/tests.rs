@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::time::Duration;
 
 use compactbench_core::{Message, Part, Role};
@@ -10,7 +11,7 @@ use compactbench_tokens::TokenCounter;
 use serde_json::{json, Value};
 
 use super::analyze::{claude_session, Facts};
-use super::run::{Flavor, Player, Run, CLAUDE_COMPACT_MARKER};
+use super::run::{gemini_compressions, Flavor, Player, Run, CLAUDE_COMPACT_MARKER};
 use super::script::{build, Tools};
 use super::server::{Block, Limits, Reply, Responder, Server, Wire};
 
@@ -64,6 +65,39 @@ fn the_server_streams_both_wires_records_and_keeps_its_budget() {
     assert_eq!(kinds, ["Anthropic", "Anthropic", "Responses"]);
 }
 
+#[test]
+fn the_server_speaks_gemini_streamed_and_whole_and_counts_tokens_itself() {
+    let server = Server::start(Box::new(Fixed), Limits { max_requests: 4, lifetime: Duration::from_secs(30) }).unwrap();
+    let request = json!({"contents": [{"role": "user", "parts": [{"text": "Fix the parser."}]}]});
+    let body_of = |response: &str| response.split("\r\n\r\n").nth(1).unwrap().to_owned();
+
+    let streamed = post(&server, "POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", &request);
+    assert!(streamed.starts_with("HTTP/1.1 200") && streamed.contains("text/event-stream"), "{streamed}");
+    let event = body_of(&streamed);
+    let data: Value = serde_json::from_str(event.strip_prefix("data: ").unwrap().trim_end()).unwrap();
+    let candidate = &data["candidates"][0];
+    assert_eq!(candidate["content"]["role"], "model");
+    assert_eq!(candidate["content"]["parts"][0], json!({"text": "Looking."}));
+    assert_eq!(candidate["content"]["parts"][1], json!({"functionCall": {"id": "toolu_1", "name": "Bash", "args": {"command": "ls"}}}));
+    assert_eq!(candidate["finishReason"], "STOP");
+    assert_eq!(data["usageMetadata"], json!({"promptTokenCount": 100, "candidatesTokenCount": 7, "totalTokenCount": 107}));
+    assert_eq!(data["modelVersion"], "gemini-2.5-pro", "the model comes from the path");
+
+    let whole = post(&server, "POST", "/v1beta/models/gemini-2.5-pro:generateContent", &request);
+    assert!(whole.contains("application/json"), "{whole}");
+    let whole: Value = serde_json::from_str(&body_of(&whole)).unwrap();
+    assert_eq!(whole["candidates"], data["candidates"]);
+
+    let counted = post(&server, "POST", "/v1beta/models/gemini-2.5-pro:countTokens", &request);
+    let counted: Value = serde_json::from_str(&body_of(&counted)).unwrap();
+    assert_eq!(counted["totalTokens"], request["contents"].to_string().len() / 4);
+
+    assert!(post(&server, "POST", "/v1beta/models/gemini-2.5-pro:embedContent", &request).starts_with("HTTP/1.1 404"));
+    let records = server.records();
+    let kinds: Vec<(Wire, &str)> = records.iter().map(|r| (r.wire, r.kind.as_str())).collect();
+    assert_eq!(kinds, [(Wire::Gemini, "Gemini"), (Wire::Gemini, "Gemini"), (Wire::Gemini, "count_tokens")], "the count is not a model turn");
+}
+
 fn session() -> Session {
     let call = |id: &str, name: &str, args: Value| Message::new(Role::Assistant, vec![Part::ToolCall { id: id.into(), name: name.into(), args }]);
     Session {
@@ -99,6 +133,49 @@ fn a_session_becomes_turns_of_replies_with_the_files_their_calls_need() {
     assert!(prefixes.windows(2).all(|w| w[0] < w[1]), "each prompt holds more of the session: {prefixes:?}");
     script.place(1_000, 2, 10);
     assert_eq!(script.overhead, 1_000 - prefixes[2] - 10);
+}
+
+#[test]
+fn a_session_becomes_gemini_cli_tool_calls() {
+    let script = build(&session(), Tools::Gemini, "/w", &TokenCounter::default());
+    let first = &script.turns[0].replies[0];
+    assert_eq!(first.reply.blocks[1], Block::Call { id: "call_cb0000".into(), name: "read_file".into(), input: json!({"file_path": "/w/src/parser.rs"}) });
+    assert_eq!(first.files, [("src/parser.rs".to_owned(), "fn parse() {}".to_owned())]);
+    let Block::Call { name, input, .. } = &script.turns[0].replies[1].reply.blocks[0] else { panic!("a call") };
+    assert_eq!((name.as_str(), input["command"].as_str()), ("run_shell_command", Some("cat .compactbench/0001.out; exit 1")));
+}
+
+#[test]
+fn the_player_tells_gemini_cli_turns_compressions_and_side_requests_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = build(&session(), Tools::Gemini, &dir.path().to_string_lossy(), &TokenCounter::default());
+    let replies: Vec<Reply> = script.turns[0].replies.iter().map(|p| p.reply.clone()).collect();
+    let mut player = Player::new(script, dir.path().to_path_buf(), Flavor::Gemini);
+    let tools = json!([{"functionDeclarations": [{"name": "read_file"}, {"name": "run_shell_command"}]}]);
+    let request = |contents: Value, tools: &Value| json!({"systemInstruction": {"parts": [{"text": "sys"}]}, "tools": tools, "contents": contents});
+    let user = json!([{"role": "user", "parts": [{"text": "<session_context>\n</session_context>"}, {"text": "Fix the parser."}]}]);
+    assert_eq!(player.respond(Wire::Gemini, &request(user.clone(), &Value::Null)).0, "side", "no tools: not the main loop");
+    let (kind, reply) = player.respond(Wire::Gemini, &request(user, &tools));
+    assert_eq!((kind.as_str(), &reply.blocks), ("main", &replies[0].blocks));
+    let results = json!([{"role": "user", "parts": [{"functionResponse": {"id": "call_cb0000", "name": "read_file", "response": {"output": "fn parse() {}"}}}]}]);
+    let (_, reply) = player.respond(Wire::Gemini, &request(results.clone(), &tools));
+    assert_eq!(reply.blocks, replies[1].blocks, "function responses go on with the turn");
+    for instruction in ["Generate a new <state_snapshot> based on the provided history.", "Critically evaluate the <state_snapshot> you just generated."] {
+        let compress = json!([{"role": "user", "parts": [{"text": instruction}]}]);
+        let (kind, reply) = player.respond(Wire::Gemini, &request(compress, &Value::Null));
+        assert!(kind == "compaction" && matches!(&reply.blocks[0], Block::Text(t) if t == crate::ours::FIXED_SUMMARY), "{kind}");
+    }
+    assert_eq!(player.respond(Wire::Gemini, &request(results, &tools)).0, "after_compaction");
+}
+
+#[test]
+fn gemini_cli_compression_events_are_read_from_its_telemetry_file() {
+    // The local exporter writes pretty-printed records one after another, not JSON lines.
+    let telemetry = "{\n  \"attributes\": {\"event.name\": \"gemini_cli.api_request\"}\n}\n{\n  \"attributes\": {\n    \"event.name\": \"gemini_cli.chat_compression\",\n    \"tokens_before\": 524451,\n    \"tokens_after\": 1682\n  }\n}\n";
+    let events = gemini_compressions(telemetry);
+    assert_eq!(events.len(), 1);
+    assert_eq!((events[0]["tokens_before"].as_u64(), events[0]["tokens_after"].as_u64()), (Some(524_451), Some(1_682)));
+    assert!(gemini_compressions("").is_empty());
 }
 
 fn request(messages: Value, tools: bool) -> Value {
@@ -216,4 +293,67 @@ fn a_recorded_opencode_run_yields_its_facts_and_ours() {
     assert_eq!((result.theirs.compacted_at, result.ours.compacted_at), (None, None));
     under.records[0].reply.input_tokens += 1;
     assert_eq!(super::analyze::opencode_session("multi-file-refactor/s0", &under).ours.compacted_at, Some(1));
+}
+
+#[test]
+fn a_run_of_some_clis_replaces_their_results_and_keeps_the_others_byte_for_byte() {
+    use super::report::{read_json, replace, write_json};
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/fidelity");
+    let reports = read_json(&committed).unwrap().expect("a committed blackbox.json");
+    let dir = tempfile::tempdir().unwrap();
+    write_json(dir.path(), &reports).unwrap();
+    let bytes = |d: &Path| std::fs::read(d.join("blackbox.json")).unwrap();
+    assert!(bytes(dir.path()) == bytes(&committed), "read and written back, the file is unchanged");
+
+    let strategies = |r: &[super::report::HarnessReport]| r.iter().map(|r| r.strategy.clone()).collect::<Vec<_>>();
+    let mut all = reports.clone();
+    let mut rerun = all[0].clone();
+    rerun.settings = "rerun".into();
+    replace(&mut all, rerun);
+    assert_eq!((strategies(&all), all[0].settings.as_str()), (strategies(&reports), "rerun"), "replaced in place");
+    for (a, b) in all.iter().zip(&reports).skip(1) {
+        assert_eq!(serde_json::to_string(a).unwrap(), serde_json::to_string(b).unwrap());
+    }
+    // A CLI not in the file yet goes to its place in `HARNESSES` order.
+    let mut without = reports.clone();
+    let first = without.remove(0);
+    replace(&mut without, first);
+    assert_eq!(strategies(&without), strategies(&reports));
+}
+
+#[test]
+fn a_recorded_gemini_cli_run_yields_its_facts_and_ours() {
+    // A recorded @google/gemini-cli 0.61.0 run (`chat-like/s1`), trimmed to its last two main
+    // requests (the last of a turn that crossed the threshold, and the next turn's first), the
+    // two compression requests (their closing instruction only) and the request after them:
+    // system instruction cut short, tools named only, scratch paths renamed, telemetry event
+    // reduced to its sizes.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/gemini-cli-0.61.0-chat-like-s1.json")).unwrap();
+    let result = super::analyze::gemini_session("chat-like/s1", &run, "/scratch/work");
+    assert_eq!(result.problem, None);
+    let theirs = &result.theirs;
+    assert_eq!((theirs.compacted_at, theirs.tokens_before, theirs.prefix_reused), (Some(2), Some(run.records[1].reply.input_tokens), Some(false)));
+    assert_eq!(theirs.instruction.as_deref(), Some("snapshot + verify"), "the snapshot request, then its verification");
+    assert_eq!((theirs.summary_role.as_deref(), theirs.summary_index, theirs.files.as_ref()), (Some("user"), Some(0), None));
+    let kept = theirs.kept.as_ref().unwrap();
+    assert!(kept[0].starts_with("user:"), "cut at a user message: {kept:?}");
+    assert_eq!(kept.last().map(String::as_str), Some("result:call_cb0013"), "the responses the request after it sends");
+    assert!(result.differing().is_empty(), "{result:#?}");
+
+    // The reply before the turn's first request reported over the threshold, yet the CLI (a new
+    // process, `--resume latest`) did not compress there: it starts from its estimate of the
+    // resumed history. Our crate, given that reply's usage, would.
+    let (strategy, model) = super::analyze::gemini_strategy();
+    assert!(run.records[0].reply.input_tokens >= super::GEMINI_THRESHOLD);
+    let contents = run.records[1].body["contents"].as_array().unwrap();
+    let reported = |c: &Value| (c == &contents[contents.len() - 2]).then_some(compactbench_core::Usage { input: run.records[0].reply.input_tokens, output: 0, cache_read: 0 });
+    let log = super::analyze::gemini_log(&run.records[1].body["systemInstruction"], contents, &reported);
+    let view = compactbench_core::Strategy::project(&strategy, &log);
+    let mut store = compactbench_core::VirtualStore::new();
+    let cx = compactbench_core::Cx::new(&model, &crate::ours::FixedSummarizer, &mut store, crate::ours::tokenizer());
+    let decision = compactbench_core::Strategy::decide(&strategy, &log, &view, compactbench_core::Moment::BeforeRequest, &cx);
+    assert!(matches!(decision, compactbench_core::Decision::Compact { .. }), "{decision:?}");
+    let mut before = run.clone();
+    before.records.truncate(2);
+    assert_eq!(super::analyze::gemini_session("chat-like/s1", &before, "/scratch/work").ours.compacted_at, None, "asked as the CLI is");
 }

@@ -356,6 +356,14 @@ pub const HARNESSES: &[Harness] = &[
         install: Install::Npm(&["opencode-ai@1.18.33"]),
         bin: "node_modules/.bin/opencode",
     },
+    Harness {
+        name: "@google/gemini-cli 0.61.0",
+        dir: "gemini-cli-0.61.0",
+        // The same release as the library check's `@google/gemini-cli-core`: the CLI bundles it.
+        strategy: "gemini-cli",
+        install: Install::Npm(&["@google/gemini-cli@0.61.0"]),
+        bin: "node_modules/.bin/gemini",
+    },
 ];
 
 /// The originals named `name`: the one installed in that `dir`, or every one checking that
