@@ -27,6 +27,9 @@
 //!
 //! A model reply is recorded the way `GeminiChat.processStreamResponse` records it: thought
 //! parts are filtered out of the stream and adjacent text parts are joined into one.
+//! Call and response ids are stored as `{name}__{id}` (`Turn.handlePendingFunctionCall` and
+//! the stream consolidation prefix them; only main-loop requests strip the prefix), as the
+//! black-box run of the CLI 0.61.0 recorded them in its compression requests.
 
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{default_projection, CheckpointKind, EntryId, Message, Origin, Part, Role};
@@ -121,10 +124,10 @@ fn content(m: &Message) -> Value {
                 }
                 json!({ "text": text })
             }
-            Part::ToolCall { id, name, args } => json!({ "functionCall": { "id": id, "name": name, "args": args } }),
+            Part::ToolCall { id, name, args } => json!({ "functionCall": { "id": stored_id(name, id), "name": name, "args": args } }),
             Part::ToolResult { call_id, name, text, is_error } => {
                 let key = if *is_error { "error" } else { "output" };
-                json!({ "functionResponse": { "id": call_id, "name": name, "response": { key: text } } })
+                json!({ "functionResponse": { "id": stored_id(name, call_id), "name": name, "response": { key: text } } })
             }
             // Only the size of media is known: base64 data of four characters per token.
             Part::Media { mime, tokens } => {
@@ -134,6 +137,19 @@ fn content(m: &Message) -> Value {
         parts.push(part);
     }
     json!({ "role": role, "parts": parts })
+}
+
+/// The id Gemini CLI stores for a call or its response (see the module docs).
+fn stored_id(name: &str, id: &str) -> String {
+    let name = match name.trim() {
+        "" => "generic_tool",
+        n => n,
+    };
+    if id.is_empty() || id.starts_with(&format!("{name}__")) {
+        id.to_owned()
+    } else {
+        format!("{name}__{id}")
+    }
 }
 
 #[cfg(test)]
@@ -194,7 +210,7 @@ mod tests {
         ));
         let e = export(&case(log)).unwrap();
         assert_eq!(e.ids, vec![EntryId(1), EntryId(2), EntryId(3)]);
-        expect![[r#"{"systemInstruction":"You are a coding agent.","contents":[{"role":"user","parts":[{"text":"Fix the bug."}]},{"role":"model","parts":[{"text":"Looking now."},{"functionCall":{"id":"c1","name":"read_file","args":{"path":"a.rs"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"read_file","response":{"output":"fn main() {}"}}}]}],"pending":2,"usage":[{"index":1,"usageMetadata":{"promptTokenCount":150,"candidatesTokenCount":20,"cachedContentTokenCount":50}}],"shellTools":[]}"#]]
+        expect![[r#"{"systemInstruction":"You are a coding agent.","contents":[{"role":"user","parts":[{"text":"Fix the bug."}]},{"role":"model","parts":[{"text":"Looking now."},{"functionCall":{"id":"read_file__c1","name":"read_file","args":{"path":"a.rs"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"read_file__c1","name":"read_file","response":{"output":"fn main() {}"}}}]}],"pending":2,"usage":[{"index":1,"usageMetadata":{"promptTokenCount":150,"candidatesTokenCount":20,"cachedContentTokenCount":50}}],"shellTools":[]}"#]]
         .assert_eq(&e.session.to_string());
     }
 

@@ -125,13 +125,31 @@ pub(crate) fn is_modern(model: &str) -> bool {
     gemini2 || gemini3 || !m.starts_with("gemini-")
 }
 
+/// The id Gemini CLI stores for a call and its response: `{name}__{id}` (name trimmed, or
+/// `generic_tool`), unless it already starts so or is empty. `Turn.handlePendingFunctionCall`
+/// and the stream consolidation of `GeminiChat` prefix it; only main-loop requests strip it
+/// again (`stripToolCallIdPrefixes`), so compression's split point, its transcript, masking and
+/// truncation all read the prefixed id. Found by the black-box run of the CLI: without the
+/// prefix our split point differed in 1 of 55 sessions.
+pub(crate) fn stored_call_id(name: &str, id: &str) -> String {
+    let name = match name.trim() {
+        "" => "generic_tool",
+        n => n,
+    };
+    if id.is_empty() || id.starts_with(&format!("{name}__")) {
+        id.to_owned()
+    } else {
+        format!("{name}__{id}")
+    }
+}
+
 fn convert(part: &Part) -> Kind {
     match part {
         Part::Text { text } => Kind::Text { text: text.clone(), thought: false },
         Part::Reasoning { text } => Kind::Text { text: text.clone(), thought: true },
-        Part::ToolCall { id, name, args } => Kind::Call { id: id.clone(), name: name.clone(), args: args.clone() },
+        Part::ToolCall { id, name, args } => Kind::Call { id: stored_call_id(name, id), name: name.clone(), args: args.clone() },
         Part::ToolResult { call_id, name, text, is_error } => Kind::Response {
-            id: call_id.clone(),
+            id: stored_call_id(name, call_id),
             name: name.clone(),
             key: if *is_error { ResponseKey::Error } else { ResponseKey::Output },
             text: text.clone(),

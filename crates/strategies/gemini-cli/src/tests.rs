@@ -496,8 +496,9 @@ fn case_14_latest_entry_skipped_newest_50k_protected_older_masked() {
     let snippet = &m.rewrites[0].text;
     assert!(snippet.starts_with("<tool_output_masked>\n{\n  \"output\": \"AAAA"), "{}", &snippet[..60]);
     assert!(snippet.contains("\n... [TRUNCATED] ...\n"));
+    // The stored call id is `t1__id-t1` (`{name}__{id}`, as the CLI stores it).
     assert!(snippet
-        .ends_with("~/.gemini/tmp/project/tool-outputs/session-compactbench/t1_id-t1_e1.txt\n</tool_output_masked>"));
+        .ends_with("~/.gemini/tmp/project/tool-outputs/session-compactbench/t1_t1__id-t1_e1.txt\n</tool_output_masked>"));
     assert_eq!(m.rewrites[0].saved, serde_json::to_string_pretty(&json!({"output": output_of("t1", 60_000)})).unwrap());
 }
 
@@ -788,6 +789,21 @@ fn second_compression_integrates_the_previous_snapshot() {
     assert_eq!(view.iter().filter(|m| m.text() == ACK).count(), 1, "one summary and one ack at a time");
 }
 
+/// Gemini CLI stores call and response ids as `{name}__{id}` and measures its split point on
+/// them: the JSON length of a call grows by the name and two underscores.
+#[test]
+fn stored_call_ids_carry_the_tool_name() {
+    use crate::history::stored_call_id;
+    assert_eq!(stored_call_id("run_shell_command", "call_1"), "run_shell_command__call_1");
+    assert_eq!(stored_call_id("run_shell_command", "run_shell_command__call_1"), "run_shell_command__call_1");
+    assert_eq!(stored_call_id(" read_file ", "c"), "read_file__c");
+    assert_eq!(stored_call_id("", "c"), "generic_tool__c");
+    assert_eq!(stored_call_id("read_file", ""), "");
+    let call = Kind::Call { id: stored_call_id("read", "c1"), name: "read".into(), args: json!({}) };
+    let raw = Kind::Call { id: "c1".into(), name: "read".into(), args: json!({}) };
+    assert_eq!(part_json_len(&call), part_json_len(&raw) + 6);
+}
+
 #[test]
 fn tool_time_truncation_cuts_new_shell_output() {
     let out = "L".repeat(50_000);
@@ -800,7 +816,8 @@ fn tool_time_truncation_cuts_new_shell_output() {
     assert_eq!(cps.len(), 1);
     assert_eq!(cps[0].kind, CheckpointKind::Offload);
     let text = tool_text(&h.view(&gemini()), "s1");
-    let path = "~/.gemini/tmp/project/tool-outputs/session-compactbench/bash_s1.txt";
+    // The stored call id `bash__s1` starts with the tool's name, so it is the file name as is.
+    let path = "~/.gemini/tmp/project/tool-outputs/session-compactbench/bash__s1.txt";
     assert!(text.starts_with(&format!(
         "Output too large. Showing first 8,000 and last 32,000 characters. The full output is saved at: {path}\n"
     )));

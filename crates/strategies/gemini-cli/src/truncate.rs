@@ -8,7 +8,7 @@ use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{Part, View, VirtualStore};
 use serde_json::json;
 
-use crate::history::{Content, Kind, ResponseKey};
+use crate::history::{stored_call_id, Content, Kind, ResponseKey};
 use crate::rewrite::Rewrite;
 use crate::tokens::estimate_text;
 
@@ -167,7 +167,7 @@ pub(crate) fn tool_time(view: &View, pending: std::ops::Range<usize>, max_chars:
             if tool_kind(name) != ToolKind::Shell || utf16_len(text) as i64 <= max_chars {
                 continue;
             }
-            let file = saved_output_path(name, call_id, Some(SESSION_ID));
+            let file = saved_output_path(name, &stored_call_id(name, call_id), Some(SESSION_ID));
             out.push(Rewrite {
                 at: (i, j),
                 text: format_truncated_tool_output(text, &file, max_chars),
