@@ -110,6 +110,8 @@ mod tests {
         // Cline's default follows the classic ContextManager; only its SDK variant is checked.
         assert_eq!(describe("cline").as_deref(), Some("library functions: @cline/core 0.0.86 (checks cline/sdk)"));
         assert_eq!(describe("cline/sdk"), describe("cline"));
+        // Kimi CLI: the release for the default, an older one for the K1 variant.
+        assert_eq!(describe("kimi-cli/k1").as_deref(), Some("library functions: kimi-cli 1.52.0, kimi-cli 1.15.0"));
         assert_eq!(describe("none"), None);
     }
 }

@@ -59,3 +59,25 @@ fn a_changed_copy_of_a_crate_fails_the_check() {
     let report = check(original, &options, &counter, &|_| {}).unwrap();
     assert_eq!(report.agreement.unreviewed, 0, "{}", report.agreement.short());
 }
+
+/// The same for a trigger: a copy of `kimi-cli/k1` reserving 40,000 instead of 50,000 (so it
+/// compacts later) disagrees with kimi-cli 1.15.0 at the windows where the two reserves part.
+#[test]
+fn a_changed_reserve_fails_the_k1_check() {
+    use compactbench_strategy_kimi_cli::{KimiCliConfig, KimiCliStrategy};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let original = ORIGINALS.iter().find(|o| o.dir == "kimi-cli-1.15.0").expect("kimi-cli 1.15.0 is an original");
+    if !installed(&root, original) {
+        eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", original.name);
+        return;
+    }
+    let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "drift").collect();
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let options = Options { root: &root, scenarios: &scenarios, sessions: 2, minimize: false, deliberate: &[] };
+    let changed = KimiCliStrategy::k1(KimiCliConfig { reserved_context_size: 40_000, ..KimiCliConfig::default() });
+    let report = check_strategy(original, &changed, &options, &counter, &|_| {}).unwrap();
+    let a = &report.agreement;
+    assert!(a.unreviewed > 0 && a.differing.contains_key("trigger"), "{}: {:?}", a.short(), a.differing);
+    let report = check(original, &options, &counter, &|_| {}).unwrap();
+    assert_eq!(report.agreement.unreviewed, 0, "{}", report.agreement.short());
+}

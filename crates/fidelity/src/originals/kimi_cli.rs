@@ -1,4 +1,4 @@
-//! Exporter: our log to Kimi CLI's context (kimi-cli 1.52.0, `soul/context.py`).
+//! Exporter: our log to Kimi CLI's context (kimi-cli 1.52.0 and 1.15.0, `soul/context.py`).
 //!
 //! Kimi keeps a session as a JSON-lines context file: a `_system_prompt` record, kosong
 //! `Message`s (`role`, `content` parts `text` / `think` / `image_url`, `tool_calls`,
@@ -13,7 +13,8 @@
 //!   a reply's consecutive results as one batch, as `_grow_context` does.
 //! - `{"role": "_compaction", "usage": TokenUsage}`: closes the messages an earlier compaction
 //!   wrote (its summary, then the kept tail); the driver sets the counter to that
-//!   `CompactionResult.estimated_token_count`, as `compact_context` does.
+//!   `CompactionResult.estimated_token_count`, as `compact_context` does (1.15.0, K1: its
+//!   `compact_context` runs and clears the counter to 0; the usage is not read).
 //!
 //! Our leading system messages are Kimi's system prompt (outside the history); later system
 //! messages stay in the history with role `system`.

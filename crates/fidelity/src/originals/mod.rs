@@ -111,6 +111,12 @@ const KIMI_CLI: &[Setting] = &[Setting {
         Box::new(KimiCliStrategy::new(KimiCliConfig { compaction_trigger_ratio: 0.6, reserved_context_size: 20_000, ..KimiCliConfig::default() }))
     },
 }];
+/// K1's one knob: `reserved_context_size` came in with it (PR #639); the ratio did not exist yet.
+const KIMI_CLI_K1: &[Setting] = &[Setting {
+    name: "reserved_context_size 20000",
+    driver: r#"{"reserved_context_size": 20000}"#,
+    strategy: || Box::new(KimiCliStrategy::k1(KimiCliConfig { reserved_context_size: 20_000, ..KimiCliConfig::default() })),
+}];
 const AIDER: &[Setting] = &[Setting {
     name: "--max-chat-history-tokens 2048",
     driver: r#"{"max_chat_history_tokens": 2048}"#,
@@ -265,6 +271,32 @@ pub const ORIGINALS: &[Original] = &[
         settings: KIMI_CLI,
     },
     Original {
+        name: "kimi-cli 1.15.0",
+        dir: "kimi-cli-1.15.0",
+        // The newest release with K1's compaction (MoonshotAI/kimi-cli@3108621c, PR #639, first
+        // released in 0.82). From 3108621c to the 1.15.0 tag, and in the 1.15.0 wheel,
+        // `soul/compaction.py` and `soul/message.py` are unchanged; `soul/context.py` only
+        // re-creates the file `clear()` rotates away; `soul/kimisoul.py` keeps the step-2c check
+        // (`token_count + reserved_context_size >= max_context_size`), `_step`'s and
+        // `_grow_context`'s counter writes and `compact_context`'s clear-checkpoint-append as
+        // they were, and adds only retry/connection recovery and steer messages (which our
+        // sessions never send); `LoopControl.reserved_context_size` is the same field; kosong
+        // goes 0.38 -> 0.43 with only a new `RetryableChatProvider` protocol. 1.16.0 brings
+        // PR #1269 (the counter after a compaction becomes an estimate, not 0), so is not K1.
+        strategy: "kimi-cli/k1",
+        install: Install::Pip(&["kimi-cli==1.15.0"]),
+        // A folder of its own for its `.python-version`: 1.15.0's generic frozen, slotted
+        // `SlashCommand` fails to import on Python 3.12.1 (its `typing` lets the TypeError from
+        // setting `__orig_class__` through), which 3.13 catches.
+        driver: "fidelity/kimi-cli-k1/driver.py",
+        args: &[],
+        moment: Moment::BeforeRequest,
+        // The context file's records are the same as 1.52.0's.
+        export: kimi_cli::export,
+        history: true,
+        settings: KIMI_CLI_K1,
+    },
+    Original {
         name: "aider-chat 0.86.2",
         dir: "aider-chat-0.86.2",
         strategy: "aider",
@@ -381,6 +413,11 @@ mod tests {
         for o in ORIGINALS {
             let s = compactbench_registry::find(o.strategy).unwrap_or_else(|| panic!("{}: no strategy {}", o.name, o.strategy));
             assert_eq!(s.info().fidelity, compactbench_core::Fidelity::Source, "{}", o.strategy);
+            // A setting configures the same variant (K1's reserve on `kimi-cli/k1`, not on the
+            // default), or its sessions would check another strategy than the row says.
+            for setting in o.settings {
+                assert_eq!((setting.strategy)().info().id, o.strategy, "{}: {}", o.name, setting.name);
+            }
         }
         let mut dirs: Vec<&str> = ORIGINALS.iter().map(|o| o.dir).collect();
         dirs.sort_unstable();
