@@ -114,12 +114,14 @@
 //! `update_token_count` with kosong's `TokenUsage.total`, tool messages from
 //! `tool_result_to_message`, an earlier compaction's `CompactionResult.estimated_token_count`),
 //! then `should_auto_compact(token_count_with_pending, …)` with the `LoopControl` defaults is the
-//! trigger and `SimpleCompaction().prepare(history)` the selection. Fresh and history cases
-//! (previous summaries in the log) agree on the trigger (at the flip windows too), the first
-//! kept message and the counter: 240/240 at `--cases 200`, 930/930 at `--cases 800`. The
-//! default variant only; `tokens_before` there is `token_count_with_pending` on both sides (see
-//! the deviation above). Not covered by those sessions: media parts, manual `/compact` and
-//! background tasks.
+//! trigger and `SimpleCompaction().prepare(history)` the selection; `tokens_before` is
+//! `token_count_with_pending` on both sides (see the deviation above). The variant
+//! `kimi-cli/k1` is checked against PyPI `kimi-cli` 1.15.0 (`fidelity/kimi-cli-k1/driver.py`),
+//! the newest release with K1's rule (3108621c is first released in 0.82; 1.16.0 sets the
+//! counter to an estimate after a compaction): the driver runs 1.15.0's own
+//! `KimiSoul._agent_loop` up to its first call, so the inline check decides. Agreement figures
+//! per row are in `reports/fidelity/report.md` (all 100% at 200 sessions each). Not covered by
+//! either: the summarizer's input (media parts), manual `/compact` and background tasks.
 
 use compactbench_core::{default_projection, Checkpoint, Cx, Decision, Error, Fidelity, Incremental, Log, Moment, Origin, Replay, Strategy, StrategyInfo, View};
 
