@@ -3,7 +3,9 @@
 Per case: the exported events are read back with the SDK's own `Event.model_validate` and
 turned into a view with `View.from_events` (condensations applied, view properties enforced),
 as the conversation state keeps it. The condenser is the SDK's `default_condenser` (what the
-default agent runs: `LLMSummarizingCondenser`, max_size 80, keep_first 4); the agent LLM is an
+default agent runs: `LLMSummarizingCondenser`, max_size 80, keep_first 4), or with a case's
+`settings` (`max_size`, `keep_first`, `max_tokens`) the condenser built with those parameters
+over `default_condenser`'s; the agent LLM is an
 `LLM` whose `max_input_tokens` is the case's window, as the agent passes it for token checks.
 
 Answer, from the SDK's own functions:
@@ -33,7 +35,7 @@ os.environ.setdefault("ALLOW_SHORT_CONTEXT_WINDOWS", "true")
 import logging
 
 from openhands.sdk.context.condenser import utils
-from openhands.sdk.context.condenser.llm_summarizing_condenser import default_condenser
+from openhands.sdk.context.condenser.llm_summarizing_condenser import LLMSummarizingCondenser, default_condenser
 from openhands.sdk.context.view import View
 from openhands.sdk.event import ActionEvent, Condensation, Event
 from openhands.sdk.llm import LLM, Message, TextContent
@@ -59,7 +61,11 @@ def answer(case):
     view = View.from_events(events)
     model = case["model"]
     agent_llm = LLM(model=model["name"], max_input_tokens=model["context_window"], usage_id="agent")
-    condenser = default_condenser(LLM(model=model["name"], usage_id="condenser"))
+    llm = LLM(model=model["name"], usage_id="condenser")
+    condenser = default_condenser(llm)
+    if case.get("settings"):
+        params = {"max_size": condenser.max_size, "keep_first": condenser.keep_first, "max_tokens": condenser.max_tokens}
+        condenser = LLMSummarizingCondenser(llm=llm, **(params | case["settings"]))
     out = {"id": case["id"], "first_kept": None, "kept": None, "split_turn": None, "error": None}
     out["compact"] = condenser.condensation_requirement(view, agent_llm=agent_llm) is not None
     out["tokens_before"] = count(view.events, agent_llm)

@@ -6,6 +6,7 @@ use compactbench_strategy_cline::{SdkConfig, SdkStrategy};
 use compactbench_strategy_gemini_cli::{GeminiCliConfig, GeminiCliStrategy};
 use compactbench_strategy_kimi_cli::{KimiCliConfig, KimiCliStrategy};
 use compactbench_strategy_oh_my_pi::{OhMyPiConfig, OhMyPiStrategy};
+use compactbench_strategy_openhands::{OpenhandsConfig, OpenhandsStrategy};
 use compactbench_strategy_pi::{PiConfig, PiStrategy};
 
 use crate::{Case, Export};
@@ -122,6 +123,30 @@ const AIDER: &[Setting] = &[Setting {
     driver: r#"{"max_chat_history_tokens": 2048}"#,
     strategy: || Box::new(AiderStrategy::new(AiderConfig { max_chat_history_tokens: Some(2_048), ..AiderConfig::default() })),
 }];
+/// `LLMSummarizingCondenser`'s own parameters away from `default_condenser`'s (80, 4, no token
+/// cap): a smaller event budget, and a token cap under the window (the `tokens` reason).
+const OPENHANDS: &[Setting] = &[
+    Setting { name: "max_size 40, keep_first 2", driver: r#"{"max_size": 40, "keep_first": 2}"#, strategy: || openhands_condenser(40, 2, None) },
+    Setting { name: "max_tokens 8000", driver: r#"{"max_tokens": 8000}"#, strategy: || openhands_condenser(80, 4, Some(8_000)) },
+];
+
+/// The default row's condenser with these parameters, the rest as `default_condenser` has them.
+fn openhands_condenser(max_size: i64, keep_first: i64, max_tokens: Option<u64>) -> Box<dyn Strategy> {
+    let OpenhandsConfig::LlmSummarizing { minimum_progress, hard_context_reset_max_retries, hard_context_reset_context_scaling, .. } =
+        OpenhandsConfig::default()
+    else {
+        unreachable!("the default condenser summarizes")
+    };
+    let config = OpenhandsConfig::LlmSummarizing {
+        max_size,
+        keep_first,
+        max_tokens,
+        minimum_progress,
+        hard_context_reset_max_retries,
+        hard_context_reset_context_scaling,
+    };
+    Box::new(OpenhandsStrategy::with_id(config, "openhands"))
+}
 
 /// Every original, in report order.
 pub const ORIGINALS: &[Original] = &[
@@ -319,7 +344,7 @@ pub const ORIGINALS: &[Original] = &[
         moment: Moment::BeforeRequest,
         export: openhands::export,
         history: true,
-        settings: &[],
+        settings: OPENHANDS,
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (pre-step)",

@@ -480,7 +480,9 @@ impl OpenhandsStrategy {
         })
     }
 
-    fn with_id(config: OpenhandsConfig, id: &str) -> OpenhandsStrategy {
+    /// `config` reported under `id`: the default row (`openhands`) with a setting of its own,
+    /// as the fidelity check runs it.
+    pub fn with_id(config: OpenhandsConfig, id: &str) -> OpenhandsStrategy {
         let mut s = OpenhandsStrategy::new(config).expect("built-in configurations are valid");
         s.info.id = id.into();
         s
