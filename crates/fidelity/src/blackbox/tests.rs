@@ -98,6 +98,39 @@ fn the_server_speaks_gemini_streamed_and_whole_and_counts_tokens_itself() {
     assert_eq!(kinds, [(Wire::Gemini, "Gemini"), (Wire::Gemini, "Gemini"), (Wire::Gemini, "count_tokens")], "the count is not a model turn");
 }
 
+#[test]
+fn the_server_speaks_chat_completions_streamed_with_usage_and_whole() {
+    let server = Server::start(Box::new(Fixed), Limits { max_requests: 3, lifetime: Duration::from_secs(30) }).unwrap();
+    let body_of = |response: &str| response.split("\r\n\r\n").nth(1).unwrap().to_owned();
+    let request = |stream: bool, usage: bool| {
+        json!({"model": "m", "stream": stream, "stream_options": {"include_usage": usage}, "messages": [{"role": "user", "content": "Fix the parser."}]})
+    };
+
+    let streamed = post(&server, "POST", "/v1/chat/completions", &request(true, true));
+    assert!(streamed.starts_with("HTTP/1.1 200") && streamed.contains("text/event-stream"), "{streamed}");
+    let events: Vec<String> = body_of(&streamed).lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_owned).collect();
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    let chunks: Vec<Value> = events[..events.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk" && c["id"] == chunks[0]["id"]));
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert_eq!(chunks[1]["choices"][0]["delta"]["content"], "Looking.");
+    let call = &chunks[2]["choices"][0]["delta"]["tool_calls"][0];
+    assert_eq!(*call, json!({"index": 0, "id": "toolu_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"ls\"}"}}));
+    assert_eq!(chunks[3]["choices"][0]["finish_reason"], "tool_calls");
+    let last = chunks.last().unwrap();
+    assert_eq!((last["choices"].clone(), last["usage"].clone()), (json!([]), json!({"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107})));
+
+    let without = post(&server, "POST", "/v1/chat/completions", &request(true, false));
+    assert!(!without.contains("prompt_tokens"), "usage only when asked: {without}");
+
+    let whole: Value = serde_json::from_str(&body_of(&post(&server, "POST", "/v1/chat/completions", &request(false, false)))).unwrap();
+    assert_eq!(whole["choices"][0]["message"]["content"], "Looking.");
+    assert_eq!(whole["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "Bash");
+    assert_eq!((whole["choices"][0]["finish_reason"].as_str(), whole["usage"]["prompt_tokens"].as_u64()), (Some("tool_calls"), Some(100)));
+    let kinds: Vec<Wire> = server.records().into_iter().map(|r| r.wire).collect();
+    assert_eq!(kinds, [Wire::Chat; 3]);
+}
+
 fn session() -> Session {
     let call = |id: &str, name: &str, args: Value| Message::new(Role::Assistant, vec![Part::ToolCall { id: id.into(), name: name.into(), args }]);
     Session {
