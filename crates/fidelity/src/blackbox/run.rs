@@ -638,6 +638,8 @@ pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, p
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", &home)
+            // The scratch lies in our git work tree, which a CLI would take for the project.
+            .env("GIT_CEILING_DIRECTORIES", scratch)
             .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .current_dir(&work)
             .process_group(0)
