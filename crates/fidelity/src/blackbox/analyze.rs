@@ -1362,7 +1362,17 @@ pub fn chat_session(id: &str, run: &Run, cli: &ChatCli) -> SessionResult {
             let holder = shown.iter().position(|m| chat_texts(&m["content"]).concat().contains(FIXED_SUMMARY));
             theirs.summary_index = holder;
             theirs.summary_role = holder.map(|i| shown[i]["role"].as_str().unwrap_or("?").to_owned());
-            theirs.kept = Some(chat_kept(&shown[holder.map_or(0, |i| i + 1)..]));
+            // Kimi sends adjacent user messages as one (`normalize_history`): a kept user
+            // message right after the summary shares its message on the wire, as parts after it.
+            let mut kept: Vec<String> = holder
+                .map(|i| chat_texts(&shown[i]["content"]).into_iter().skip_while(|t| !t.contains(FIXED_SUMMARY)).skip(1).collect::<Vec<_>>())
+                .unwrap_or_default()
+                .iter()
+                .filter(|t| chat_user_text(t))
+                .map(|t| format!("user:{}", start(t)))
+                .collect();
+            kept.extend(chat_kept(&shown[holder.map_or(0, |i| i + 1)..]));
+            theirs.kept = Some(kept);
         }
     }
     // Ours.

@@ -390,3 +390,30 @@ fn a_recorded_gemini_cli_run_yields_its_facts_and_ours() {
     before.records.truncate(2);
     assert_eq!(super::analyze::gemini_session("chat-like/s1", &before, "/scratch/work").ours.compacted_at, None, "asked as the CLI is");
 }
+
+#[test]
+fn a_recorded_kimi_cli_run_yields_its_facts_and_ours() {
+    // A recorded kimi-cli 1.52.0 run (`parallel-calls/s0`), trimmed to its last two main requests,
+    // the compaction request and the request after it: system prompts cut short, tools named
+    // only, tool results cut short where no count reads them (all but a request's newest ones),
+    // the compaction request's transcript cut short before its prompt, scratch paths renamed.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/kimi-cli-1.52.0-parallel-calls-s0.json")).unwrap();
+    let result = super::analyze::chat_session("parallel-calls/s0", &run, &super::analyze::kimi_chat());
+    assert_eq!(result.problem, None);
+    let theirs = &result.theirs;
+    assert_eq!((theirs.compacted_at, theirs.prefix_reused, theirs.instruction.as_deref()), (Some(2), Some(false), Some("focus-sections")));
+    assert_eq!((theirs.summary_role.as_deref(), theirs.summary_index, theirs.tokens_before, theirs.files.as_ref()), (Some("user"), Some(0), None, None));
+    // The two newest user/assistant messages: the user's message, which Kimi sends inside the
+    // summary's message (adjacent user messages are merged on the wire), and the reply with its
+    // four calls, whose results follow.
+    let kept = theirs.kept.as_ref().unwrap();
+    assert!(kept[0].starts_with("user:") && kept[1].starts_with("text:"), "{kept:?}");
+    assert_eq!(kept.iter().filter(|k| k.starts_with("call:")).count(), 4);
+    assert_eq!(kept.last().map(String::as_str), Some("result:call_cb0025"));
+    assert!(result.differing().is_empty(), "{result:#?}");
+
+    // On the main requests alone (where the CLI did not compact), our crate does not either.
+    let mut under = run.clone();
+    under.records.truncate(2);
+    assert_eq!(super::analyze::chat_session("parallel-calls/s0", &under, &super::analyze::kimi_chat()).ours.compacted_at, None);
+}
