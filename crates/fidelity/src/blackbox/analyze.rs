@@ -276,9 +276,9 @@ fn instruction_kind(text: &str) -> String {
     } else if lower.contains("<current_focus>") && lower.contains("<important_context>") {
         // Kimi CLI's sections (`prompts/compact.md`).
         "focus-sections".to_owned()
-    } else if lower.contains("continuation note") {
-        // Cline's SDK.
-        "continuation-note".to_owned()
+    } else if lower.contains("## goal") && lower.contains("## state") && lower.contains("## next") {
+        // The sections of Cline's SDK continuation note.
+        "goal-state-next".to_owned()
     } else if lower.contains("## objective") && lower.contains("## next move") {
         // OpenCode's anchored summary template; `<prior-summary>` when it updates an earlier one.
         if lower.contains("<prior-summary>") { "anchored-update" } else { "anchored" }.to_owned()
