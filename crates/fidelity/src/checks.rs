@@ -108,10 +108,13 @@ mod tests {
         assert!(describe("claude-code/v2.1.68").unwrap().starts_with("black box: @anthropic-ai/claude-code"));
         assert_eq!(describe("cursor").as_deref(), Some("none (closed source; no runnable client here)"));
         // Cline's default follows the classic ContextManager; only its SDK variant is checked.
-        assert_eq!(describe("cline").as_deref(), Some("library functions: @cline/core 0.0.86 (checks cline/sdk)"));
+        assert_eq!(
+            describe("cline").as_deref(),
+            Some("library functions: @cline/core 0.0.86 (checks cline/sdk); black box: cline 3.0.65 (checks cline/sdk)")
+        );
         assert_eq!(describe("cline/sdk"), describe("cline"));
         // Kimi CLI: the release for the default, an older one for the K1 variant.
-        assert_eq!(describe("kimi-cli/k1").as_deref(), Some("library functions: kimi-cli 1.52.0, kimi-cli 1.15.0"));
+        assert_eq!(describe("kimi-cli/k1").as_deref(), Some("library functions: kimi-cli 1.52.0, kimi-cli 1.15.0; black box: kimi-cli 1.52.0"));
         assert_eq!(describe("none"), None);
     }
 }

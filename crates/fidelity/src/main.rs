@@ -157,7 +157,7 @@ fn real_main() -> Result<ExitCode> {
             setup(&root, o)?;
         }
         for h in HARNESSES.iter().filter(|h| cli.only.is_empty() || cli.only.iter().any(|n| n == h.dir || n == h.strategy)) {
-            install(&root.join("target/fidelity").join(h.dir), h.name, h.install, None, None)?;
+            install(&root.join("target/fidelity").join(h.dir), h.name, h.install, None, h.python.map(|p| root.join(p)).as_deref())?;
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -273,6 +273,12 @@ fn instruction_kind(text: &str) -> String {
         "analysis+summary".to_owned()
     } else if lower.contains("handoff summary") {
         "handoff".to_owned()
+    } else if lower.contains("<current_focus>") && lower.contains("<important_context>") {
+        // Kimi CLI's sections (`prompts/compact.md`).
+        "focus-sections".to_owned()
+    } else if lower.contains("## goal") && lower.contains("## state") && lower.contains("## next") {
+        // The sections of Cline's SDK continuation note.
+        "goal-state-next".to_owned()
     } else if lower.contains("## objective") && lower.contains("## next move") {
         // OpenCode's anchored summary template; `<prior-summary>` when it updates an earlier one.
         if lower.contains("<prior-summary>") { "anchored-update" } else { "anchored" }.to_owned()
@@ -1153,28 +1159,256 @@ pub fn gemini_session(id: &str, run: &Run, _work: &str) -> SessionResult {
         ours.instruction = Some(asked.iter().map(|(_, instructions)| snapshot_kind(instructions)).collect::<Vec<_>>().join(" + "));
         if let Some(cp) = checkpoints.iter().find(|cp| cp.summary.is_some()) {
             ours.tokens_before = theirs.tokens_before.and(Some(cp.tokens_before));
-            let mut after = log.clone();
-            for cp in checkpoints.iter().cloned() {
-                after.push_checkpoint(cp);
+            summary_and_kept(&mut ours, &strategy, log, &checkpoints, &gemini_user_text);
+        }
+    }
+    result.theirs = theirs;
+    result.ours = ours;
+    result
+}
+
+/// Our summary placement and kept items after `checkpoints` are appended to `log`: the summary
+/// message's role and index among the non-system messages of the new view, and what follows it
+/// as the log has it (calls, results, assistant text and the user texts `user_text` takes for
+/// the user's own).
+fn summary_and_kept(facts: &mut Facts, strategy: &dyn Strategy, log: &Log, checkpoints: &[Checkpoint], user_text: &dyn Fn(&str) -> bool) {
+    let mut after = log.clone();
+    for cp in checkpoints.iter().cloned() {
+        after.push_checkpoint(cp);
+    }
+    let view = strategy.project(&after);
+    let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().filter(|m| m.message.role != Role::System).collect();
+    let holder = shown.iter().position(|m| matches!(m.origin, Origin::Summary(_)));
+    facts.summary_index = holder;
+    facts.summary_role = holder.map(|i| shown[i].message.role.as_str().to_owned());
+    let mut kept = Vec::new();
+    for m in shown.iter().skip(holder.map_or(0, |i| i + 1)).filter(|m| matches!(m.origin, Origin::Entry(_) | Origin::Replaced(..))) {
+        for p in &m.message.parts {
+            match p {
+                Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
+                Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
+                Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
+                Part::Text { text } if m.message.role == Role::User && user_text(text) => kept.push(format!("user:{}", start(text))),
+                _ => {}
             }
-            let view = strategy.project(&after);
-            let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().filter(|m| m.message.role != Role::System).collect();
-            let holder = shown.iter().position(|m| matches!(m.origin, Origin::Summary(_)));
-            ours.summary_index = holder;
-            ours.summary_role = holder.map(|i| shown[i].message.role.as_str().to_owned());
-            let mut kept = Vec::new();
-            for m in shown.iter().skip(holder.map_or(0, |i| i + 1)).filter(|m| matches!(m.origin, Origin::Entry(_) | Origin::Replaced(..))) {
-                for p in &m.message.parts {
-                    match p {
-                        Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
-                        Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
-                        Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
-                        Part::Text { text } if m.message.role == Role::User && gemini_user_text(text) => kept.push(format!("user:{}", start(text))),
-                        _ => {}
-                    }
+        }
+    }
+    facts.kept = Some(kept);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chat Completions (Kimi CLI, Cline CLI).
+
+/// How one Chat Completions CLI is analysed: our crate as its runs configure it, and what the
+/// CLI carries from one turn's process to the next.
+pub struct ChatCli {
+    strategy: Box<dyn Strategy>,
+    model: ModelProfile,
+    /// A turn's first request is asked with the usage reported before it: Kimi CLI restores its
+    /// counter from its context file in a new process; a Cline run starts with no previous
+    /// input count.
+    turn_start_usage: bool,
+}
+
+/// Our crate as the runs configure Kimi CLI: the `[loop_control]` defaults and the model's
+/// `max_context_size` as the window.
+pub fn kimi_chat() -> ChatCli {
+    let model = ModelProfile { name: super::KIMI_MODEL.into(), window: super::KIMI_CONTEXT, max_output: super::KIMI_MAX_OUTPUT, provider: Shape::OpenaiChat, pricing: Default::default() };
+    // The runs' provider is not Kimi's own platform: no output cap of Kimi's is applied.
+    let config = compactbench_strategy_kimi_cli::KimiCliConfig { kimi_provider: false, ..Default::default() };
+    ChatCli { strategy: Box::new(compactbench_strategy_kimi_cli::KimiCliStrategy::new(config)), model, turn_start_usage: true }
+}
+
+/// Our crate as the runs configure Cline: the SDK's defaults, the model's `contextWindow` and
+/// `maxTokens`.
+pub fn cline_chat() -> ChatCli {
+    let model = ModelProfile { name: super::CLINE_MODEL.into(), window: super::CLINE_CONTEXT, max_output: super::CLINE_MAX_TOKENS, provider: Shape::OpenaiChat, pricing: Default::default() };
+    ChatCli { strategy: Box::new(compactbench_strategy_cline::SdkStrategy::new(Default::default())), model, turn_start_usage: false }
+}
+
+/// The text parts of a Chat Completions content (a string, or `text` parts), in order.
+fn chat_texts(content: &Value) -> Vec<String> {
+    match content {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A call id and name of a `tool_calls` entry.
+fn chat_call(call: &Value) -> (String, String) {
+    (call["id"].as_str().unwrap_or("").to_owned(), call["function"]["name"].as_str().unwrap_or("").to_owned())
+}
+
+/// What identifies an assistant message in the history (and a reply, [`chat_reply_key`]): its
+/// first call id, else its text.
+fn chat_key(message: &Value) -> String {
+    message["tool_calls"]
+        .as_array()
+        .and_then(|calls| calls.first())
+        .map(|c| format!("call:{}", chat_call(c).0))
+        .unwrap_or_else(|| format!("text:{}", chat_texts(&message["content"]).concat()))
+}
+
+fn chat_reply_key(reply: &super::server::Reply) -> String {
+    chat_key(&chat_reply_message(reply))
+}
+
+/// The assistant message a reply becomes in the history, as the server sent it.
+fn chat_reply_message(reply: &super::server::Reply) -> Value {
+    super::server::chat_completion(reply, "", 0)["choices"][0]["message"].clone()
+}
+
+/// Our log for Chat Completions messages: system messages as system, user messages of their
+/// text parts, assistant messages with their calls (`usage` gives the usage reported for one,
+/// if any), each run of tool messages as one tool message (its text parts joined as they are).
+pub fn chat_log(messages: &[Value], usage: &dyn Fn(&Value) -> Option<Usage>) -> Log {
+    let mut log = Log::new();
+    let mut names = std::collections::HashMap::new();
+    let mut results: Vec<Part> = Vec::new();
+    for m in messages {
+        if m["role"] != "tool" && !results.is_empty() {
+            log.push_message(Message::new(Role::Tool, std::mem::take(&mut results)));
+        }
+        let texts = chat_texts(&m["content"]);
+        match m["role"].as_str() {
+            Some("tool") => {
+                let call_id = m["tool_call_id"].as_str().unwrap_or("").to_owned();
+                let name = names.get(&call_id).cloned().unwrap_or_default();
+                results.push(Part::ToolResult { call_id, name, text: texts.concat(), is_error: false });
+            }
+            Some("assistant") => {
+                let mut parts: Vec<Part> = texts.iter().filter(|t| !t.is_empty()).map(|t| Part::text(t.as_str())).collect();
+                for call in m["tool_calls"].as_array().map_or(&[][..], |c| c) {
+                    let (id, name) = chat_call(call);
+                    names.insert(id.clone(), name.clone());
+                    let args = call["function"]["arguments"].as_str().and_then(|a| serde_json::from_str(a).ok()).unwrap_or(Value::Null);
+                    parts.push(Part::ToolCall { id, name, args });
                 }
+                let mut message = Message::new(Role::Assistant, parts);
+                message.usage = usage(m);
+                log.push_message(message);
             }
-            ours.kept = Some(kept);
+            Some("system") | Some("developer") => {
+                log.push_message(Message::system(texts.concat()));
+            }
+            _ => {
+                log.push_message(Message::new(Role::User, texts.iter().map(|t| Part::text(t.as_str())).collect()));
+            }
+        }
+    }
+    if !results.is_empty() {
+        log.push_message(Message::new(Role::Tool, results));
+    }
+    log
+}
+
+/// A user text that is the user's own: not the summary, not a tag the CLI writes in the user's
+/// name (Kimi's `<system>` notes).
+fn chat_user_text(text: &str) -> bool {
+    !text.contains(FIXED_SUMMARY) && !text.trim_start().starts_with('<')
+}
+
+/// Kept items of Chat Completions messages: calls, results, assistant text, the user's own text.
+fn chat_kept(messages: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in messages {
+        match m["role"].as_str() {
+            Some("tool") => out.push(format!("result:{}", m["tool_call_id"].as_str().unwrap_or(""))),
+            Some("assistant") => {
+                out.extend(chat_texts(&m["content"]).iter().filter(|t| !t.is_empty()).map(|t| format!("text:{}", start(t))));
+                out.extend(m["tool_calls"].as_array().map_or(&[][..], |c| c).iter().map(|c| format!("call:{}", chat_call(c).0)));
+            }
+            Some("user") => out.extend(chat_texts(&m["content"]).iter().filter(|t| chat_user_text(t)).map(|t| format!("user:{}", start(t)))),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether a request starts a turn (its last message the user's, not tool results).
+fn chat_starts_turn(messages: &[Value]) -> bool {
+    messages.last().is_some_and(|m| m["role"] == "user")
+}
+
+/// Analyzes one run of a Chat Completions CLI. The CLI checks before every model request, so
+/// our crate is asked on each main request's messages (the reported usage on its assistant
+/// messages; none on a turn's first request where the CLI carries none over), and on the
+/// history the CLI compacted: its last main request's messages, that request's reply and what
+/// the request after the compaction sends after its last assistant message (the reply's results,
+/// or a new turn's user message).
+pub fn chat_session(id: &str, run: &Run, cli: &ChatCli) -> SessionResult {
+    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    let first_compaction = run.records.iter().position(|r| r.kind == "compaction");
+    let mains: Vec<&Record> = run.records[..first_compaction.unwrap_or(run.records.len())].iter().filter(|r| r.kind == "main").collect();
+    let Some(last) = mains.last() else {
+        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
+        return result;
+    };
+    let messages = |r: &Record| r.body["messages"].as_array().cloned().unwrap_or_default();
+    let non_system = |all: Vec<Value>| all.into_iter().filter(|m| !matches!(m["role"].as_str(), Some("system" | "developer"))).collect::<Vec<_>>();
+    let after = run.records.iter().find(|r| r.kind == "after_compaction");
+    // Theirs.
+    let mut theirs = Facts::default();
+    if let Some(at) = first_compaction {
+        let compaction = &run.records[at];
+        theirs.compacted_at = Some(mains.len());
+        theirs.instruction = Some(instruction_kind(&super::run::compaction_text(Wire::Chat, &compaction.body)));
+        let before = messages(last);
+        theirs.prefix_reused =
+            Some(last.body["tools"] == compaction.body["tools"] && messages(compaction).starts_with(&before[..before.len().saturating_sub(1)]));
+        if let Some(after) = after {
+            let shown = non_system(messages(after));
+            let holder = shown.iter().position(|m| chat_texts(&m["content"]).concat().contains(FIXED_SUMMARY));
+            theirs.summary_index = holder;
+            theirs.summary_role = holder.map(|i| shown[i]["role"].as_str().unwrap_or("?").to_owned());
+            // Kimi sends adjacent user messages as one (`normalize_history`): a kept user
+            // message right after the summary shares its message on the wire, as parts after it.
+            let mut kept: Vec<String> = holder
+                .map(|i| chat_texts(&shown[i]["content"]).into_iter().skip_while(|t| !t.contains(FIXED_SUMMARY)).skip(1).collect::<Vec<_>>())
+                .unwrap_or_default()
+                .iter()
+                .filter(|t| chat_user_text(t))
+                .map(|t| format!("user:{}", start(t)))
+                .collect();
+            kept.extend(chat_kept(&shown[holder.map_or(0, |i| i + 1)..]));
+            theirs.kept = Some(kept);
+        }
+    }
+    // Ours.
+    let reported: std::collections::HashMap<String, Usage> = mains.iter().map(|r| (chat_reply_key(&r.reply), usage_of(r))).collect();
+    let usage = |m: &Value| reported.get(&chat_key(m)).copied();
+    let none = |_: &Value| None;
+    let log_of = |all: &[Value]| {
+        let usage: &dyn Fn(&Value) -> Option<Usage> = if cli.turn_start_usage || !chat_starts_turn(all) { &usage } else { &none };
+        chat_log(all, usage)
+    };
+    let mut histories: Vec<Log> = mains.iter().map(|r| log_of(&messages(r))).collect();
+    if let (Some(_), Some(after)) = (first_compaction, after) {
+        let mut compacted = messages(last);
+        compacted.push(chat_reply_message(&last.reply));
+        let sent = messages(after);
+        let newer = sent.iter().rposition(|m| m["role"] == "assistant").map_or(sent.len(), |i| i + 1);
+        compacted.extend(sent[newer..].iter().cloned());
+        histories.push(log_of(&compacted));
+    }
+    let mut ours = Facts::default();
+    let strategy = cli.strategy.as_ref();
+    if let Some(at) = histories.iter().position(|log| fires(strategy, log, &cli.model)) {
+        ours.compacted_at = Some(at);
+        let log = &histories[at];
+        let view = strategy.project(log);
+        let recording = Recording::default();
+        let mut store = VirtualStore::new();
+        let mut cx = Cx::new(&cli.model, &recording, &mut store, tokenizer());
+        if let Ok(checkpoints) = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx) {
+            if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
+                ours.prefix_reused = Some(context.reuses_prefix());
+                ours.instruction = Some(instruction_kind(instructions));
+            }
+            if checkpoints.iter().any(|cp| cp.summary.is_some()) {
+                summary_and_kept(&mut ours, strategy, log, &checkpoints, &chat_user_text);
+            }
         }
     }
     result.theirs = theirs;

@@ -223,12 +223,129 @@ pub fn gemini_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli 
     }
 }
 
+/// The model the Kimi CLI runs name (`default_model`, a model entry of its own).
+pub const KIMI_MODEL: &str = "compactbench";
+/// `max_context_size` of that model.
+pub const KIMI_CONTEXT: u64 = 100_000;
+/// The output limit our side is given (Kimi computes its own per request; it only sizes the
+/// summary call).
+pub const KIMI_MAX_OUTPUT: u64 = 32_000;
+/// The count Kimi CLI 1.52.0 compacts at with the `[loop_control]` defaults: the lower of
+/// `0.85 × max_context_size` and `max_context_size − reserved_context_size (50,000)`.
+pub const KIMI_THRESHOLD: u64 = KIMI_CONTEXT - 50_000;
+
+/// The `~/.kimi/config.toml` of the Kimi CLI runs (`{BASE_URL}`: the scripted server): an
+/// OpenAI-compatible provider (`openai_legacy`, Chat Completions) and a model of its own with
+/// `max_context_size`; loop control at its defaults; telemetry off.
+pub fn kimi_config() -> String {
+    format!(
+        "default_model = \"{KIMI_MODEL}\"\ntelemetry = false\n\n[models.{KIMI_MODEL}]\nprovider = \"compactbench\"\nmodel = \"{KIMI_MODEL}\"\n\
+         max_context_size = {KIMI_CONTEXT}\n\n[providers.compactbench]\ntype = \"openai_legacy\"\nbase_url = \"{{BASE_URL}}\"\n\
+         api_key = \"sk-compactbench-scripted\"\n"
+    )
+}
+
+/// The settings a Kimi CLI run uses, for the report.
+pub fn kimi_settings() -> String {
+    format!(
+        "`python -m kimi_cli.cli --print --output-format stream-json --yolo -w WORK --prompt=PROMPT`, later turns with `--continue` (1.52.0's \
+         `kimi` entry point only prints a deprecation notice; `kimi_cli.cli` is its Typer app, the original CLI the package keeps); \
+         `~/.kimi/config.toml`: a provider of type `openai_legacy` (Chat Completions) with `base_url` on the scripted server, model \
+         `{KIMI_MODEL}` with `max_context_size = {KIMI_CONTEXT}`, `[loop_control]` defaults (compact at the lower of 0.85 of the window \
+         and the window − 50,000), telemetry off; env `KIMI_DISABLE_TELEMETRY=1`; scratch `HOME`; Python 3.13"
+    )
+}
+
+/// How the script maps the session for Kimi CLI, for the report.
+pub fn kimi_script() -> String {
+    format!(
+        "a session's `read` calls become `ReadFile` of a file holding the session's result, every other call (and a failed read) \
+         `Shell` printing a prepared file (`cat .compactbench/N.out`, `; exit 1` for errors); each reply reports prompt tokens = the \
+         session's own prefix (o200k) plus a per-session overhead that puts the {KIMI_THRESHOLD}-token threshold near a seeded request \
+         (the 5th to the 25th), completion tokens = the reply's own; the run stops at the request after the first compaction. Kimi \
+         keeps its counter in its context file, so a turn's first request starts from the last reported usage"
+    )
+}
+
+/// Kimi CLI as `--setup` installed it (its Typer app under the venv's python).
+pub fn kimi_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
+    Cli {
+        program: installs.join(harness.dir).join(harness.bin),
+        args: ["-m", "kimi_cli.cli", "--print", "--output-format", "stream-json", "--yolo"].map(str::to_owned).into(),
+        env: [("KIMI_DISABLE_TELEMETRY", "1"), ("LANG", "C.UTF-8"), ("TZ", "UTC")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
+        timeout,
+    }
+}
+
+/// The model the Cline runs name, under the `openai-compatible` provider.
+pub const CLINE_MODEL: &str = "compactbench";
+/// `contextWindow` of that model.
+pub const CLINE_CONTEXT: u64 = 20_000;
+/// `maxTokens` of that model.
+pub const CLINE_MAX_TOKENS: u64 = 8_192;
+/// The previous request's reported input Cline compacts at (while it is within 4 times its own
+/// request estimate): `0.9 × 0.9 × contextWindow`.
+pub const CLINE_THRESHOLD: u64 = CLINE_CONTEXT * 81 / 100;
+
+/// The `~/.cline/data/settings/providers.json` of the Cline runs (`{BASE_URL}`: the scripted
+/// server), as `cline auth -p openai -k KEY -m MODEL -b URL` writes it, with the model's
+/// `contextWindow` and `maxTokens`.
+pub fn cline_config() -> String {
+    let config = serde_json::json!({
+        "version": 1,
+        "lastUsedProvider": "openai-compatible",
+        "modes": {},
+        "providers": {"openai-compatible": {
+            "settings": {"provider": "openai-compatible", "apiKey": "sk-compactbench-scripted", "model": CLINE_MODEL, "baseUrl": "{BASE_URL}",
+                "contextWindow": CLINE_CONTEXT, "maxTokens": CLINE_MAX_TOKENS},
+            "updatedAt": "2026-01-01T00:00:00.000Z",
+            "tokenSource": "manual",
+        }},
+    });
+    serde_json::to_string_pretty(&config).expect("static config") + "\n"
+}
+
+/// The settings a Cline run uses, for the report.
+pub fn cline_settings() -> String {
+    format!(
+        "`cline --json -c WORK PROMPT` (the first turn only: 3.0.65 resumes a session, `--id`, only interactively); \
+         `~/.cline/data/settings/providers.json`: provider `openai-compatible` (Chat Completions) with `baseUrl` on the scripted \
+         server, model `{CLINE_MODEL}` with `contextWindow: {CLINE_CONTEXT}`, `maxTokens: {CLINE_MAX_TOKENS}`; compaction defaults \
+         (`agentic`); scratch `HOME`; the hub daemon it starts is killed after the run"
+    )
+}
+
+/// How the script maps the session for Cline, for the report.
+pub fn cline_script() -> String {
+    format!(
+        "the session's first turn: its `read` calls become `read_files` of a file holding the session's result, every other call (and a \
+         failed read) `run_commands` printing a prepared file (`cat .compactbench/N.out`, `; exit 1` for errors); each reply reports \
+         prompt tokens = the session's own prefix (o200k) plus a per-session overhead that puts the {CLINE_THRESHOLD}-token threshold \
+         near a seeded request (the 5th to the 25th, within the turn), completion tokens = the reply's own; the run stops at the request \
+         after the first compaction"
+    )
+}
+
+/// Cline as `--setup` installed it.
+pub fn cline_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
+    Cli {
+        program: installs.join(harness.dir).join(harness.bin),
+        args: vec!["--json".to_owned()],
+        // Sessions in process (`local`), not in the hub daemon the CLI would start: one daemon
+        // on a fixed port serves every run on the machine, whatever its HOME.
+        env: [("CLINE_SESSION_BACKEND_MODE", "local"), ("LANG", "C.UTF-8"), ("TZ", "UTC")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
+        timeout,
+    }
+}
+
 /// What differs between the harness CLIs' checks: the tool names their scripts call, the usage
 /// they compact at, their settings as the report shows them, and how one session is run and
 /// analyzed (`work` is the session's work dir).
 struct Kit<'a> {
     tools: Tools,
     threshold: u64,
+    /// Turns of the session run at most (a CLI that cannot resume headless runs one).
+    turns: usize,
     settings: String,
     script: String,
     run: &'a (dyn Fn(script::Script, &Path, Limits) -> Result<run::Run> + Sync),
@@ -244,6 +361,7 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
             let kit = Kit {
                 tools: Tools::Codex,
                 threshold: CODEX_AUTO_COMPACT_LIMIT,
+                turns: usize::MAX,
                 settings: codex_settings(),
                 script: codex_script(),
                 run: &|script, scratch, limits| run::run_codex(&cli, script, scratch, &codex_config(), limits),
@@ -256,10 +374,59 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
             let kit = Kit {
                 tools: Tools::Gemini,
                 threshold: GEMINI_THRESHOLD,
+                turns: usize::MAX,
                 settings: gemini_settings(),
                 script: gemini_script(),
                 run: &|script, scratch, limits| run::run_gemini(&cli, script, scratch, &gemini_config(), limits),
                 analyze: &|id, run, work| analyze::gemini_session(id, run, work),
+            };
+            check_with(harness, kit, options, counter, progress)
+        }
+        "kimi-cli" => {
+            let cli = kimi_cli(installs, harness, timeout);
+            let prepare = |home: &Path, _: &Path, url: &str| -> Result<()> {
+                std::fs::create_dir_all(home.join(".kimi"))?;
+                Ok(std::fs::write(home.join(".kimi/config.toml"), kimi_config().replace("{BASE_URL}", &format!("{url}/v1")))?)
+            };
+            let command = |cmd: &mut std::process::Command, turn: usize, prompt: &str, work: &Path| {
+                cmd.arg("-w").arg(work);
+                if turn > 0 {
+                    cmd.arg("--continue");
+                }
+                // `--prompt=` keeps a message that starts with a dash a value.
+                cmd.arg(format!("--prompt={prompt}"));
+            };
+            let per_turn = run::PerTurn { prepare: &prepare, command: &command };
+            let kit = Kit {
+                tools: Tools::Kimi,
+                threshold: KIMI_THRESHOLD,
+                turns: usize::MAX,
+                settings: kimi_settings(),
+                script: kimi_script(),
+                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::Kimi, &per_turn, limits),
+                analyze: &|id, run, _| analyze::chat_session(id, run, &analyze::kimi_chat()),
+            };
+            check_with(harness, kit, options, counter, progress)
+        }
+        "cline/sdk" => {
+            let cli = cline_cli(installs, harness, timeout);
+            let prepare = |home: &Path, _: &Path, url: &str| -> Result<()> {
+                let settings = home.join(".cline/data/settings");
+                std::fs::create_dir_all(&settings)?;
+                Ok(std::fs::write(settings.join("providers.json"), cline_config().replace("{BASE_URL}", &format!("{url}/v1")))?)
+            };
+            let command = |cmd: &mut std::process::Command, _: usize, prompt: &str, work: &Path| {
+                cmd.arg("-c").arg(work).arg(prompt);
+            };
+            let per_turn = run::PerTurn { prepare: &prepare, command: &command };
+            let kit = Kit {
+                tools: Tools::Cline,
+                threshold: CLINE_THRESHOLD,
+                turns: 1,
+                settings: cline_settings(),
+                script: cline_script(),
+                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::Cline, &per_turn, limits),
+                analyze: &|id, run, _| analyze::chat_session(id, run, &analyze::cline_chat()),
             };
             check_with(harness, kit, options, counter, progress)
         }
@@ -268,6 +435,7 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
             let kit = Kit {
                 tools: Tools::OpenCode,
                 threshold: OPENCODE_THRESHOLD,
+                turns: usize::MAX,
                 settings: opencode_settings(),
                 script: opencode_script(),
                 run: &|script, scratch, limits| run::run_opencode(&cli, script, scratch, &opencode_config(), limits),
@@ -280,6 +448,7 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
             let kit = Kit {
                 tools: Tools::ClaudeCode,
                 threshold: CLAUDE_THRESHOLD,
+                turns: usize::MAX,
                 settings: claude_settings(),
                 script: claude_script(),
                 run: &|script, scratch, limits| run::run_claude(&cli, script, scratch, limits),
@@ -303,6 +472,7 @@ fn check_with(
         let scratch = options.scratch.join(harness.dir).join(id.replace('/', "-"));
         let work = scratch.join("work");
         let mut script = script::build(session, kit.tools, &work.to_string_lossy(), counter);
+        script.turns.truncate(kit.turns);
         let (target, slack) = placement(id, script.requests());
         script.place(kit.threshold, target, slack);
         let limits = Limits { max_requests: 400, lifetime: options.timeout + Duration::from_secs(5) };

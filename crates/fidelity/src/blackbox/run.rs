@@ -28,6 +28,13 @@ pub const OPENCODE_COMPACT_MARKER: &str = "Here is the conversation so far:";
 /// snapshot request and its verification) name the tag.
 pub const GEMINI_COMPACT_MARKER: &str = "<state_snapshot>";
 
+/// The marker of Kimi CLI's compaction request: its prompt (`prompts/compact.md`), after the
+/// serialized messages in the one user message.
+pub const KIMI_COMPACT_MARKER: &str = "compact this conversation context";
+
+/// The marker of Cline's compaction request (the SDK's continuation-note prompt).
+pub const CLINE_COMPACT_MARKER: &str = "continuation note";
+
 /// What the scripted model answers Claude Code's compaction request with.
 pub fn summary_reply_text() -> String {
     format!("<analysis>\nFixed analysis.\n</analysis>\n\n<summary>\n{FIXED_SUMMARY}\n</summary>")
@@ -43,10 +50,11 @@ pub fn content_text(content: &Value) -> String {
     }
 }
 
-/// The conversation of a request: Messages `messages`, Responses `input` or Gemini `contents`.
+/// The conversation of a request: Messages or Chat Completions `messages`, Responses `input` or
+/// Gemini `contents`.
 pub fn conversation(wire: Wire, body: &Value) -> &[Value] {
     let key = match wire {
-        Wire::Anthropic => "messages",
+        Wire::Anthropic | Wire::Chat => "messages",
         Wire::Responses => "input",
         Wire::Gemini => "contents",
     };
@@ -59,10 +67,21 @@ pub fn last_message_text(wire: Wire, body: &Value) -> String {
     conversation(wire, body).last().map(|m| content_text(&m[field])).unwrap_or_default()
 }
 
-/// Whether the request offers the tool `name` (Messages and Responses list tools by name, Gemini
-/// as `functionDeclarations` of its tool groups).
+/// Where a compaction request says what it is: its last message, and on the Chat Completions
+/// wire its system message too (a harness may put the summary instruction there).
+pub fn compaction_text(wire: Wire, body: &Value) -> String {
+    let mut text = last_message_text(wire, body);
+    if let (Wire::Chat, Some(first)) = (wire, conversation(wire, body).first().filter(|m| m["role"] == "system")) {
+        text.push('\n');
+        text.push_str(&content_text(&first["content"]));
+    }
+    text
+}
+
+/// Whether the request offers the tool `name` (Messages and Responses list tools by name, Chat
+/// Completions as `function.name`, Gemini as `functionDeclarations` of its tool groups).
 fn has_tool(body: &Value, name: &str) -> bool {
-    let named = |t: &Value| t.get("name").and_then(Value::as_str) == Some(name);
+    let named = |t: &Value| t.get("name").or_else(|| t.get("function").and_then(|f| f.get("name"))).and_then(Value::as_str) == Some(name);
     body.get("tools").and_then(Value::as_array).is_some_and(|tools| {
         tools.iter().any(|t| named(t) || t.get("functionDeclarations").and_then(Value::as_array).is_some_and(|d| d.iter().any(named)))
     })
@@ -75,6 +94,7 @@ fn continues_turn(wire: Wire, body: &Value) -> bool {
     match wire {
         Wire::Anthropic => last["content"].as_array().is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result")),
         Wire::Responses => last["type"] == "function_call_output",
+        Wire::Chat => last["role"] == "tool",
         Wire::Gemini => last["parts"].as_array().is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some())),
     }
 }
@@ -93,6 +113,10 @@ pub enum Flavor {
     /// Gemini CLI: the main loop has `run_shell_command`; both compression calls (the snapshot
     /// and its verification) get the summary as plain text.
     Gemini,
+    /// Kimi CLI: the main loop has `Shell`; the summary is plain text.
+    Kimi,
+    /// Cline CLI: the main loop has `run_commands`; the summary is plain text.
+    Cline,
 }
 
 impl Flavor {
@@ -102,6 +126,8 @@ impl Flavor {
             Flavor::Codex => CODEX_COMPACT_MARKER,
             Flavor::OpenCode => OPENCODE_COMPACT_MARKER,
             Flavor::Gemini => GEMINI_COMPACT_MARKER,
+            Flavor::Kimi => KIMI_COMPACT_MARKER,
+            Flavor::Cline => CLINE_COMPACT_MARKER,
         }
     }
 
@@ -111,13 +137,15 @@ impl Flavor {
             Flavor::Codex => "exec_command",
             Flavor::OpenCode => "bash",
             Flavor::Gemini => "run_shell_command",
+            Flavor::Kimi => "Shell",
+            Flavor::Cline => "run_commands",
         }
     }
 
     fn summary(self) -> String {
         match self {
             Flavor::ClaudeCode => summary_reply_text(),
-            Flavor::Codex | Flavor::OpenCode | Flavor::Gemini => FIXED_SUMMARY.to_owned(),
+            Flavor::Codex | Flavor::OpenCode | Flavor::Gemini | Flavor::Kimi | Flavor::Cline => FIXED_SUMMARY.to_owned(),
         }
     }
 }
@@ -158,7 +186,7 @@ impl Responder for Player {
             let t = p.turn.and_then(|t| p.script.turns.get(t));
             t.and_then(|t| t.replies.get(p.step.min(t.replies.len().saturating_sub(1)))).map_or(0, |p| p.reply.input_tokens)
         };
-        if last_message_text(wire, body).contains(self.flavor.marker()) {
+        if compaction_text(wire, body).contains(self.flavor.marker()) {
             self.compacted = true;
             return ("compaction".into(), Reply::text(self.flavor.summary(), overhead + here(self), 40));
         }
@@ -569,4 +597,92 @@ pub fn run_gemini(cli: &Cli, script: Script, scratch: &Path, settings: &str, lim
     drop(server);
     std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
     Ok(run)
+}
+
+/// How a one-process-per-turn CLI is laid out and started: `prepare` writes its settings into
+/// the scratch HOME (given the server's base URL), `command` sets the arguments of turn `turn`
+/// (its user message `prompt`).
+pub struct PerTurn<'a> {
+    /// Writes the settings: (home, work, base URL).
+    pub prepare: &'a (dyn Fn(&Path, &Path, &str) -> Result<()> + Sync),
+    /// Adds the per-turn arguments: (command, turn, prompt, work).
+    pub command: &'a (dyn Fn(&mut Command, usize, &str, &Path) + Sync),
+}
+
+/// Runs a CLI one process per turn on `script` in `scratch` (HOME and work dir made fresh there,
+/// the process in its own group, killed with it, and whatever it left running under the scratch
+/// folder killed after it), until the run compacted and made its next request, or the turns ran
+/// out.
+pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, per_turn: &PerTurn<'_>, limits: Limits) -> Result<Run> {
+    use std::os::unix::process::CommandExt;
+    let _ = std::fs::remove_dir_all(scratch);
+    let home = scratch.join("home");
+    let work = scratch.join("work");
+    std::fs::create_dir_all(&home)?;
+    std::fs::create_dir_all(work.join(OUT_DIR))?;
+    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
+    let server = Server::start(Box::new(Player::new(script, work.clone(), flavor)), limits)?;
+    (per_turn.prepare)(&home, &work, &server.url())?;
+    let start = Instant::now();
+    let mut run = Run::default();
+    let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
+    let mut ended = String::from("no turn");
+    for (turn, prompt) in users.iter().enumerate() {
+        if start.elapsed() >= cli.timeout {
+            ended = format!("stopped after {} s", cli.timeout.as_secs());
+            break;
+        }
+        let mut cmd = Command::new(&cli.program);
+        cmd.args(&cli.args);
+        (per_turn.command)(&mut cmd, turn, prompt, &work);
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            // The scratch lies in our git work tree, which a CLI would take for the project.
+            .env("GIT_CEILING_DIRECTORIES", scratch)
+            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .current_dir(&work)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
+        let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
+        let result = wait_for_group(child, start, cli.timeout);
+        kill_left_behind(scratch);
+        let (status, lines) = result?;
+        for line in lines {
+            let _ = writeln!(events, "{line}");
+        }
+        ended = status;
+        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+            break;
+        }
+    }
+    run.ended = ended;
+    run.records = server.records();
+    if !run.ended.contains("exit status: 0") {
+        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
+        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+    }
+    drop(server);
+    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
+    Ok(run)
+}
+
+/// Kills (by pid) every process whose command line names `scratch`: what a CLI started in a
+/// group of its own and left running (Cline's hub daemon, started with `--cwd` on the work dir).
+fn kill_left_behind(scratch: &Path) {
+    let needle = scratch.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        if pid == me {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if String::from_utf8_lossy(&cmdline).split('\0').any(|arg| arg.contains(&needle)) {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).stderr(Stdio::null()).status();
+        }
+    }
 }

@@ -57,6 +57,13 @@ pub enum Tools {
     /// `run_shell_command {command, description}` printing a prepared file for everything else
     /// (and a failed read).
     Gemini,
+    /// Kimi CLI: `ReadFile {path}` of a file holding the result for a read, `Shell {command}`
+    /// printing a prepared file for everything else (and a failed read).
+    Kimi,
+    /// Cline CLI: `read_files {files: [{path}]}` of a file holding the result for a read,
+    /// `run_commands {commands: [..]}` printing a prepared file for everything else (and a failed
+    /// read).
+    Cline,
 }
 
 fn call_tokens(counter: &TokenCounter, m: &Message) -> u64 {
@@ -67,12 +74,14 @@ fn call_tokens(counter: &TokenCounter, m: &Message) -> u64 {
 fn map_call(tools: Tools, work: &str, n: usize, name: &str, args: &Value, result: Option<(&str, bool)>) -> (Block, Vec<(String, String)>) {
     let id = match tools {
         Tools::ClaudeCode | Tools::OpenCode => format!("toolu_cb{n:04}"),
-        Tools::Codex | Tools::Gemini => format!("call_cb{n:04}"),
+        Tools::Codex | Tools::Gemini | Tools::Kimi | Tools::Cline => format!("call_cb{n:04}"),
     };
     let (text, is_error) = result.unwrap_or(("", false));
     let path = args.get("path").and_then(Value::as_str);
-    if let (Tools::ClaudeCode | Tools::OpenCode | Tools::Gemini, true, Some(path), false) = (tools, name == "read", path, is_error) {
+    if let (Tools::ClaudeCode | Tools::OpenCode | Tools::Gemini | Tools::Kimi | Tools::Cline, true, Some(path), false) = (tools, name == "read", path, is_error) {
         let call = match tools {
+            Tools::Kimi => Block::Call { id, name: "ReadFile".into(), input: json!({"path": format!("{work}/{path}")}) },
+            Tools::Cline => Block::Call { id, name: "read_files".into(), input: json!({"files": [{"path": format!("{work}/{path}")}]}) },
             Tools::OpenCode => Block::Call { id, name: "read".into(), input: json!({"filePath": format!("{work}/{path}")}) },
             Tools::Gemini => Block::Call { id, name: "read_file".into(), input: json!({"file_path": format!("{work}/{path}")}) },
             _ => Block::Call { id, name: "Read".into(), input: json!({"file_path": format!("{work}/{path}")}) },
@@ -92,6 +101,8 @@ fn map_call(tools: Tools, work: &str, n: usize, name: &str, args: &Value, result
         Tools::Gemini => {
             Block::Call { id, name: "run_shell_command".into(), input: json!({"command": command, "description": format!("Show the output of: {what}")}) }
         }
+        Tools::Kimi => Block::Call { id, name: "Shell".into(), input: json!({"command": command}) },
+        Tools::Cline => Block::Call { id, name: "run_commands".into(), input: json!({"commands": [command]}) },
     };
     (call, vec![(file, text.to_owned())])
 }

@@ -1,6 +1,7 @@
 //! The scripted model server: HTTP/1 on 127.0.0.1, speaking Anthropic Messages
-//! (`POST /v1/messages`), OpenAI Responses (`POST /v1/responses`), both streamed as SSE when
-//! the request asks for it, and the Gemini API (`POST /v1beta/models/MODEL:streamGenerateContent`
+//! (`POST /v1/messages`), OpenAI Responses (`POST /v1/responses`), OpenAI Chat Completions
+//! (`POST /v1/chat/completions`), each streamed as SSE when the request asks for it, and the
+//! Gemini API (`POST /v1beta/models/MODEL:streamGenerateContent`
 //! as SSE, `:generateContent` as one JSON response; `:countTokens` is answered by the server
 //! itself). What to answer is the [`Responder`]'s business; the server encodes its [`Reply`] in
 //! the request's wire format and records every request.
@@ -31,6 +32,9 @@ pub enum Wire {
     Anthropic,
     /// OpenAI Responses.
     Responses,
+    /// OpenAI Chat Completions: `messages` with `tool_calls` on assistant messages and `tool`
+    /// messages for results.
+    Chat,
     /// The Gemini API (`generateContent` and `streamGenerateContent`): `contents` of `parts`,
     /// the model named in the path.
     Gemini,
@@ -43,6 +47,8 @@ impl Wire {
             Some(Wire::Anthropic)
         } else if path.ends_with("/responses") {
             Some(Wire::Responses)
+        } else if path.ends_with("/chat/completions") {
+            Some(Wire::Chat)
         } else if gemini_method(path).is_some_and(|(_, method)| method != GeminiMethod::CountTokens) {
             Some(Wire::Gemini)
         } else {
@@ -250,6 +256,11 @@ async fn handle(shared: Arc<Shared>, request: Request<Incoming>) -> Result<Respo
         (Wire::Anthropic, true) => plain(StatusCode::OK, "text/event-stream", anthropic_sse(&reply, &model, index)),
         (Wire::Anthropic, false) => plain(StatusCode::OK, "application/json", anthropic_message(&reply, &model, index).to_string()),
         (Wire::Responses, _) => plain(StatusCode::OK, "text/event-stream", responses_sse(&reply, &model, index)),
+        (Wire::Chat, true) => {
+            let usage = body["stream_options"]["include_usage"].as_bool().unwrap_or(false);
+            plain(StatusCode::OK, "text/event-stream", chat_sse(&reply, &model, index, usage))
+        }
+        (Wire::Chat, false) => plain(StatusCode::OK, "application/json", chat_completion(&reply, &model, index).to_string()),
         (Wire::Gemini, _) => match gemini_method(&path).map(|(_, m)| m) {
             Some(GeminiMethod::Stream) => plain(StatusCode::OK, "text/event-stream", gemini_sse(&reply, &model, index)),
             _ => plain(StatusCode::OK, "application/json", gemini_response(&reply, &model, index).to_string()),
@@ -374,4 +385,75 @@ pub fn gemini_response(reply: &Reply, model: &str, index: usize) -> Value {
 /// stream has no event names and no closing event.
 pub fn gemini_sse(reply: &Reply, model: &str, index: usize) -> String {
     format!("data: {}\r\n\r\n", gemini_response(reply, model, index))
+}
+
+/// The text and the `tool_calls` of a reply as a Chat Completions assistant message has them
+/// (text blocks joined: the wire has one content string).
+fn chat_message(reply: &Reply) -> (Option<String>, Vec<Value>) {
+    let texts: Vec<&str> = reply.blocks.iter().filter_map(|b| if let Block::Text(t) = b { Some(t.as_str()) } else { None }).collect();
+    let calls = reply
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Call { id, name, input } => Some(json!({"id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}})),
+            Block::Text(_) => None,
+        })
+        .collect();
+    ((!texts.is_empty()).then(|| texts.join("\n\n")), calls)
+}
+
+fn chat_usage(reply: &Reply) -> Value {
+    json!({"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens, "total_tokens": reply.input_tokens + reply.output_tokens})
+}
+
+fn finish_reason(reply: &Reply) -> &'static str {
+    if reply.calls() {
+        "tool_calls"
+    } else {
+        "stop"
+    }
+}
+
+/// A non-streamed Chat Completions response: one choice, the usage.
+pub fn chat_completion(reply: &Reply, model: &str, index: usize) -> Value {
+    let (content, calls) = chat_message(reply);
+    let mut message = json!({"role": "assistant", "content": content});
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    json!({
+        "id": format!("chatcmpl-cb{index:05}"), "object": "chat.completion", "created": 1_700_000_000, "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(reply)}],
+        "usage": chat_usage(reply),
+    })
+}
+
+/// A streamed Chat Completions response: a role chunk, the text as one content delta, each call
+/// as a `tool_calls` delta (its index, id, name and whole arguments), a chunk with the finish
+/// reason, with `include_usage` (`stream_options`) a last chunk with no choices and the usage,
+/// then `data: [DONE]`.
+pub fn chat_sse(reply: &Reply, model: &str, index: usize, include_usage: bool) -> String {
+    let id = format!("chatcmpl-cb{index:05}");
+    let chunk = |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "created": 1_700_000_000, "model": model, "choices": choices});
+    let delta = |delta: Value, finish: Value| json!([{"index": 0, "delta": delta, "finish_reason": finish}]);
+    let mut out = String::new();
+    let mut data = |v: Value| out.push_str(&format!("data: {v}\n\n"));
+    data(chunk(delta(json!({"role": "assistant", "content": ""}), Value::Null)));
+    let (content, calls) = chat_message(reply);
+    if let Some(text) = content {
+        data(chunk(delta(json!({"content": text}), Value::Null)));
+    }
+    for (i, call) in calls.into_iter().enumerate() {
+        let mut call = call;
+        call["index"] = json!(i);
+        data(chunk(delta(json!({"tool_calls": [call]}), Value::Null)));
+    }
+    data(chunk(delta(json!({}), json!(finish_reason(reply)))));
+    if include_usage {
+        let mut last = chunk(json!([]));
+        last["usage"] = chat_usage(reply);
+        data(last);
+    }
+    out.push_str("data: [DONE]\n\n");
+    out
 }

@@ -98,6 +98,39 @@ fn the_server_speaks_gemini_streamed_and_whole_and_counts_tokens_itself() {
     assert_eq!(kinds, [(Wire::Gemini, "Gemini"), (Wire::Gemini, "Gemini"), (Wire::Gemini, "count_tokens")], "the count is not a model turn");
 }
 
+#[test]
+fn the_server_speaks_chat_completions_streamed_with_usage_and_whole() {
+    let server = Server::start(Box::new(Fixed), Limits { max_requests: 3, lifetime: Duration::from_secs(30) }).unwrap();
+    let body_of = |response: &str| response.split("\r\n\r\n").nth(1).unwrap().to_owned();
+    let request = |stream: bool, usage: bool| {
+        json!({"model": "m", "stream": stream, "stream_options": {"include_usage": usage}, "messages": [{"role": "user", "content": "Fix the parser."}]})
+    };
+
+    let streamed = post(&server, "POST", "/v1/chat/completions", &request(true, true));
+    assert!(streamed.starts_with("HTTP/1.1 200") && streamed.contains("text/event-stream"), "{streamed}");
+    let events: Vec<String> = body_of(&streamed).lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_owned).collect();
+    assert_eq!(events.last().map(String::as_str), Some("[DONE]"));
+    let chunks: Vec<Value> = events[..events.len() - 1].iter().map(|e| serde_json::from_str(e).unwrap()).collect();
+    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk" && c["id"] == chunks[0]["id"]));
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    assert_eq!(chunks[1]["choices"][0]["delta"]["content"], "Looking.");
+    let call = &chunks[2]["choices"][0]["delta"]["tool_calls"][0];
+    assert_eq!(*call, json!({"index": 0, "id": "toolu_1", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\":\"ls\"}"}}));
+    assert_eq!(chunks[3]["choices"][0]["finish_reason"], "tool_calls");
+    let last = chunks.last().unwrap();
+    assert_eq!((last["choices"].clone(), last["usage"].clone()), (json!([]), json!({"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107})));
+
+    let without = post(&server, "POST", "/v1/chat/completions", &request(true, false));
+    assert!(!without.contains("prompt_tokens"), "usage only when asked: {without}");
+
+    let whole: Value = serde_json::from_str(&body_of(&post(&server, "POST", "/v1/chat/completions", &request(false, false)))).unwrap();
+    assert_eq!(whole["choices"][0]["message"]["content"], "Looking.");
+    assert_eq!(whole["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "Bash");
+    assert_eq!((whole["choices"][0]["finish_reason"].as_str(), whole["usage"]["prompt_tokens"].as_u64()), (Some("tool_calls"), Some(100)));
+    let kinds: Vec<Wire> = server.records().into_iter().map(|r| r.wire).collect();
+    assert_eq!(kinds, [Wire::Chat; 3]);
+}
+
 fn session() -> Session {
     let call = |id: &str, name: &str, args: Value| Message::new(Role::Assistant, vec![Part::ToolCall { id: id.into(), name: name.into(), args }]);
     Session {
@@ -356,4 +389,31 @@ fn a_recorded_gemini_cli_run_yields_its_facts_and_ours() {
     let mut before = run.clone();
     before.records.truncate(2);
     assert_eq!(super::analyze::gemini_session("chat-like/s1", &before, "/scratch/work").ours.compacted_at, None, "asked as the CLI is");
+}
+
+#[test]
+fn a_recorded_kimi_cli_run_yields_its_facts_and_ours() {
+    // A recorded kimi-cli 1.52.0 run (`parallel-calls/s0`), trimmed to its last two main requests,
+    // the compaction request and the request after it: system prompts cut short, tools named
+    // only, tool results cut short where no count reads them (all but a request's newest ones),
+    // the compaction request's transcript cut short before its prompt, scratch paths renamed.
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/kimi-cli-1.52.0-parallel-calls-s0.json")).unwrap();
+    let result = super::analyze::chat_session("parallel-calls/s0", &run, &super::analyze::kimi_chat());
+    assert_eq!(result.problem, None);
+    let theirs = &result.theirs;
+    assert_eq!((theirs.compacted_at, theirs.prefix_reused, theirs.instruction.as_deref()), (Some(2), Some(false), Some("focus-sections")));
+    assert_eq!((theirs.summary_role.as_deref(), theirs.summary_index, theirs.tokens_before, theirs.files.as_ref()), (Some("user"), Some(0), None, None));
+    // The two newest user/assistant messages: the user's message, which Kimi sends inside the
+    // summary's message (adjacent user messages are merged on the wire), and the reply with its
+    // four calls, whose results follow.
+    let kept = theirs.kept.as_ref().unwrap();
+    assert!(kept[0].starts_with("user:") && kept[1].starts_with("text:"), "{kept:?}");
+    assert_eq!(kept.iter().filter(|k| k.starts_with("call:")).count(), 4);
+    assert_eq!(kept.last().map(String::as_str), Some("result:call_cb0025"));
+    assert!(result.differing().is_empty(), "{result:#?}");
+
+    // On the main requests alone (where the CLI did not compact), our crate does not either.
+    let mut under = run.clone();
+    under.records.truncate(2);
+    assert_eq!(super::analyze::chat_session("parallel-calls/s0", &under, &super::analyze::kimi_chat()).ours.compacted_at, None);
 }

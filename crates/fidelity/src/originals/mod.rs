@@ -388,6 +388,9 @@ pub struct Harness {
     pub install: Install,
     /// The executable, relative to the install folder.
     pub bin: &'static str,
+    /// For a Pip install: the folder (from the workspace root) whose `.python-version` picks the
+    /// venv's interpreter under pyenv.
+    pub python: Option<&'static str>,
 }
 
 /// Every harness CLI, in report order.
@@ -398,6 +401,7 @@ pub const HARNESSES: &[Harness] = &[
         strategy: "claude-code",
         install: Install::Npm(&["@anthropic-ai/claude-code@2.1.332"]),
         bin: "node_modules/.bin/claude",
+        python: None,
     },
     Harness {
         name: "@openai/codex 0.171.0",
@@ -405,6 +409,7 @@ pub const HARNESSES: &[Harness] = &[
         strategy: "codex",
         install: Install::Npm(&["@openai/codex@0.171.0"]),
         bin: "node_modules/.bin/codex",
+        python: None,
     },
     Harness {
         name: "opencode-ai 1.18.33",
@@ -412,6 +417,7 @@ pub const HARNESSES: &[Harness] = &[
         strategy: "opencode-v1",
         install: Install::Npm(&["opencode-ai@1.18.33"]),
         bin: "node_modules/.bin/opencode",
+        python: None,
     },
     Harness {
         name: "@google/gemini-cli 0.61.0",
@@ -420,6 +426,27 @@ pub const HARNESSES: &[Harness] = &[
         strategy: "gemini-cli",
         install: Install::Npm(&["@google/gemini-cli@0.61.0"]),
         bin: "node_modules/.bin/gemini",
+        python: None,
+    },
+    Harness {
+        name: "kimi-cli 1.52.0",
+        dir: "kimi-cli-1.52.0-cli",
+        // The same release as the library check's. Its `kimi` entry point only prints a
+        // deprecation notice; the runs start its Typer app (`python -m kimi_cli.cli`), which
+        // imports on Python 3.13 but not 3.12.1 (the generic frozen, slotted `SlashCommand`).
+        strategy: "kimi-cli",
+        install: Install::Pip(&["kimi-cli==1.52.0"]),
+        bin: "venv/bin/python",
+        python: Some("fidelity/kimi-cli-k1"),
+    },
+    Harness {
+        name: "cline 3.0.65",
+        dir: "cline-3.0.65",
+        // The CLI runs `@cline/core` 0.0.86, the library check's original.
+        strategy: "cline/sdk",
+        install: Install::Npm(&["cline@3.0.65"]),
+        bin: "node_modules/.bin/cline",
+        python: None,
     },
 ];
 
