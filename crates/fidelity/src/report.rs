@@ -50,6 +50,12 @@ pub struct Agreement {
     /// Of those, cases with the same entries rewritten.
     #[serde(default)]
     pub rewrites_agree: u32,
+    /// Of those, cases where our crate rewrote something, and where the original did (so an
+    /// agreement on "nothing rewritten" everywhere shows as such).
+    #[serde(default)]
+    pub rewrites_ours: u32,
+    #[serde(default)]
+    pub rewrites_theirs: u32,
     /// Cases that disagree on each part (`trigger`, `selection`, `tokens_before`).
     #[serde(default)]
     pub differing: std::collections::BTreeMap<String, u32>,
@@ -242,7 +248,11 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
             frac(a.trigger_agree, a.answered()),
             frac(a.selection_agree, a.selection_compared),
             frac(a.tokens_agree, a.tokens_compared),
-            if a.rewrites_compared == 0 { "not checked".to_owned() } else { frac(a.rewrites_agree, a.rewrites_compared) },
+            if a.rewrites_compared == 0 {
+                "not checked".to_owned()
+            } else {
+                format!("{} (rewritten: ours {}, original {})", frac(a.rewrites_agree, a.rewrites_compared), a.rewrites_ours, a.rewrites_theirs)
+            },
             a.reviewed,
             if a.unreviewed == 0 { "0".to_owned() } else { format!("**{}**", a.unreviewed) },
             a.not_exported,

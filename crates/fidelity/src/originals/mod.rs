@@ -1,6 +1,6 @@
 //! The originals we check against: one plain list, one exporter module per session format.
 
-use compactbench_core::{Moment, Strategy};
+use compactbench_core::{Checkpoint, Moment, Strategy};
 use compactbench_strategy_aider::{AiderConfig, AiderStrategy};
 use compactbench_strategy_cline::{SdkConfig, SdkStrategy};
 use compactbench_strategy_gemini_cli::{GeminiCliConfig, GeminiCliStrategy};
@@ -54,6 +54,14 @@ pub struct Original {
     pub history: bool,
     /// Non-default settings the original documents, each asked on sessions of its own.
     pub settings: &'static [Setting],
+    /// Which of our checkpoints that keep the window (in-place rewrites) its driver's
+    /// `rewritten` stands for ([`all_rewrites`]: every one).
+    pub rewrites: fn(&Checkpoint) -> bool,
+}
+
+/// Every in-place rewrite of ours is one the driver reports.
+pub fn all_rewrites(_: &Checkpoint) -> bool {
+    true
 }
 
 /// A documented setting of an original away from its default: what its driver is told and our
@@ -94,11 +102,22 @@ const CLINE_SDK: &[Setting] = &[Setting {
     driver: r#"{"preserveRecentTokens": 8000}"#,
     strategy: || Box::new(SdkStrategy::new(SdkConfig { preserve_recent_tokens: 8_000, ..SdkConfig::default() })),
 }];
-const OH_MY_PI: &[Setting] = &[Setting {
+const OH_MY_PI_THRESHOLD: Setting = Setting {
     name: "thresholdPercent 70, keepRecentTokens 8000",
     driver: r#"{"thresholdPercent": 70, "keepRecentTokens": 8000}"#,
     strategy: || Box::new(OhMyPiStrategy::new(OhMyPiConfig { threshold_percent: Some(70.0), keep_recent_tokens: 8_000, ..OhMyPiConfig::default() })),
-}];
+};
+const OH_MY_PI: &[Setting] = &[OH_MY_PI_THRESHOLD];
+/// At a turn's end also `compaction.supersedeReads` off (no stale-read pass; `dropUseless`
+/// stays on, and our sessions flag no result useless).
+const OH_MY_PI_TURN_END: &[Setting] = &[
+    OH_MY_PI_THRESHOLD,
+    Setting {
+        name: "supersedeReads false",
+        driver: r#"{"supersedeReads": false}"#,
+        strategy: || Box::new(OhMyPiStrategy::new(OhMyPiConfig { supersede_reads: false, ..OhMyPiConfig::default() })),
+    },
+];
 const GEMINI_CLI: &[Setting] = &[Setting {
     name: "model.compressionThreshold 0.7",
     driver: r#"{"compressionThreshold": 0.7}"#,
@@ -139,6 +158,7 @@ pub const ORIGINALS: &[Original] = &[
         export: cline::export,
         history: false,
         settings: CLINE_SDK,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0",
@@ -154,6 +174,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_1_6,
         history: true,
         settings: PI_1_6,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0 (turn end)",
@@ -167,6 +188,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_1_6_turn_end,
         history: true,
         settings: PI_1_6,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.73.1",
@@ -180,6 +202,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_0_73,
         history: true,
         settings: PI_0_73,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.13.2",
@@ -196,6 +219,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_0_13,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.13.2 (turn end)",
@@ -209,6 +233,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_0_13_turn_end,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4)",
@@ -224,6 +249,24 @@ pub const ORIGINALS: &[Original] = &[
         export: oh_my_pi::export,
         history: false,
         settings: OH_MY_PI,
+        rewrites: all_rewrites,
+    },
+    Original {
+        name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4, turn end)",
+        dir: "oh-my-pi-18.3.4-turn-end",
+        strategy: "oh-my-pi",
+        install: Install::Npm(&["@oh-my-pi/pi-agent-core@18.2.11", "bun@1.4.5"]),
+        driver: "fidelity/oh-my-pi/driver.mjs",
+        args: &["turn-end"],
+        // The main check: `checkCompaction` after each run (session-maintenance.ts), with the
+        // per-turn pruning it runs first, whose rewrites the driver reports.
+        moment: Moment::TurnEnd,
+        export: oh_my_pi::export,
+        history: false,
+        settings: OH_MY_PI_TURN_END,
+        // The per-turn prune passes only: the rescue (`#rescueCompactionDeadEnd`: shake, then
+        // dropping images) a threshold pass may run after them is not driven.
+        rewrites: oh_my_pi::per_turn_prune,
     },
     Original {
         name: "@google/gemini-cli-core 0.61.0",
@@ -236,6 +279,7 @@ pub const ORIGINALS: &[Original] = &[
         export: gemini_cli::export,
         history: true,
         settings: GEMINI_CLI,
+        rewrites: all_rewrites,
     },
     Original {
         name: "deepagents 0.7.32 + langchain 1.5.2",
@@ -257,6 +301,7 @@ pub const ORIGINALS: &[Original] = &[
         export: deep_agents::export,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "kimi-cli 1.52.0",
@@ -269,6 +314,7 @@ pub const ORIGINALS: &[Original] = &[
         export: kimi_cli::export,
         history: true,
         settings: KIMI_CLI,
+        rewrites: all_rewrites,
     },
     Original {
         name: "kimi-cli 1.15.0",
@@ -295,6 +341,7 @@ pub const ORIGINALS: &[Original] = &[
         export: kimi_cli::export,
         history: true,
         settings: KIMI_CLI_K1,
+        rewrites: all_rewrites,
     },
     Original {
         name: "aider-chat 0.86.2",
@@ -307,6 +354,7 @@ pub const ORIGINALS: &[Original] = &[
         export: aider::export,
         history: true,
         settings: AIDER,
+        rewrites: all_rewrites,
     },
     Original {
         name: "openhands-sdk 1.58.2",
@@ -320,6 +368,7 @@ pub const ORIGINALS: &[Original] = &[
         export: openhands::export,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (pre-step)",
@@ -333,6 +382,7 @@ pub const ORIGINALS: &[Original] = &[
         export: deepseek_harness::export_pre_step,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (turn end)",
@@ -346,6 +396,7 @@ pub const ORIGINALS: &[Original] = &[
         export: deepseek_harness::export_turn_end,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
 ];
 
