@@ -63,13 +63,25 @@ impl NativeAnswer {
         }
         let next = case.log.next_id();
         let map = |i: usize| export.entry(i, next).ok_or_else(|| format!("driver index {i} is outside the exported session ({} items)", export.ids.len()));
+        // Several native items may stand for one entry of ours (oh-my-pi stores one tool
+        // result per message): rewrites are compared by entry, sorted, as ours are.
+        let rewritten = self
+            .rewritten
+            .as_ref()
+            .map(|r| {
+                let mut ids = r.iter().map(|&i| map(i)).collect::<Result<Vec<_>, _>>()?;
+                ids.sort_unstable();
+                ids.dedup();
+                Ok::<_, String>(ids)
+            })
+            .transpose()?;
         Ok(Answer {
             compact: self.compact,
             first_kept: self.first_kept.map(map).transpose()?,
             kept: self.kept.as_ref().map(|k| k.iter().map(|&i| map(i)).collect::<Result<Vec<_>, _>>()).transpose()?,
             split_turn: self.split_turn,
             tokens_before: self.tokens_before,
-            rewritten: self.rewritten.as_ref().map(|r| r.iter().map(|&i| map(i)).collect::<Result<Vec<_>, _>>()).transpose()?,
+            rewritten,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! Our side: what our strategy crate decides and selects for a case.
 
-use compactbench_core::{Cx, Decision, EntryId, Error, Log, ModelProfile, Moment, StopReason, Strategy, Summarizer, Summary, SummaryRequest, VirtualStore, Window};
+use compactbench_core::{Checkpoint, Cx, Decision, EntryId, Error, Log, ModelProfile, Moment, StopReason, Strategy, Summarizer, Summary, SummaryRequest, VirtualStore, Window};
 
 use std::sync::OnceLock;
 
@@ -47,16 +47,18 @@ pub fn decides_to_compact(strategy: &dyn Strategy, log: &Log, moment: Moment, mo
 
 /// Our answer: the trigger, and the selection of the compaction we would run now (run even
 /// when the trigger did not fire, as a manual compaction would, so selection is compared on
-/// every case where both sides can select).
-pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment) -> Answer {
+/// every case where both sides can select). `rewrites`: which in-place rewrites the original's
+/// driver reports ([`crate::Original::rewrites`]).
+pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn(&Checkpoint) -> bool) -> Answer {
     let compact = decides_to_compact(strategy, &case.log, moment, &case.model);
     let view = strategy.project(&case.log);
     let mut store = VirtualStore::new();
     let mut cx = Cx::new(&case.model, &FixedSummarizer, &mut store, tokenizer());
     let mut out = Answer { compact, ..Answer::default() };
     let Ok(checkpoints) = strategy.compact(&case.log, &view, moment, &mut cx) else { return out };
+    let reported = |cp: &&Checkpoint| cp.window == Window::Inherit && rewrites(cp);
     let mut rewritten: Vec<EntryId> =
-        checkpoints.iter().filter(|cp| cp.window == Window::Inherit).flat_map(|cp| cp.replacements.iter().map(|r| r.entry)).collect();
+        checkpoints.iter().filter(reported).flat_map(|cp| cp.replacements.iter().map(|r| r.entry)).collect();
     rewritten.sort_unstable();
     rewritten.dedup();
     out.rewritten = Some(rewritten);

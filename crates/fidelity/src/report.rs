@@ -50,6 +50,12 @@ pub struct Agreement {
     /// Of those, cases with the same entries rewritten.
     #[serde(default)]
     pub rewrites_agree: u32,
+    /// Of those, cases where our crate rewrote something, and where the original did (so an
+    /// agreement on "nothing rewritten" everywhere shows as such).
+    #[serde(default)]
+    pub rewrites_ours: u32,
+    #[serde(default)]
+    pub rewrites_theirs: u32,
     /// Cases that disagree on each part (`trigger`, `selection`, `tokens_before`).
     #[serde(default)]
     pub differing: std::collections::BTreeMap<String, u32>,
@@ -227,7 +233,7 @@ fn deliberate_section(md: &mut String, reports: &[OriginalReport], deliberate: &
 fn markdown(reports: &[OriginalReport], header: &str) -> String {
     let mut md = String::from("# Fidelity: our crates against their originals' own code\n\n");
     md.push_str(header);
-    md.push_str("\n\nStrict: where either side compacts, a selection (first kept entry, kept set, split-turn flag) one side answers and the other does not counts as a disagreement, and where either side selects, so does a tokens-before estimate only one side gives. Where nothing is selected in fact (no compaction, or one that found nothing to cut or rewrote only in place), the cut and estimate both sides report anyway are compared, and one reported by one side alone is not. In-place rewrites (masked, truncated, pruned entries) are compared on every case where the original's driver reports them (nothing rewritten is an empty list); \"not checked\": its driver does not report them yet.\n\n| strategy | original | driver args | sessions | cases | trigger agrees | selection agrees | tokens-before agrees | in-place rewrites agree | disagree: reviewed / not reviewed | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n\nStrict: where either side compacts, a selection (first kept entry, kept set, split-turn flag) one side answers and the other does not counts as a disagreement, and where either side selects, so does a tokens-before estimate only one side gives. Where nothing is selected in fact (no compaction, or one that found nothing to cut or rewrote only in place), the cut and estimate both sides report anyway are compared, and one reported by one side alone is not. In-place rewrites (masked, truncated, pruned entries) are compared on every case where the original's driver reports them (nothing rewritten is an empty list), with the cases where each side rewrote anything; \"not checked\": its driver does not report them yet.\n\n| strategy | original | driver args | sessions | cases | trigger agrees | selection agrees | tokens-before agrees | in-place rewrites agree | disagree: reviewed / not reviewed | not exported | original threw |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for r in reports {
         let a = &r.agreement;
         let frac = |x: u32, n: u32| if n == 0 { "–".to_owned() } else { format!("{x}/{n} ({:.1}%)", 100.0 * f64::from(x) / f64::from(n)) };
@@ -242,7 +248,11 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
             frac(a.trigger_agree, a.answered()),
             frac(a.selection_agree, a.selection_compared),
             frac(a.tokens_agree, a.tokens_compared),
-            if a.rewrites_compared == 0 { "not checked".to_owned() } else { frac(a.rewrites_agree, a.rewrites_compared) },
+            if a.rewrites_compared == 0 {
+                "not checked".to_owned()
+            } else {
+                format!("{} (rewritten: ours {}, original {})", frac(a.rewrites_agree, a.rewrites_compared), a.rewrites_ours, a.rewrites_theirs)
+            },
             a.reviewed,
             if a.unreviewed == 0 { "0".to_owned() } else { format!("**{}**", a.unreviewed) },
             a.not_exported,

@@ -62,7 +62,7 @@ impl<'a> Strategies<'a> {
 
 /// Both answers for a case, or why the original could not answer.
 fn ask(driver: &mut Driver, original: &Original, strategies: &Strategies<'_>, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
-    let ours = ours::answer(strategies.of(case), case, original.moment);
+    let ours = ours::answer(strategies.of(case), case, original.moment, original.rewrites);
     let mut export = match (original.export)(case) {
         Ok(e) => e,
         Err(why) => return Ok((ours, Err(format!("not exported: {why}")))),
@@ -147,6 +147,9 @@ pub fn check_strategy(
         if let Some(r) = v.rewrites {
             agreement.rewrites_compared += 1;
             agreement.rewrites_agree += u32::from(r);
+            let some = |a: &Answer| u32::from(a.rewritten.as_ref().is_some_and(|r| !r.is_empty()));
+            agreement.rewrites_ours += some(&ours);
+            agreement.rewrites_theirs += some(&theirs);
         }
         if !v.agrees() {
             let parts = v.disagreeing();

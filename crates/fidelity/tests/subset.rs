@@ -81,3 +81,26 @@ fn a_changed_reserve_fails_the_k1_check() {
     let report = check(original, &options, &counter, &|_| {}).unwrap();
     assert_eq!(report.agreement.unreviewed, 0, "{}", report.agreement.short());
 }
+
+/// The same for in-place rewrites: a copy of `oh-my-pi` with `supersedeReads` off (no stale-read
+/// pass) disagrees with oh-my-pi's turn-end check on the entries it rewrites.
+#[test]
+fn a_changed_prune_fails_the_oh_my_pi_turn_end_check() {
+    use compactbench_strategy_oh_my_pi::{OhMyPiConfig, OhMyPiStrategy};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let original = ORIGINALS.iter().find(|o| o.dir == "oh-my-pi-18.3.4-turn-end").expect("oh-my-pi has a turn-end original");
+    if !installed(&root, original) {
+        eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", original.name);
+        return;
+    }
+    let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "repeated-reads").collect();
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let options = Options { root: &root, scenarios: &scenarios, sessions: 8, minimize: false, deliberate: &[] };
+    let changed = OhMyPiStrategy::new(OhMyPiConfig { supersede_reads: false, ..OhMyPiConfig::default() });
+    let report = check_strategy(original, &changed, &options, &counter, &|_| {}).unwrap();
+    let a = &report.agreement;
+    assert!(a.unreviewed > 0 && a.differing.contains_key("rewrites"), "{}: {:?}", a.short(), a.differing);
+    let report = check(original, &options, &counter, &|_| {}).unwrap();
+    assert_eq!(report.agreement.unreviewed, 0, "{}", report.agreement.short());
+    assert!(report.agreement.rewrites_theirs > 0, "no case rewrote anything");
+}

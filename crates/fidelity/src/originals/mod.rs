@@ -1,6 +1,6 @@
 //! The originals we check against: one plain list, one exporter module per session format.
 
-use compactbench_core::{Moment, Strategy};
+use compactbench_core::{Checkpoint, Moment, Strategy};
 use compactbench_strategy_aider::{AiderConfig, AiderStrategy};
 use compactbench_strategy_cline::{SdkConfig, SdkStrategy};
 use compactbench_strategy_gemini_cli::{GeminiCliConfig, GeminiCliStrategy};
@@ -55,6 +55,14 @@ pub struct Original {
     pub history: bool,
     /// Non-default settings the original documents, each asked on sessions of its own.
     pub settings: &'static [Setting],
+    /// Which of our checkpoints that keep the window (in-place rewrites) its driver's
+    /// `rewritten` stands for ([`all_rewrites`]: every one).
+    pub rewrites: fn(&Checkpoint) -> bool,
+}
+
+/// Every in-place rewrite of ours is one the driver reports.
+pub fn all_rewrites(_: &Checkpoint) -> bool {
+    true
 }
 
 /// A documented setting of an original away from its default: what its driver is told and our
@@ -95,11 +103,22 @@ const CLINE_SDK: &[Setting] = &[Setting {
     driver: r#"{"preserveRecentTokens": 8000}"#,
     strategy: || Box::new(SdkStrategy::new(SdkConfig { preserve_recent_tokens: 8_000, ..SdkConfig::default() })),
 }];
-const OH_MY_PI: &[Setting] = &[Setting {
+const OH_MY_PI_THRESHOLD: Setting = Setting {
     name: "thresholdPercent 70, keepRecentTokens 8000",
     driver: r#"{"thresholdPercent": 70, "keepRecentTokens": 8000}"#,
     strategy: || Box::new(OhMyPiStrategy::new(OhMyPiConfig { threshold_percent: Some(70.0), keep_recent_tokens: 8_000, ..OhMyPiConfig::default() })),
-}];
+};
+const OH_MY_PI: &[Setting] = &[OH_MY_PI_THRESHOLD];
+/// At a turn's end also `compaction.supersedeReads` off (no stale-read pass; `dropUseless`
+/// stays on, and our sessions flag no result useless).
+const OH_MY_PI_TURN_END: &[Setting] = &[
+    OH_MY_PI_THRESHOLD,
+    Setting {
+        name: "supersedeReads false",
+        driver: r#"{"supersedeReads": false}"#,
+        strategy: || Box::new(OhMyPiStrategy::new(OhMyPiConfig { supersede_reads: false, ..OhMyPiConfig::default() })),
+    },
+];
 const GEMINI_CLI: &[Setting] = &[Setting {
     name: "model.compressionThreshold 0.7",
     driver: r#"{"compressionThreshold": 0.7}"#,
@@ -164,6 +183,7 @@ pub const ORIGINALS: &[Original] = &[
         export: cline::export,
         history: false,
         settings: CLINE_SDK,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0",
@@ -179,6 +199,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_1_6,
         history: true,
         settings: PI_1_6,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0 (turn end)",
@@ -192,6 +213,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_1_6_turn_end,
         history: true,
         settings: PI_1_6,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.73.1",
@@ -205,6 +227,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_0_73,
         history: true,
         settings: PI_0_73,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.13.2",
@@ -221,6 +244,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_0_13,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.13.2 (turn end)",
@@ -234,6 +258,7 @@ pub const ORIGINALS: &[Original] = &[
         export: pi::export_0_13_turn_end,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4)",
@@ -249,6 +274,24 @@ pub const ORIGINALS: &[Original] = &[
         export: oh_my_pi::export,
         history: false,
         settings: OH_MY_PI,
+        rewrites: all_rewrites,
+    },
+    Original {
+        name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4, turn end)",
+        dir: "oh-my-pi-18.3.4-turn-end",
+        strategy: "oh-my-pi",
+        install: Install::Npm(&["@oh-my-pi/pi-agent-core@18.2.11", "bun@1.4.5"]),
+        driver: "fidelity/oh-my-pi/driver.mjs",
+        args: &["turn-end"],
+        // The main check: `checkCompaction` after each run (session-maintenance.ts), with the
+        // per-turn pruning it runs first, whose rewrites the driver reports.
+        moment: Moment::TurnEnd,
+        export: oh_my_pi::export,
+        history: false,
+        settings: OH_MY_PI_TURN_END,
+        // The per-turn prune passes only: the rescue (`#rescueCompactionDeadEnd`: shake, then
+        // dropping images) a threshold pass may run after them is not driven.
+        rewrites: oh_my_pi::per_turn_prune,
     },
     Original {
         name: "@google/gemini-cli-core 0.61.0",
@@ -261,6 +304,7 @@ pub const ORIGINALS: &[Original] = &[
         export: gemini_cli::export,
         history: true,
         settings: GEMINI_CLI,
+        rewrites: all_rewrites,
     },
     Original {
         name: "deepagents 0.7.32 + langchain 1.5.2",
@@ -282,6 +326,7 @@ pub const ORIGINALS: &[Original] = &[
         export: deep_agents::export,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "kimi-cli 1.52.0",
@@ -294,6 +339,7 @@ pub const ORIGINALS: &[Original] = &[
         export: kimi_cli::export,
         history: true,
         settings: KIMI_CLI,
+        rewrites: all_rewrites,
     },
     Original {
         name: "kimi-cli 1.15.0",
@@ -320,6 +366,7 @@ pub const ORIGINALS: &[Original] = &[
         export: kimi_cli::export,
         history: true,
         settings: KIMI_CLI_K1,
+        rewrites: all_rewrites,
     },
     Original {
         name: "aider-chat 0.86.2",
@@ -332,6 +379,7 @@ pub const ORIGINALS: &[Original] = &[
         export: aider::export,
         history: true,
         settings: AIDER,
+        rewrites: all_rewrites,
     },
     Original {
         name: "openhands-sdk 1.58.2",
@@ -345,6 +393,7 @@ pub const ORIGINALS: &[Original] = &[
         export: openhands::export,
         history: true,
         settings: OPENHANDS,
+        rewrites: all_rewrites,
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (pre-step)",
@@ -358,6 +407,7 @@ pub const ORIGINALS: &[Original] = &[
         export: deepseek_harness::export_pre_step,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (turn end)",
@@ -371,6 +421,7 @@ pub const ORIGINALS: &[Original] = &[
         export: deepseek_harness::export_turn_end,
         history: true,
         settings: &[],
+        rewrites: all_rewrites,
     },
 ];
 

@@ -13,7 +13,7 @@
 //! - An assistant message without usage (or with all-zero usage) is a failed reply:
 //!   `stopReason: "error"` with zero usage, which oh-my-pi skips wherever it reads usage.
 
-use compactbench_core::{Entry, Message, Part, Role};
+use compactbench_core::{Checkpoint, Entry, Message, Part, Role};
 use serde_json::{json, Value};
 
 use super::pi::image;
@@ -52,6 +52,12 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
         }
     }
     Ok(Export { session: json!({ "systemPrompt": system, "entries": entries }), ids, settings: json!({}) })
+}
+
+/// A rewrite of the per-turn prune passes `checkCompaction` runs first (`#pruneStaleToolResults`,
+/// `#pruneToolOutputs`), by the step our crate records on its checkpoint.
+pub(crate) fn per_turn_prune(cp: &Checkpoint) -> bool {
+    matches!(cp.details.get("step").and_then(Value::as_str), Some("supersede" | "prune-tool-outputs"))
 }
 
 /// One message of ours as oh-my-pi messages (several for a tool message with several results).
