@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use compactbench_core::{EntryId, Log, Message, ModelProfile, Moment, Part, Pricing, Role, Shape, Strategy, Usage};
+use compactbench_core::{Log, Message, ModelProfile, Moment, Part, Pricing, Role, Shape, Strategy, Usage};
 use compactbench_fidelity::compare::compare;
 use compactbench_fidelity::driver::{installed, Driver};
 use compactbench_fidelity::ours::answer;
@@ -62,6 +62,10 @@ fn oh_my_pi_prunes_as_its_original_on_handmade_sessions() {
     let mut driver = Driver::start(&root, original).unwrap();
     let big = 40_000; // 10,000 tokens: over the 8,000-token cache guard on its own
     let sessions: Vec<(&str, Log)> = vec![
+        // The older read of a.rs shares its tool message with a 10,000-token result after it:
+        // oh-my-pi stores one result per message, so the messages after the older read total
+        // over the 8,000-token cache guard and it stays (our crate pruned it until the fix).
+        ("shared-message", session(&[&[("src/a.rs", 400), ("src/big.rs", big)], &[("src/a.rs", 400)]], Some(15_000))),
         // The older read of a.rs shares its tool message with a larger result before it.
         ("shared-message-last", session(&[&[("src/big.rs", big), ("src/a.rs", 400)], &[("src/a.rs", 400)]], Some(15_000))),
         // Two reads of a.rs in one message.
@@ -87,15 +91,6 @@ fn oh_my_pi_prunes_as_its_original_on_handmade_sessions() {
     }
     assert!(rewrote >= 10, "the original rewrote on {rewrote} cases");
 
-    // Known crate bug, pinned so that its fix shows here (then move the case up): the older
-    // read of a.rs shares its tool message with a 10,000-token result after it. oh-my-pi
-    // stores one result per message, so the messages after the older read total over the
-    // 8,000-token cache guard and `pruneSupersededToolResults` leaves it; our crate measures
-    // the suffix from the end of the whole tool message (prune.rs `supersede`,
-    // `Work::message_suffix_tokens`) and prunes it.
-    let log = session(&[&[("src/a.rs", 400), ("src/big.rs", big)], &[("src/a.rs", 400)]], Some(15_000));
-    let (ours, theirs) = ask(&mut driver, original, strategy.as_ref(), "shared-message", &log, 200_000);
-    assert_eq!((ours.rewritten.as_deref(), theirs.rewritten.as_deref()), (Some(&[EntryId(3)][..]), Some(&[][..])), "fixed? then move the case up");
 }
 
 /// Our answer and the original's on `log` at a turn's end with `window`.

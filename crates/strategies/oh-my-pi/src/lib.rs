@@ -177,6 +177,13 @@
 //! the pending prompt against the keep budget (`runPrePromptCompactionIfNeeded` prepares the
 //! branch before the prompt is appended); test `pre_prompt_selection_leaves_the_pending_prompt_out`.
 //! Checkpoints carry `isSplitTurn` in their details so the split flag is compared too.
+//! A second row checks a turn's end (`checkCompaction`): the driver runs the package's own
+//! `pruneSupersededToolResults` and `pruneToolOutputs` with the settings 18.3.4's
+//! `#pruneStaleToolResults` / `#pruneToolOutputs` pass, then the threshold and the preparation,
+//! and the entries it prunes are compared with our prune checkpoints (the rescue after a
+//! threshold pass is not driven). Found and fixed there: the cache guard's suffix of a result
+//! counts the results after it in the same tool message of ours, since oh-my-pi stores one
+//! message per result; test `the_cache_guard_counts_later_results_of_the_same_tool_message`.
 //!
 //! [`CheckpointKind::Handoff`]: compactbench_core::CheckpointKind::Handoff
 //! [`CheckpointKind::Offload`]: compactbench_core::CheckpointKind::Offload

@@ -5,10 +5,10 @@
 use std::collections::HashSet;
 
 use compactbench_core::tools::{tool_kind, tool_path, ToolKind};
-use compactbench_core::CheckpointKind;
+use compactbench_core::{CheckpointKind, Message};
 use serde_json::{json, Value};
 
-use crate::branch::{result_units, Item, Rewrite, Work};
+use crate::branch::{result_units, Item, ResultUnit, Rewrite, Work};
 use crate::files::split_read_selector;
 use crate::shake::is_protected_for_prune;
 
@@ -76,6 +76,21 @@ struct Candidate {
     notice: String,
 }
 
+/// The tokens of every message after each result of item `i`'s tool message, newest result
+/// first (the order the passes walk in): oh-my-pi stores one message per tool result, so the
+/// results after it in the same tool message of ours count towards the cache guard's suffix as
+/// well as the messages after that tool message (`suffix`).
+fn result_suffixes(msg: &Message, suffix: u64) -> Vec<(ResultUnit, u64)> {
+    let mut after = suffix;
+    let mut out = Vec::new();
+    for unit in result_units(msg).into_iter().rev() {
+        let tokens = unit.tokens(msg);
+        out.push((unit, after));
+        after += tokens;
+    }
+    out
+}
+
 /// Writes the placeholders (the whole result content becomes the notice) and appends one
 /// prune checkpoint.
 fn apply(work: &mut Work<'_>, candidates: &[Candidate], step: &str, saved: u64) {
@@ -105,11 +120,13 @@ fn apply(work: &mut Work<'_>, candidates: &[Candidate], step: &str, saved: u64) 
 /// saved.
 pub(crate) fn supersede(work: &mut Work<'_>) -> u64 {
     let calls = work.tool_calls();
+    let boundary = work.boundary_index();
+    let suffix = work.message_suffix_tokens();
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     for i in (0..work.items.len()).rev() {
         let Item::Msg { msg, .. } = &work.items[i] else { continue };
-        for unit in result_units(msg).into_iter().rev() {
+        for (unit, after) in result_suffixes(msg, suffix[i]) {
             if work.is_pruned(i, unit.part) {
                 continue;
             }
@@ -122,7 +139,7 @@ pub(crate) fn supersede(work: &mut Work<'_>) -> u64 {
             let superseded =
                 seen.contains(&key) || key.split_once('\u{0}').is_some_and(|(base, _)| seen.contains(base));
             seen.insert(key);
-            if superseded {
+            if superseded && i >= boundary && after <= CACHE_WARM_SUFFIX_TOKENS {
                 candidates.push(Candidate {
                     item: i,
                     part: unit.part,
@@ -133,9 +150,6 @@ pub(crate) fn supersede(work: &mut Work<'_>) -> u64 {
         }
     }
     candidates.reverse();
-    let boundary = work.boundary_index();
-    let suffix = work.message_suffix_tokens();
-    candidates.retain(|c| c.item >= boundary && suffix[c.item] <= CACHE_WARM_SUFFIX_TOKENS);
     if candidates.is_empty() {
         return 0;
     }
@@ -162,13 +176,13 @@ pub(crate) fn prune_tool_outputs(work: &mut Work<'_>, config: &PruneConfig) -> u
     let mut candidates: Vec<Candidate> = Vec::new();
     for i in (0..work.items.len()).rev() {
         let Item::Msg { msg, .. } = &work.items[i] else { continue };
-        for unit in result_units(msg).into_iter().rev() {
+        for (unit, after) in result_suffixes(msg, suffix[i]) {
             let tokens = unit.tokens(msg);
             if work.is_pruned(i, unit.part) {
                 accumulated += tokens;
                 continue;
             }
-            let warm = config.cache_warm_suffix_tokens.is_some_and(|limit| suffix[i] > limit);
+            let warm = config.cache_warm_suffix_tokens.is_some_and(|limit| after > limit);
             if warm || i < boundary {
                 accumulated += tokens;
                 continue;

@@ -560,6 +560,50 @@ fn case_12_remote_placeholder() {
     assert_ne!(select(&default, 0, Reason::Threshold, OFFLINE_CAPS, false).map(|m| m.1), Some(Method::Remote));
 }
 
+/// oh-my-pi stores one message per tool result, so a superseded read's cache-guard suffix
+/// counts the results after it in the same tool message of ours. Found by the turn-end
+/// fidelity check (`crates/fidelity/tests/oh_my_pi_pruning.rs`, "shared-message"): we measured
+/// from the end of the whole tool message and pruned a read that 18.3.4 leaves alone.
+#[test]
+fn the_cache_guard_counts_later_results_of_the_same_tool_message() {
+    let both = |first: (&str, &str, usize), second: (&str, &str, usize)| {
+        let results = [first, second].map(|(id, tag, tokens)| Part::ToolResult {
+            call_id: id.into(),
+            name: "read".into(),
+            text: padded(tag, tokens * 4),
+            is_error: false,
+        });
+        Message::new(Role::Tool, results.into())
+    };
+    let calls = Message::new(
+        Role::Assistant,
+        vec![
+            Part::ToolCall { id: "c1".into(), name: "read".into(), args: json!({"path": "src/a.rs"}) },
+            Part::ToolCall { id: "c2".into(), name: "read".into(), args: json!({"path": "src/big.rs"}) },
+        ],
+    );
+    let strategy = OhMyPiStrategy::new(cfg());
+    // The older read of a.rs, then 10,000 tokens of big.rs in the same tool message: over the
+    // 8,000-token guard, left alone.
+    let mut s = Session::new(200_000);
+    s.push("u1", user("u1", 10));
+    s.push("a1", calls.clone());
+    s.push("r1", both(("c1", "r1 a", 100), ("c2", "r1 big", 10_000)));
+    s.push("a2", call("c3", "read", "src/a.rs"));
+    s.push("r2", result("c3", "read", "r2 a", 100));
+    s.push("a3", reply("a3", 10, Some(15_000)));
+    assert_eq!(s.h.decide(&strategy, Moment::TurnEnd), Decision::Skip);
+    // The same results the other way round: nothing after the older read in its message.
+    let mut s = Session::new(200_000);
+    s.push("u1", user("u1", 10));
+    s.push("a1", calls);
+    s.push("r1", both(("c2", "r1 big", 10_000), ("c1", "r1 a", 100)));
+    s.push("a2", call("c3", "read", "src/a.rs"));
+    s.push("r2", result("c3", "read", "r2 a", 100));
+    s.push("a3", reply("a3", 10, Some(15_000)));
+    assert_eq!(s.h.decide(&strategy, Moment::TurnEnd), Decision::compact("prune"));
+}
+
 #[test]
 fn case_13_pruning_placeholders() {
     // A read superseded by a newer read of the same file, inside the warm-cache tail.
