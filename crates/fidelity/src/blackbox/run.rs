@@ -373,7 +373,7 @@ pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits
             .stdout(Stdio::piped())
             .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
         let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
-        let (status, lines) = wait_for_lines(child, start, cli.timeout)?;
+        let (status, lines) = wait_for_exit(child, start, cli.timeout)?;
         for line in lines {
             let _ = writeln!(events, "{line}");
             // Codex's own word on a compaction, if its JSON events carry one (0.171.0's do not).
@@ -399,26 +399,6 @@ pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits
     std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
     Ok(run)
 }
-
-/// Waits for `child` (its stdout piped) until it exits or `timeout` since `start` is spent,
-/// killing it then. Returns how it ended and the lines it printed.
-fn wait_for_lines(mut child: Child, start: Instant, timeout: Duration) -> Result<(String, Vec<String>)> {
-    let stdout = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break format!("{status}");
-        }
-        if start.elapsed() >= timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            break format!("killed after {} s", timeout.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    Ok((status, reader.join().unwrap_or_default()))
-}
-
 
 /// Runs OpenCode (`opencode run`, then `opencode run --continue` for each later turn, the user
 /// message on stdin) on `script` in `scratch` (HOME, XDG dirs with the given `opencode.json` as
@@ -469,7 +449,7 @@ pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, lim
         if let Some(mut input) = child.stdin.take() {
             input.write_all(prompt.as_bytes())?;
         }
-        let (status, lines) = wait_for_lines(child, start, cli.timeout)?;
+        let (status, lines) = wait_for_exit(child, start, cli.timeout)?;
         for line in lines {
             let _ = writeln!(events, "{line}");
             if let Ok(event) = serde_json::from_str::<Value>(&line) {
@@ -498,11 +478,12 @@ pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, lim
     Ok(run)
 }
 
-/// Waits for `child` (its stdout piped, the leader of its own process group) until it exits or
-/// `timeout` since `start` is spent, killing it then; either way the rest of its group is
-/// killed before its output is collected (a process it left behind would hold stdout open).
-/// Returns how it ended and the lines it printed.
-fn wait_for_group(mut child: Child, start: Instant, timeout: Duration) -> Result<(String, Vec<String>)> {
+/// Waits for `child` (its stdout piped) until it exits or `timeout` since `start` is spent,
+/// killing it then. When it leads its own process group (`process_group(0)`), the rest of the
+/// group is killed too before its output is collected: a process it left behind would hold
+/// stdout open. (For a child in our group there is no group of its pid, and the kill does
+/// nothing.) Returns how it ended and the lines it printed.
+fn wait_for_exit(mut child: Child, start: Instant, timeout: Duration) -> Result<(String, Vec<String>)> {
     let stdout = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
     let status = loop {
@@ -516,7 +497,7 @@ fn wait_for_group(mut child: Child, start: Instant, timeout: Duration) -> Result
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    // The group is the child's own (`process_group(0)`): its id is the child's pid.
+    // A group the child leads has the child's pid as its id.
     let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).stderr(Stdio::null()).status();
     Ok((status, reader.join().unwrap_or_default()))
 }
@@ -577,7 +558,7 @@ pub fn run_gemini(cli: &Cli, script: Script, scratch: &Path, settings: &str, lim
             .stdout(Stdio::piped())
             .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
         let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
-        let (status, lines) = wait_for_group(child, start, cli.timeout)?;
+        let (status, lines) = wait_for_exit(child, start, cli.timeout)?;
         for line in lines {
             let _ = writeln!(events, "{line}");
         }
@@ -647,7 +628,7 @@ pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, p
             .stdout(Stdio::piped())
             .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
         let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
-        let result = wait_for_group(child, start, cli.timeout);
+        let result = wait_for_exit(child, start, cli.timeout);
         kill_left_behind(scratch);
         let (status, lines) = result?;
         for line in lines {
