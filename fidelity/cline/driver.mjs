@@ -11,9 +11,11 @@
 //   own message objects after the summary), or null when it compacted nothing (trigger off, or the
 //   strategy found no cut);
 // - tokens_before: the summary message's `metadata.tokensBefore`.
-// The session is `{systemPrompt, messages, previousRequestInputTokens}` as the exporter writes it
-// (crates/fidelity/src/originals/cline.rs); `apiMessages` are the same messages, as in the session's
-// compaction-state projection, and no tool definitions are sent.
+// The session is `{systemPrompt, messages, previousRequestInputTokens, tools}` as the exporter
+// writes it (crates/fidelity/src/originals/cline.rs); `apiMessages` are the same messages, as in the
+// session's compaction-state projection, and `tools` (a stand-in as long as the CLI's tool
+// definitions in JSON, which is all the hook's estimate reads of them) go in as the runtime hands
+// its tools over.
 import { createServer } from "node:http";
 import { serve } from "../protocol.mjs";
 
@@ -36,7 +38,7 @@ await new Promise(resolve => server.listen(0, "127.0.0.1", resolve));
 const baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
 
 const answer = async req => {
-	const { systemPrompt, messages, previousRequestInputTokens } = req.session;
+	const { systemPrompt, messages, previousRequestInputTokens, tools } = req.session;
 	let diagnostics = null;
 	const logger = {
 		debug: (message, data) => {
@@ -62,7 +64,7 @@ const answer = async req => {
 		apiMessages: messages,
 		abortSignal: new AbortController().signal,
 		systemPrompt,
-		tools: [],
+		tools: tools ?? [],
 		model: { id: req.model.name, provider: "openai-compatible", info: { id: req.model.name, contextWindow: req.model.context_window, maxTokens: req.model.max_output_tokens } },
 		previousRequestInputTokens: previousRequestInputTokens ?? undefined,
 	});

@@ -9,11 +9,16 @@
 //!   `content`, `is_error`), `image` (empty data, the MIME type);
 //! - `previousRequestInputTokens`: the provider's input count (uncached + cache reads) of the
 //!   newest reply with usage since the newest user message, the runtime's
-//!   `lastRequestInputTokens` (reset when a run starts); null when there is none.
+//!   `lastRequestInputTokens` (reset when a run starts); null when there is none;
+//! - `tools`: glue, not the CLI's tools: one stand-in tool whose `JSON.stringify` length is our
+//!   crate's `tool_definitions_chars` (the CLI 3.0.65's 25 tools by default). The hook reads its
+//!   `tools` only through that JSON text's length (`estimateRequestInputTokens`), so the original
+//!   counts the same tool definitions our crate counts.
 //!
 //! Checkpoints are refused: our cases are cut from fresh replays only (`history: false`).
 
 use compactbench_core::{Entry, EntryId, Part, Role};
+use compactbench_strategy_cline::SdkConfig;
 use serde_json::{json, Value};
 
 use crate::{Case, Export};
@@ -43,8 +48,20 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             break;
         }
     }
-    let session = json!({ "systemPrompt": system.join("\n\n"), "messages": messages, "previousRequestInputTokens": previous });
+    let tools = tools(SdkConfig::default().tool_definitions_chars)?;
+    let session = json!({ "systemPrompt": system.join("\n\n"), "messages": messages, "previousRequestInputTokens": previous, "tools": tools });
     Ok(Export { session, ids, settings: json!({}) })
+}
+
+/// A tool list whose JSON text is `chars` UTF-16 units long (`[]` for 2).
+fn tools(chars: usize) -> Result<Value, String> {
+    let tool = |description: String| json!([{ "name": "compactbench_tools", "description": description }]);
+    let frame = tool(String::new()).to_string().len();
+    match chars {
+        2 => Ok(json!([])),
+        _ if chars >= frame => Ok(tool("x".repeat(chars - frame))),
+        _ => Err(format!("no stand-in tool list is {chars} characters of JSON")),
+    }
 }
 
 fn block(p: &Part) -> Value {
@@ -80,8 +97,12 @@ mod tests {
         a.usage = Some(Usage { input: 100, output: 20, cache_read: 50 });
         log.push_message(a);
         log.push_message(Message::new(Role::Tool, vec![Part::ToolResult { call_id: "c1".into(), name: "read_files".into(), text: "fn main() {}".into(), is_error: false }]));
-        let e = export(&case(log.clone())).unwrap();
+        let mut e = export(&case(log.clone())).unwrap();
         assert_eq!(e.ids, [EntryId(1), EntryId(2), EntryId(3)]);
+        // The stand-in tools: as long as the CLI's as JSON.
+        let tools = e.session.as_object_mut().unwrap().remove("tools").unwrap();
+        assert_eq!(tools.to_string().len(), compactbench_strategy_cline::CLI_TOOL_DEFINITIONS_CHARS);
+        assert_eq!(super::tools(2).unwrap().to_string(), "[]");
         expect![[r#"{"systemPrompt":"sys","messages":[{"role":"user","content":[{"type":"text","text":"Fix it."}]},{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"read_files","input":{"files":[{"path":"a.rs"}]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","name":"read_files","content":"fn main() {}","is_error":false}]}],"previousRequestInputTokens":150}"#]]
         .assert_eq(&e.session.to_string());
         // A new prompt starts a run: no input count yet.

@@ -6,8 +6,12 @@
 //!
 //! # Estimator
 //! Its own: `max(1, ceil(chars / 3))` of the JSON text of a message (`JSON.stringify`, UTF-16
-//! units), and of `{systemPrompt, messages, tools}` for the whole request. A message is as the
-//! runtime hands it to the hook: role `user` or `assistant`, content blocks `text`, `thinking`,
+//! units), and of `{systemPrompt, messages, tools}` for the whole request. `tools` is the
+//! session's tool objects as the runtime hands them over (`createRuntimePrepareTurn` passes its
+//! own tool list, each tool's `name`, `description`, `inputSchema`, `timeoutMs`, `retryable`,
+//! `maxRetries` and, where set, `executionMode`): their JSON length is a setting,
+//! [`SdkConfig::tool_definitions_chars`], by default that of the CLI 3.0.65's 25 tools in its
+//! default (act) mode. A message is as the runtime hands it to the hook: role `user` or `assistant`, content blocks `text`, `thinking`,
 //! `tool_use` (`id`, `name`, `input`), `tool_result` (`tool_use_id`, `name`, text `content`,
 //! `is_error`) and `image`; a compaction summary also carries its metadata.
 //!
@@ -35,7 +39,9 @@
 //! # Deviations
 //! - Message ids, timestamps, model info and metrics the runtime stores on each message (and
 //!   its estimate counts) are not in our log: they are left out of every estimate.
-//! - Tool definitions are not in our log: the request estimate counts an empty tool list.
+//! - Tool definitions are not in our log: the request estimate counts a tool list of the JSON
+//!   length [`SdkConfig::tool_definitions_chars`] (the CLI's by default), whatever the tools
+//!   the log calls.
 //! - Overflow recovery (the deterministic `basic` fold) and the fallback to it when the
 //!   summarizer fails are not reproduced: [`Moment::Overflow`] does nothing and a failed
 //!   summary is an error (no compaction).
@@ -65,6 +71,14 @@ const SUMMARY_MAX_OUTPUT_TOKENS: u64 = 8_192;
 const TOOL_RESULT_CHAR_LIMIT: usize = 2_000;
 /// A fixed `generatedAt` (milliseconds; Cline writes `Date.now()`, thirteen digits as here).
 const GENERATED_AT: u64 = 1_700_000_000_000;
+/// `JSON.stringify(tools).length` of the tools the CLI `cline` 3.0.65 hands the hook in its
+/// default (act) mode: `read_files`, `search_codebase`, `run_commands`, `fetch_web_content`,
+/// `editor`, `ask_question`, `spawn_agent` and 18 `team_*` tools (17,251 characters as Chat
+/// Completions `tools`, the same on every request). Measured from the CLI's own "Context
+/// compaction diagnostics" (`CLINE_LOG_LEVEL=debug`): four requests of one run give
+/// `requestInputTokens` and `apiMessagesJsonChars`, and with the system prompt as sent only this
+/// length yields all four estimates.
+pub const CLI_TOOL_DEFINITIONS_CHARS: usize = 17_767;
 
 /// Settings of the SDK's compaction, with its defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,11 +87,14 @@ pub struct SdkConfig {
     pub preserve_recent_tokens: u64,
     /// `manualTargetRatio` of `/compact` (0.5, clamped to 0.05..0.95).
     pub manual_target_ratio: f64,
+    /// `JSON.stringify(tools).length` of the tool definitions every request carries, which the
+    /// request estimate counts ([`CLI_TOOL_DEFINITIONS_CHARS`]; 2, `[]`, for none).
+    pub tool_definitions_chars: usize,
 }
 
 impl Default for SdkConfig {
     fn default() -> SdkConfig {
-        SdkConfig { preserve_recent_tokens: 20_000, manual_target_ratio: 0.5 }
+        SdkConfig { preserve_recent_tokens: 20_000, manual_target_ratio: 0.5, tool_definitions_chars: CLI_TOOL_DEFINITIONS_CHARS }
     }
 }
 
@@ -205,13 +222,13 @@ impl Request {
         }
     }
 
-    /// `estimateRequestInputTokens`, with no tool definitions: the JSON of `{systemPrompt,
-    /// messages, tools}` is its frame with an empty message list, plus each message and the
-    /// commas between them.
-    fn tokens(&self) -> u64 {
+    /// `estimateRequestInputTokens` with tool definitions of `tools` JSON characters: the JSON
+    /// of `{systemPrompt, messages, tools}` is its frame with empty lists, plus the tools in
+    /// place of `[]`, each message and the commas between them.
+    fn tokens(&self, tools: usize) -> u64 {
         let frame = json_len(&json!({ "systemPrompt": self.system.join("\n\n"), "messages": [], "tools": [] }));
         let messages: usize = self.items.iter().map(|i| i.chars).sum();
-        estimate(frame + messages + self.items.len().saturating_sub(1))
+        estimate(frame - 2 + tools.max(2) + messages + self.items.len().saturating_sub(1))
     }
 
     fn message_tokens(&self) -> u64 {
@@ -264,8 +281,8 @@ struct Budget {
     target: u64,
 }
 
-fn budget(req: &Request, log: &Log, cx: &Cx<'_>, manual: Option<f64>) -> Budget {
-    let request = req.tokens();
+fn budget(req: &Request, log: &Log, cx: &Cx<'_>, config: &SdkConfig, manual: bool) -> Budget {
+    let request = req.tokens(config.tool_definitions_chars);
     let messages = req.message_tokens();
     let overhead = request.saturating_sub(messages) as f64;
     let raw_max = cx.model.window as f64 * CONTEXT_WINDOW_INPUT_RATIO;
@@ -274,7 +291,7 @@ fn budget(req: &Request, log: &Log, cx: &Cx<'_>, manual: Option<f64>) -> Budget 
     let max_input = raw_max / factor;
     let trigger = max_input * TRIGGER_RATIO;
     let message_trigger = (trigger - overhead).floor().max(1.0);
-    let target = match manual {
+    let target = match manual.then_some(config.manual_target_ratio) {
         None => {
             let max_tokens = cx.model.max_output as f64;
             let wanted =
@@ -447,10 +464,10 @@ fn instructions(read: &[String], modified: &[String]) -> String {
 
 impl SdkStrategy {
     /// The hook's decision before a model request.
-    fn decide_on(req: &Request, log: &Log, at: Moment, cx: &Cx<'_>) -> Decision {
+    fn decide_on(&self, req: &Request, log: &Log, at: Moment, cx: &Cx<'_>) -> Decision {
         match at {
             Moment::BeforeRequest => {
-                let b = budget(req, log, cx, None);
+                let b = budget(req, log, cx, &self.config, false);
                 if b.request as f64 >= b.trigger {
                     Decision::compact(format!("request estimate {} >= trigger {:.0}", b.request, b.trigger))
                 } else {
@@ -471,7 +488,7 @@ impl SdkStrategy {
     }
 
     fn run(&self, req: &Request, log: &Log, manual: bool, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        let b = budget(req, log, cx, manual.then_some(self.config.manual_target_ratio));
+        let b = budget(req, log, cx, &self.config, manual);
         if !manual && (b.request as f64) < b.trigger {
             return Ok(Vec::new());
         }
@@ -545,7 +562,7 @@ impl Strategy for SdkStrategy {
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        SdkStrategy::decide_on(&Request::of(log, view), log, at, cx)
+        self.decide_on(&Request::of(log, view), log, at, cx)
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
@@ -589,7 +606,8 @@ impl Replay for SdkReplay<'_> {
     }
 
     fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
-        let decision = SdkStrategy::decide_on(self.request(log), log, at, cx);
+        let strategy = self.strategy;
+        let decision = strategy.decide_on(self.request(log), log, at, cx);
         Plan::from_decision(log, at, decision)
     }
 
@@ -635,11 +653,30 @@ mod tests {
     }
 
     #[test]
+    fn the_request_estimate_counts_the_tool_definitions() {
+        let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
+        let req = Request::of(&h.log, &h.view(&sdk()));
+        // The JSON of `{systemPrompt, messages, tools}` with a list of tools spliced in.
+        let tools = json!([{ "name": "read_files", "description": "Read files.", "inputSchema": { "type": "object" }, "timeoutMs": 30_000 }]);
+        let messages: Vec<Value> = req.items.iter().map(|i| i.json.clone()).collect();
+        let whole = json!({ "systemPrompt": "sys", "messages": messages, "tools": tools });
+        assert_eq!(req.tokens(json_len(&tools)), estimate(json_len(&whole)));
+        // The CLI's tools are about 5,900 tokens of the estimate: a window whose trigger lies
+        // between the two estimates fires with them only.
+        let (with, without) = (req.tokens(CLI_TOOL_DEFINITIONS_CHARS), req.tokens(2));
+        assert!((5_921..=5_922).contains(&(with - without)), "{with} {without}");
+        let mut h = Harness::new(rounds(4, 3_000, 100), model(((with + without) as f64 / 2.0 / 0.81) as u64, 4_096));
+        assert!(matches!(h.decide(&sdk(), Moment::BeforeRequest), Decision::Compact { .. }));
+        let none = SdkStrategy::new(SdkConfig { tool_definitions_chars: 2, ..SdkConfig::default() });
+        assert!(matches!(h.decide(&none, Moment::BeforeRequest), Decision::Skip));
+    }
+
+    #[test]
     fn fires_at_81_percent_of_the_window_on_the_request_estimate() {
         let s = sdk();
         let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
         let req = Request::of(&h.log, &h.view(&s));
-        let tokens = req.tokens() as f64;
+        let tokens = req.tokens(CLI_TOOL_DEFINITIONS_CHARS) as f64;
         // The smallest window whose trigger (0.81 x window) is above the estimate.
         let flip = (tokens / 0.81).floor() as u64 + 1;
         for (window, fires) in [(flip - 1, true), (flip, false)] {
@@ -653,7 +690,7 @@ mod tests {
         let s = sdk();
         let estimate = {
             let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
-            Request::of(&h.log, &h.view(&s)).tokens() as f64
+            Request::of(&h.log, &h.view(&s)).tokens(CLI_TOOL_DEFINITIONS_CHARS) as f64
         };
         let fires = |scale: f64, input: f64| {
             let window = (estimate * scale / 0.81) as u64;
