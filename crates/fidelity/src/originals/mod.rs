@@ -19,6 +19,7 @@ mod gemini_cli;
 mod kimi_cli;
 mod oh_my_pi;
 mod openhands;
+mod openhands_v0;
 mod pi;
 
 /// How an original is installed into `target/fidelity/<dir>/` by `--setup`.
@@ -58,6 +59,9 @@ pub struct Original {
     /// Which of our checkpoints that keep the window (in-place rewrites) its driver's
     /// `rewritten` stands for ([`all_rewrites`]: every one).
     pub rewrites: fn(&Checkpoint) -> bool,
+    /// The original estimates the context it compacts from (`tokens_before`); when false (V0's
+    /// condensers count events), our checkpoint's report-only estimate is not compared.
+    pub tokens: bool,
 }
 
 /// Every in-place rewrite of ours is one the driver reports.
@@ -167,6 +171,166 @@ fn openhands_condenser(max_size: i64, keep_first: i64, max_tokens: Option<u64>) 
     Box::new(OpenhandsStrategy::with_id(config, "openhands"))
 }
 
+/// OpenHands V0 (openhands-ai 1.0.0, whose V0 sources match the crate's commit; 1.11.0, the
+/// newest here, has no `openhands/memory/` any more). Its dependency tree is the whole app (runtimes, cloud SDKs, browsers), so only
+/// what importing the condensers, `View` and the event classes pulls in is installed, pinned,
+/// without pip's resolution (`--no-deps`): the set a resolving install of those imports chose.
+const OPENHANDS_V0: Install = Install::Pip(&[
+    "--no-deps",
+    "openhands-ai==1.0.0",
+    "aiohappyeyeballs==2.7.1",
+    "aiohttp==3.14.5",
+    "aiohttp-retry==2.9.1",
+    "aiosignal==1.4.0",
+    "annotated-doc==0.0.7",
+    "annotated-types==0.8.0",
+    "anyio==4.16.0",
+    "attrs==26.1.0",
+    "beautifulsoup4==4.15.0",
+    "binaryornot==0.4.4",
+    "boto3==1.44.18",
+    "botocore==1.44.18",
+    "cachetools==5.5.2",
+    "certifi==2026.10.19.post1",
+    "cffi==2.1.1",
+    "chardet==7.7.0",
+    "charset-normalizer==3.5.3",
+    "click==8.5.1",
+    "cobble==0.1.4",
+    "contourpy==1.4.0",
+    "cryptography==51.0.1",
+    "cycler==0.12.1",
+    "defusedxml==0.7.1",
+    "Deprecated==3.0.1",
+    "dirhash==0.5.0",
+    "distro==1.9.0",
+    "docker==7.2.0",
+    "durationpy==0.12",
+    "et_xmlfile==2.0.0",
+    "fastapi==0.165.0",
+    "fastuuid==0.14.0",
+    "filelock==4.3.2",
+    "flake8==7.5.0",
+    "fonttools==4.69.1",
+    "frozenlist==1.8.0",
+    "fsspec==2026.9.0",
+    "gitdb==4.0.12",
+    "GitPython==3.2.1",
+    "google-api-core==2.44.0",
+    "google-auth==2.63.1",
+    "google-cloud-core==2.8.0",
+    "google-cloud-storage==3.17.2",
+    "google-crc32c==1.9.0",
+    "google-genai==3.6.1",
+    "google-resumable-media==2.11.0",
+    "googleapis-common-protos==1.76.0",
+    "grep-ast==0.9.0",
+    "grpcio==1.67.1",
+    "h11==0.16.0",
+    "hf-xet==1.8.0",
+    "httpcore==1.0.9",
+    "httpcore2==2.17.0",
+    "httpx==0.29.0",
+    "httpx2==2.17.0",
+    "huggingface_hub==2.5.0",
+    "idna==3.21",
+    "importlib_metadata==10.2.0",
+    "Jinja2==3.1.6",
+    "jiter==0.19.0",
+    "jmespath==1.1.0",
+    "json_repair==0.64.9",
+    "jsonschema==4.26.0",
+    "jsonschema-specifications==2025.9.1",
+    "kiwisolver==1.5.1",
+    "kubernetes==37.0.3",
+    "lazy-importer==0.1.0",
+    "libcst==1.5.0",
+    "litellm==1.80.7",
+    "lxml==6.2.1",
+    "mammoth==1.13.0",
+    "markdownify==1.2.4",
+    "MarkupSafe==3.0.4",
+    "matplotlib==3.11.2",
+    "mccabe==0.7.0",
+    "multidict==7.2.1",
+    "networkx==3.7",
+    "numpy==2.5.5",
+    "oauthlib==4.0.1",
+    "openai==2.8.0",
+    "openhands-aci==0.3.3",
+    "openpyxl==3.1.5",
+    "opentelemetry-api==1.45.3",
+    "packaging==26.4",
+    "pandas==3.1.2",
+    "pathspec==1.1.1",
+    "pdfminer.six==20260107",
+    "pillow==13.0.0",
+    "propcache==0.5.4",
+    "proto-plus==1.29.0",
+    "protobuf==7.36.2",
+    "psutil==7.2.2",
+    "puremagic==2.2.0",
+    "pyasn1==0.6.5",
+    "pyasn1_modules==0.4.2",
+    "pycodestyle==2.15.0",
+    "pycparser==3.12",
+    "pydantic==2.14.4",
+    "pydantic_core==2.50.5",
+    "pydub==0.25.1",
+    "pyflakes==4.1.0",
+    "pylatexenc==2.11",
+    "pyparsing==3.3.3",
+    "pypdf==7.1.1",
+    "PyPDF2==3.0.1",
+    "python-dateutil==2.9.0.post0",
+    "python-docx==1.2.0",
+    "python-dotenv==1.2.4",
+    "python-frontmatter==1.3.0",
+    "python-json-logger==3.3.0",
+    "python-pptx==1.0.2",
+    "PyYAML==6.0.4",
+    "RapidFuzz==3.14.6",
+    "referencing==0.37.0",
+    "regex==2026.12.2",
+    "requests==2.34.2",
+    "requests-oauthlib==2.0.0",
+    "rpds-py==2026.9.1",
+    "s3transfer==0.19.3",
+    "scantree==0.0.4",
+    "six==1.17.0",
+    "smmap==5.0.3",
+    "sniffio==1.3.1",
+    "soupsieve==4.1.4",
+    "SpeechRecognition==3.17.0",
+    "starlette==1.10.0",
+    "tenacity==9.1.4",
+    "termcolor==3.3.0",
+    "tiktoken==0.14.0",
+    "tokenizers==0.23.3",
+    "toml==0.10.2",
+    "tornado==6.6.1",
+    "tqdm==4.70.1",
+    "tree-sitter==0.24.0",
+    "tree-sitter-c-sharp==0.23.5",
+    "tree-sitter-embedded-template==0.25.0",
+    "tree-sitter-language-pack==0.7.3",
+    "tree-sitter-yaml==0.7.2",
+    "truststore==0.10.5",
+    "typing-inspection==0.4.5",
+    "typing_extensions==4.16.0",
+    "urllib3==2.8.0",
+    "uvicorn==0.55.0",
+    "websocket-client==1.9.2",
+    "websockets==17.4",
+    "whatthepatch==1.0.7",
+    "wrapt==2.5.2",
+    "xlrd==2.0.2",
+    "xlsxwriter==3.3.1",
+    "yarl==1.25.1",
+    "youtube-transcript-api==1.2.6",
+    "zipp==4.1.2",
+]);
+
 /// Every original, in report order.
 pub const ORIGINALS: &[Original] = &[
     Original {
@@ -184,6 +348,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: CLINE_SDK,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0",
@@ -200,6 +365,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "@earendil-works/pi-coding-agent 1.6.0 (turn end)",
@@ -214,6 +380,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.73.1",
@@ -228,6 +395,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_0_73,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.13.2",
@@ -245,6 +413,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "@mariozechner/pi-coding-agent 0.13.2 (turn end)",
@@ -259,6 +428,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4)",
@@ -275,6 +445,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: OH_MY_PI,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "@oh-my-pi/pi-agent-core 18.2.11 (oh-my-pi 18.3.4, turn end)",
@@ -292,6 +463,7 @@ pub const ORIGINALS: &[Original] = &[
         // The per-turn prune passes only: the rescue (`#rescueCompactionDeadEnd`: shake, then
         // dropping images) a threshold pass may run after them is not driven.
         rewrites: oh_my_pi::per_turn_prune,
+        tokens: true,
     },
     Original {
         name: "@google/gemini-cli-core 0.61.0",
@@ -305,6 +477,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: GEMINI_CLI,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "deepagents 0.7.32 + langchain 1.5.2",
@@ -327,6 +500,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "kimi-cli 1.52.0",
@@ -340,6 +514,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "kimi-cli 1.15.0",
@@ -367,6 +542,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI_K1,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "aider-chat 0.86.2",
@@ -380,6 +556,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: AIDER,
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "openhands-sdk 1.58.2",
@@ -394,6 +571,45 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: OPENHANDS,
         rewrites: all_rewrites,
+        tokens: true,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 AmortizedForgettingCondenser)",
+        dir: "openhands-ai-1.0.0-amortized-forgetting",
+        // 1.0.0's `openhands/memory/`, `openhands/events/` and `condenser_config.py` are those of
+        // All-Hands-AI/OpenHands@156d0686, which the crate's V0 side cites (0.62.0's condensers
+        // are the same too).
+        strategy: "openhands/amortized-forgetting",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["amortized-forgetting"],
+        // `CodeActAgent.step` asks `condensed_history` before each model request.
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        // V0's condensers count events; its checkpoints' estimate is ours alone.
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 LLMSummarizingCondenser)",
+        dir: "openhands-ai-1.0.0-llm-summarizing-v0",
+        // 1.0.0's `openhands/memory/`, `openhands/events/` and `condenser_config.py` are those of
+        // All-Hands-AI/OpenHands@156d0686, which the crate's V0 side cites (0.62.0's condensers
+        // are the same too).
+        strategy: "openhands/llm-summarizing-v0",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["llm-summarizing-v0"],
+        // `CodeActAgent.step` asks `condensed_history` before each model request.
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        // V0's condensers count events; its checkpoints' estimate is ours alone.
+        tokens: false,
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (pre-step)",
@@ -408,6 +624,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        tokens: true,
     },
     Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (turn end)",
@@ -422,6 +639,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        tokens: true,
     },
 ];
 
