@@ -15,7 +15,7 @@
 // writes it (crates/fidelity/src/originals/cline.rs); `apiMessages` are the same messages, as in the
 // session's compaction-state projection, and `tools` (a stand-in as long as the CLI's tool
 // definitions in JSON, which is all the hook's estimate reads of them) go in as the runtime hands
-// its tools over.
+// its tools over; `maxInputTokens` is the model info's input limit as the CLI fills it (null: none).
 import { createServer } from "node:http";
 import { serve } from "../protocol.mjs";
 
@@ -38,7 +38,7 @@ await new Promise(resolve => server.listen(0, "127.0.0.1", resolve));
 const baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
 
 const answer = async req => {
-	const { systemPrompt, messages, previousRequestInputTokens, tools } = req.session;
+	const { systemPrompt, messages, previousRequestInputTokens, tools, maxInputTokens } = req.session;
 	let diagnostics = null;
 	const logger = {
 		debug: (message, data) => {
@@ -65,7 +65,7 @@ const answer = async req => {
 		abortSignal: new AbortController().signal,
 		systemPrompt,
 		tools: tools ?? [],
-		model: { id: req.model.name, provider: "openai-compatible", info: { id: req.model.name, contextWindow: req.model.context_window, maxTokens: req.model.max_output_tokens } },
+		model: { id: req.model.name, provider: "openai-compatible", info: { id: req.model.name, contextWindow: req.model.context_window, maxInputTokens: maxInputTokens ?? undefined, maxTokens: req.model.max_output_tokens } },
 		previousRequestInputTokens: previousRequestInputTokens ?? undefined,
 	});
 	if (diagnostics === null) throw new Error("the hook logged no diagnostics");

@@ -1219,11 +1219,14 @@ pub fn kimi_chat() -> ChatCli {
     ChatCli { strategy: Box::new(compactbench_strategy_kimi_cli::KimiCliStrategy::new(config)), model, turn_start_usage: true }
 }
 
-/// Our crate as the runs configure Cline: the SDK's defaults, the model's `contextWindow` and
-/// `maxTokens`.
+/// Our crate as the runs configure Cline: the SDK's defaults (the CLI's tool definitions, the
+/// window as the input limit), the model's `contextWindow` and `maxTokens`; the model is
+/// configured in the provider settings, not taken from the CLI's catalog, so its model info has
+/// no `maxTokens`.
 pub fn cline_chat() -> ChatCli {
     let model = ModelProfile { name: super::CLINE_MODEL.into(), window: super::CLINE_CONTEXT, max_output: super::CLINE_MAX_TOKENS, provider: Shape::OpenaiChat, pricing: Default::default() };
-    ChatCli { strategy: Box::new(compactbench_strategy_cline::SdkStrategy::new(Default::default())), model, turn_start_usage: false }
+    let config = compactbench_strategy_cline::SdkConfig { max_tokens_in_model_info: false, ..Default::default() };
+    ChatCli { strategy: Box::new(compactbench_strategy_cline::SdkStrategy::new(config)), model, turn_start_usage: false }
 }
 
 /// The text parts of a Chat Completions content (a string, or `text` parts), in order.

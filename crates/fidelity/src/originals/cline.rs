@@ -13,7 +13,10 @@
 //! - `tools`: glue, not the CLI's tools: one stand-in tool whose `JSON.stringify` length is our
 //!   crate's `tool_definitions_chars` (the CLI 3.0.65's 25 tools by default). The hook reads its
 //!   `tools` only through that JSON text's length (`estimateRequestInputTokens`), so the original
-//!   counts the same tool definitions our crate counts.
+//!   counts the same tool definitions our crate counts;
+//! - `maxInputTokens`: the model info's input limit as the CLI 3.0.65 fills it (its provider
+//!   settings' `contextWindow`, the case's window) where our crate's `max_input_is_window` is
+//!   on (the default), else null (the model reports none).
 //!
 //! Checkpoints are refused: our cases are cut from fresh replays only (`history: false`).
 
@@ -48,8 +51,16 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             break;
         }
     }
-    let tools = tools(SdkConfig::default().tool_definitions_chars)?;
-    let session = json!({ "systemPrompt": system.join("\n\n"), "messages": messages, "previousRequestInputTokens": previous, "tools": tools });
+    let config = SdkConfig::default();
+    let tools = tools(config.tool_definitions_chars)?;
+    let max_input = if config.max_input_is_window { json!(case.model.window) } else { Value::Null };
+    let session = json!({
+        "systemPrompt": system.join("\n\n"),
+        "messages": messages,
+        "previousRequestInputTokens": previous,
+        "tools": tools,
+        "maxInputTokens": max_input,
+    });
     Ok(Export { session, ids, settings: json!({}) })
 }
 
@@ -103,6 +114,7 @@ mod tests {
         let tools = e.session.as_object_mut().unwrap().remove("tools").unwrap();
         assert_eq!(tools.to_string().len(), compactbench_strategy_cline::CLI_TOOL_DEFINITIONS_CHARS);
         assert_eq!(super::tools(2).unwrap().to_string(), "[]");
+        assert_eq!(e.session.as_object_mut().unwrap().remove("maxInputTokens").unwrap(), json!(1000));
         expect![[r#"{"systemPrompt":"sys","messages":[{"role":"user","content":[{"type":"text","text":"Fix it."}]},{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"read_files","input":{"files":[{"path":"a.rs"}]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","name":"read_files","content":"fn main() {}","is_error":false}]}],"previousRequestInputTokens":150}"#]]
         .assert_eq(&e.session.to_string());
         // A new prompt starts a run: no input count yet.

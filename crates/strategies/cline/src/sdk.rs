@@ -16,15 +16,22 @@
 //! `is_error`) and `image`; a compaction summary also carries its metadata.
 //!
 //! # Trigger (before every model request)
-//! `maxInput = 0.9 × window` (the model reports no separate input limit), scaled down by
+//! `maxInput` is the model's `maxInputTokens` (at most its window) where its model info has one,
+//! else `0.9 × window`. The CLI 3.0.65 always gives one: a model configured in its provider
+//! settings gets `maxInputTokens = contextWindow` (its catalog models list theirs, mostly the
+//! window), so by default `maxInput = window` ([`SdkConfig::max_input_is_window`]). It is scaled
+//! down by
 //! `min(4, max(1, previous / estimate))` where `previous` is the provider's input count of the
 //! previous request of the same run (0 at a run's first request); `trigger = 0.9 × maxInput`;
 //! compact iff the request estimate `>= trigger`.
 //!
 //! # Selection and summary
 //! Message target: `0.5 × maxInput` when the transcript has at least 5 user→assistant pairs
-//! and the model's output cap is below `maxInput`, else `0.7 × trigger` (clamped below the
-//! trigger), minus the request's overhead (system prompt and framing). `preserve =
+//! and the model info's output cap (`maxTokens`) is below `maxInput`, else `0.7 × trigger`
+//! (clamped below the trigger), minus the request's overhead (system prompt, tool definitions and
+//! framing). A model of the CLI's catalog has `maxTokens` in its info; one configured in the
+//! provider settings has none there (its `maxTokens` caps the request only), so it always gets
+//! `0.7 × trigger` ([`SdkConfig::max_tokens_in_model_info`]). `preserve =
 //! min(20,000, target)`. From the newest message back, messages are kept until their estimates
 //! reach `preserve`; the cut moves back to the latest typed user prompt if that is earlier, then
 //! back to an assistant message or a typed prompt (never a tool-result message). A cut at 0
@@ -38,7 +45,11 @@
 //!
 //! # Deviations
 //! - Message ids, timestamps, model info and metrics the runtime stores on each message (and
-//!   its estimate counts) are not in our log: they are left out of every estimate.
+//!   its estimate counts) are not in our log: they are left out of every estimate. So is the
+//!   shape of the CLI's tool results (arrays of `{query, result, success}`, which our log holds
+//!   as their JSON text, a string). Measured on the CLI 3.0.65: about 60 estimated tokens per
+//!   assistant message, 13 per tool-result message; near a threshold the CLI then compacts a
+//!   request earlier or keeps a message less than we do.
 //! - Tool definitions are not in our log: the request estimate counts a tool list of the JSON
 //!   length [`SdkConfig::tool_definitions_chars`] (the CLI's by default), whatever the tools
 //!   the log calls.
@@ -90,11 +101,20 @@ pub struct SdkConfig {
     /// `JSON.stringify(tools).length` of the tool definitions every request carries, which the
     /// request estimate counts ([`CLI_TOOL_DEFINITIONS_CHARS`]; 2, `[]`, for none).
     pub tool_definitions_chars: usize,
+    /// The model info's `maxInputTokens` is the window (true, as the CLI 3.0.65 fills it from
+    /// the provider settings' `contextWindow`); false: the model reports none and the SDK takes
+    /// `CONTEXT_WINDOW_INPUT_RATIO` of the window.
+    pub max_input_is_window: bool,
+    /// The model info has the model's output cap as `maxTokens` (true, a model of the CLI's
+    /// catalog); false: a model configured in the CLI's provider settings, whose `maxTokens`
+    /// the CLI sends with each request but leaves out of the model info the hook sees (measured:
+    /// the CLI 3.0.65's own compaction telemetry matches the hook only without it).
+    pub max_tokens_in_model_info: bool,
 }
 
 impl Default for SdkConfig {
     fn default() -> SdkConfig {
-        SdkConfig { preserve_recent_tokens: 20_000, manual_target_ratio: 0.5, tool_definitions_chars: CLI_TOOL_DEFINITIONS_CHARS }
+        SdkConfig { preserve_recent_tokens: 20_000, manual_target_ratio: 0.5, tool_definitions_chars: CLI_TOOL_DEFINITIONS_CHARS, max_input_is_window: true, max_tokens_in_model_info: true }
     }
 }
 
@@ -112,7 +132,7 @@ impl SdkStrategy {
                 id: "cline/sdk".into(),
                 harness: "cline".into(),
                 source: "npm @cline/core 0.0.86 (cline/cline sdk/packages/core)".into(),
-                summary: "request estimate (JSON chars / 3) >= 81% of the window: summarize all but the newest ~20k estimated tokens, cut at an assistant message or typed prompt".into(),
+                summary: "request estimate (JSON chars / 3, tool definitions included) >= 90% of the window: summarize all but the newest ~20k estimated tokens, cut at an assistant message or typed prompt".into(),
                 fidelity: Fidelity::Source,
             },
             config,
@@ -285,7 +305,8 @@ fn budget(req: &Request, log: &Log, cx: &Cx<'_>, config: &SdkConfig, manual: boo
     let request = req.tokens(config.tool_definitions_chars);
     let messages = req.message_tokens();
     let overhead = request.saturating_sub(messages) as f64;
-    let raw_max = cx.model.window as f64 * CONTEXT_WINDOW_INPUT_RATIO;
+    // `resolveMaxInputTokens`: `min(maxInputTokens, contextWindow)`, else a share of the window.
+    let raw_max = if config.max_input_is_window { cx.model.window as f64 } else { cx.model.window as f64 * CONTEXT_WINDOW_INPUT_RATIO };
     let previous = previous_input(log);
     let factor = if previous > 0 && request > 0 { (previous as f64 / request as f64).clamp(1.0, MAX_UNDERESTIMATE_FACTOR) } else { 1.0 };
     let max_input = raw_max / factor;
@@ -295,7 +316,7 @@ fn budget(req: &Request, log: &Log, cx: &Cx<'_>, config: &SdkConfig, manual: boo
         None => {
             let max_tokens = cx.model.max_output as f64;
             let wanted =
-                if req.pairs() >= 5 && max_tokens < max_input { (max_input * LONG_TARGET_RATIO).floor() } else { (trigger * TARGET_RATIO).floor() };
+                if req.pairs() >= 5 && config.max_tokens_in_model_info && max_tokens < max_input { (max_input * LONG_TARGET_RATIO).floor() } else { (trigger * TARGET_RATIO).floor() };
             let request_target = wanted.min(max_input).min((trigger - 1.0).max(1.0)).max(1.0);
             (request_target - overhead).floor().max(1.0)
         }
@@ -665,24 +686,45 @@ mod tests {
         // between the two estimates fires with them only.
         let (with, without) = (req.tokens(CLI_TOOL_DEFINITIONS_CHARS), req.tokens(2));
         assert!((5_921..=5_922).contains(&(with - without)), "{with} {without}");
-        let mut h = Harness::new(rounds(4, 3_000, 100), model(((with + without) as f64 / 2.0 / 0.81) as u64, 4_096));
+        let mut h = Harness::new(rounds(4, 3_000, 100), model(((with + without) as f64 / 2.0 / 0.9) as u64, 4_096));
         assert!(matches!(h.decide(&sdk(), Moment::BeforeRequest), Decision::Compact { .. }));
         let none = SdkStrategy::new(SdkConfig { tool_definitions_chars: 2, ..SdkConfig::default() });
         assert!(matches!(h.decide(&none, Moment::BeforeRequest), Decision::Skip));
     }
 
     #[test]
-    fn fires_at_81_percent_of_the_window_on_the_request_estimate() {
-        let s = sdk();
+    fn fires_at_90_percent_of_the_window_on_the_request_estimate() {
         let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
-        let req = Request::of(&h.log, &h.view(&s));
+        let req = Request::of(&h.log, &h.view(&sdk()));
         let tokens = req.tokens(CLI_TOOL_DEFINITIONS_CHARS) as f64;
-        // The smallest window whose trigger (0.81 x window) is above the estimate.
-        let flip = (tokens / 0.81).floor() as u64 + 1;
-        for (window, fires) in [(flip - 1, true), (flip, false)] {
-            let mut h = Harness::new(rounds(4, 3_000, 100), model(window, 4_096));
-            assert_eq!(matches!(h.decide(&s, Moment::BeforeRequest), Decision::Compact { .. }), fires, "window {window}");
+        // The window is the CLI's input limit: the trigger is 0.9 x window. A model with no
+        // input limit of its own gets 0.9 x 0.9 x window.
+        let no_limit = SdkStrategy::new(SdkConfig { max_input_is_window: false, ..SdkConfig::default() });
+        for (s, ratio) in [(sdk(), 0.9), (no_limit, 0.81)] {
+            // The smallest window whose trigger is above the estimate.
+            let flip = (tokens / ratio).floor() as u64 + 1;
+            for (window, fires) in [(flip - 1, true), (flip, false)] {
+                let mut h = Harness::new(rounds(4, 3_000, 100), model(window, 4_096));
+                assert_eq!(matches!(h.decide(&s, Moment::BeforeRequest), Decision::Compact { .. }), fires, "window {window} at {ratio}");
+            }
         }
+    }
+
+    #[test]
+    fn a_model_without_max_tokens_in_its_info_keeps_the_short_conversation_target() {
+        // 20 rounds (20 pairs), ~40,500 estimated tokens with the tools, at a 44,000 window: the
+        // long-conversation target is 0.5 x 44,000 less the overhead (~16,000 message tokens);
+        // without `maxTokens` in the model info it is 0.7 x 39,600 less the overhead, so the
+        // 20,000 preserved tokens apply and more is kept.
+        let first_kept = |config: SdkConfig| {
+            let mut h = Harness::new(rounds(20, 5_000, 100), model(44_000, 4_096));
+            let cps = h.step(&SdkStrategy::new(config), Moment::BeforeRequest).unwrap();
+            let Window::From(first) = cps[0].window else { panic!("{:?}", cps[0].window) };
+            first.0
+        };
+        let catalog = first_kept(SdkConfig::default());
+        let configured = first_kept(SdkConfig { max_tokens_in_model_info: false, ..SdkConfig::default() });
+        assert!(configured < catalog, "{configured} {catalog}");
     }
 
     #[test]
@@ -693,11 +735,11 @@ mod tests {
             Request::of(&h.log, &h.view(&s)).tokens(CLI_TOOL_DEFINITIONS_CHARS) as f64
         };
         let fires = |scale: f64, input: f64| {
-            let window = (estimate * scale / 0.81) as u64;
+            let window = (estimate * scale / 0.9) as u64;
             let mut h = Harness::new(rounds(4, 3_000, input as u64), model(window, 4_096));
             matches!(h.decide(&s, Moment::BeforeRequest), Decision::Compact { .. })
         };
-        // A window 3.5 times what the estimate fills at 81%: a count 4x the estimate shrinks
+        // A window 3.5 times what the estimate fills at 90%: a count 4x the estimate shrinks
         // the budget enough, 3x does not.
         assert!(!fires(3.5, estimate));
         assert!(!fires(3.5, 3.0 * estimate));
@@ -705,7 +747,7 @@ mod tests {
         // Five times: even a count 10x the estimate shrinks the budget only fourfold.
         assert!(!fires(5.0, 10.0 * estimate));
         // A new prompt starts a run: the count is forgotten.
-        let mut h = Harness::new(rounds(4, 3_000, (4.0 * estimate) as u64), model((estimate * 3.5 / 0.81) as u64, 4_096));
+        let mut h = Harness::new(rounds(4, 3_000, (4.0 * estimate) as u64), model((estimate * 3.5 / 0.9) as u64, 4_096));
         h.push(Message::user("Next."));
         assert!(matches!(h.decide(&s, Moment::BeforeRequest), Decision::Skip));
     }
