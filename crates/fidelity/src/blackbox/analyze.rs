@@ -733,7 +733,12 @@ const OPENCODE_CONTINUE: &str = "Continue if you have next steps";
 /// What a pruned tool output reads in OpenCode's requests.
 const OPENCODE_CLEARED: &str = "[Old tool result content cleared]";
 
-/// A kept tool result: `result:ID`, or `cleared:ID` when prune replaced its output.
+/// A kept tool result as every CLI but OpenCode shows it: `result:ID`.
+fn plain_result(call_id: &str, _text: &str) -> String {
+    format!("result:{call_id}")
+}
+
+/// A kept tool result of OpenCode: `result:ID`, or `cleared:ID` when prune replaced its output.
 fn kept_result(call_id: &str, text: &str) -> String {
     if text == OPENCODE_CLEARED {
         format!("cleared:{call_id}")
@@ -877,28 +882,7 @@ pub fn opencode_session(id: &str, run: &Run) -> SessionResult {
                 ours.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
                 ours.instruction = Some(instruction_kind(instructions));
             }
-            let mut after = log.clone();
-            for cp in checkpoints {
-                after.push_checkpoint(cp);
-            }
-            let view = strategy.project(&after);
-            let shown: Vec<&compactbench_core::ViewMessage> = view.messages.iter().filter(|m| m.message.role != Role::System).collect();
-            let holder = shown.iter().position(|m| matches!(m.origin, Origin::Summary(_)));
-            ours.summary_index = holder;
-            ours.summary_role = holder.map(|i| shown[i].message.role.as_str().to_owned());
-            let mut kept = Vec::new();
-            for m in shown.iter().skip(holder.map_or(0, |i| i + 1)).filter(|m| matches!(m.origin, Origin::Entry(_) | Origin::Replaced(..))) {
-                for p in &m.message.parts {
-                    match p {
-                        Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
-                        Part::ToolResult { call_id, text, .. } => kept.push(kept_result(call_id, text)),
-                        Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
-                        Part::Text { text } if m.message.role == Role::User => kept.push(format!("user:{}", start(text))),
-                        _ => {}
-                    }
-                }
-            }
-            ours.kept = Some(kept);
+            summary_and_kept(&mut ours, &strategy, log, &checkpoints, &|_| true, &kept_result);
         }
     }
     result.theirs = theirs;
@@ -1159,7 +1143,7 @@ pub fn gemini_session(id: &str, run: &Run, _work: &str) -> SessionResult {
         ours.instruction = Some(asked.iter().map(|(_, instructions)| snapshot_kind(instructions)).collect::<Vec<_>>().join(" + "));
         if let Some(cp) = checkpoints.iter().find(|cp| cp.summary.is_some()) {
             ours.tokens_before = theirs.tokens_before.and(Some(cp.tokens_before));
-            summary_and_kept(&mut ours, &strategy, log, &checkpoints, &gemini_user_text);
+            summary_and_kept(&mut ours, &strategy, log, &checkpoints, &gemini_user_text, &plain_result);
         }
     }
     result.theirs = theirs;
@@ -1169,9 +1153,16 @@ pub fn gemini_session(id: &str, run: &Run, _work: &str) -> SessionResult {
 
 /// Our summary placement and kept items after `checkpoints` are appended to `log`: the summary
 /// message's role and index among the non-system messages of the new view, and what follows it
-/// as the log has it (calls, results, assistant text and the user texts `user_text` takes for
-/// the user's own).
-fn summary_and_kept(facts: &mut Facts, strategy: &dyn Strategy, log: &Log, checkpoints: &[Checkpoint], user_text: &dyn Fn(&str) -> bool) {
+/// as the log has it (calls, results as `result` names them from their call id and text,
+/// assistant text and the user texts `user_text` takes for the user's own).
+fn summary_and_kept(
+    facts: &mut Facts,
+    strategy: &dyn Strategy,
+    log: &Log,
+    checkpoints: &[Checkpoint],
+    user_text: &dyn Fn(&str) -> bool,
+    result: &dyn Fn(&str, &str) -> String,
+) {
     let mut after = log.clone();
     for cp in checkpoints.iter().cloned() {
         after.push_checkpoint(cp);
@@ -1186,7 +1177,7 @@ fn summary_and_kept(facts: &mut Facts, strategy: &dyn Strategy, log: &Log, check
         for p in &m.message.parts {
             match p {
                 Part::ToolCall { id, .. } => kept.push(format!("call:{id}")),
-                Part::ToolResult { call_id, .. } => kept.push(format!("result:{call_id}")),
+                Part::ToolResult { call_id, text, .. } => kept.push(result(call_id, text)),
                 Part::Text { text } if m.message.role == Role::Assistant => kept.push(format!("text:{}", start(text))),
                 Part::Text { text } if m.message.role == Role::User && user_text(text) => kept.push(format!("user:{}", start(text))),
                 _ => {}
@@ -1410,7 +1401,7 @@ pub fn chat_session(id: &str, run: &Run, cli: &ChatCli) -> SessionResult {
                 ours.instruction = Some(instruction_kind(instructions));
             }
             if checkpoints.iter().any(|cp| cp.summary.is_some()) {
-                summary_and_kept(&mut ours, strategy, log, &checkpoints, &chat_user_text);
+                summary_and_kept(&mut ours, strategy, log, &checkpoints, &chat_user_text, &plain_result);
             }
         }
     }
