@@ -322,15 +322,7 @@ pub fn run_claude(cli: &Cli, script: Script, scratch: &Path, limits: Limits) -> 
     };
     let _ = child.wait();
     let _ = reader.join();
-    run.ended = ended;
-    run.records = server.records();
-    if !run.ended.contains("exit status: 0") {
-        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
-        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
-    }
-    drop(server);
-    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
-    Ok(run)
+    finish(run, ended, server, scratch)
 }
 
 /// Runs Codex (`codex exec --json`, then `codex exec resume --last` for each later turn) on
@@ -385,19 +377,11 @@ pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits
             }
         }
         ended = status;
-        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+        if run_is_over(&ended, &server) {
             break;
         }
     }
-    run.ended = ended;
-    run.records = server.records();
-    if !run.ended.contains("exit status: 0") {
-        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
-        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
-    }
-    drop(server);
-    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
-    Ok(run)
+    finish(run, ended, server, scratch)
 }
 
 /// Runs OpenCode (`opencode run`, then `opencode run --continue` for each later turn, the user
@@ -463,10 +447,22 @@ pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, lim
             }
         }
         ended = status;
-        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+        if run_is_over(&ended, &server) {
             break;
         }
     }
+    finish(run, ended, server, scratch)
+}
+
+/// Whether a run of one process per turn stops after a process that ended `ended`: it failed,
+/// or the compaction and the request after it are recorded.
+fn run_is_over(ended: &str, server: &Server) -> bool {
+    !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction")
+}
+
+/// Completes `run` with how the CLI ended, the server's records and, after a failure, the tail
+/// of its stderr; stops the server and writes `records.json` into `scratch`.
+fn finish(mut run: Run, ended: String, server: Server, scratch: &Path) -> Result<Run> {
     run.ended = ended;
     run.records = server.records();
     if !run.ended.contains("exit status: 0") {
@@ -563,21 +559,13 @@ pub fn run_gemini(cli: &Cli, script: Script, scratch: &Path, settings: &str, lim
             let _ = writeln!(events, "{line}");
         }
         ended = status;
-        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+        if run_is_over(&ended, &server) {
             break;
         }
     }
     run.boundaries = gemini_compressions(&std::fs::read_to_string(&telemetry).unwrap_or_default());
     let _ = std::fs::remove_file(&telemetry);
-    run.ended = ended;
-    run.records = server.records();
-    if !run.ended.contains("exit status: 0") {
-        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
-        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
-    }
-    drop(server);
-    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
-    Ok(run)
+    finish(run, ended, server, scratch)
 }
 
 /// How a one-process-per-turn CLI is laid out and started: `prepare` writes its settings into
@@ -605,7 +593,7 @@ pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, p
     let server = Server::start(Box::new(Player::new(script, work.clone(), flavor)), limits)?;
     (per_turn.prepare)(&home, &work, &server.url())?;
     let start = Instant::now();
-    let mut run = Run::default();
+    let run = Run::default();
     let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
     let mut ended = String::from("no turn");
     for (turn, prompt) in users.iter().enumerate() {
@@ -635,19 +623,11 @@ pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, p
             let _ = writeln!(events, "{line}");
         }
         ended = status;
-        if !ended.contains("exit status: 0") || server.records().iter().any(|r| r.kind == "after_compaction") {
+        if run_is_over(&ended, &server) {
             break;
         }
     }
-    run.ended = ended;
-    run.records = server.records();
-    if !run.ended.contains("exit status: 0") {
-        let stderr = std::fs::read_to_string(scratch.join("stderr.log")).unwrap_or_default();
-        run.stderr_tail = stderr.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
-    }
-    drop(server);
-    std::fs::write(scratch.join("records.json"), serde_json::to_string_pretty(&run)?)?;
-    Ok(run)
+    finish(run, ended, server, scratch)
 }
 
 /// Kills (by pid) every process whose command line names `scratch`: what a CLI started in a
