@@ -405,6 +405,22 @@ pub fn claude_strategy() -> (ClaudeCodeStrategy, ModelProfile) {
     (ClaudeCodeStrategy::new(config), model)
 }
 
+/// Our compaction of `log` at `moment` (`None` if it failed), with the first summary request it
+/// made noted in `facts`: whether it reuses the conversation as its prefix, and what its
+/// instruction asks for.
+fn compact_noting_request(facts: &mut Facts, strategy: &dyn Strategy, log: &Log, model: &ModelProfile, moment: Moment) -> Option<Vec<Checkpoint>> {
+    let view = strategy.project(log);
+    let recording = Recording::default();
+    let mut store = VirtualStore::new();
+    let mut cx = Cx::new(model, &recording, &mut store, tokenizer());
+    let checkpoints = strategy.compact(log, &view, moment, &mut cx).ok()?;
+    if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
+        facts.prefix_reused = Some(context.reuses_prefix());
+        facts.instruction = Some(instruction_kind(instructions));
+    }
+    Some(checkpoints)
+}
+
 fn fires(strategy: &dyn Strategy, log: &Log, model: &ModelProfile) -> bool {
     let view = strategy.project(log);
     let mut store = VirtualStore::new();
@@ -427,15 +443,7 @@ fn ours(run: &Run, compacted: Option<&(Value, Vec<Value>)>, work: &str) -> Facts
     facts.compacted_at = histories.iter().position(|log| fires(&strategy, log, &model));
     let Some(at) = facts.compacted_at else { return facts };
     let log = &histories[at];
-    let view = strategy.project(log);
-    let recording = Recording::default();
-    let mut store = VirtualStore::new();
-    let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
-    let Ok(checkpoints) = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx) else { return facts };
-    if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
-        facts.prefix_reused = Some(context.reuses_prefix());
-        facts.instruction = Some(instruction_kind(instructions));
-    }
+    let Some(checkpoints) = compact_noting_request(&mut facts, &strategy, log, &model, Moment::BeforeRequest) else { return facts };
     let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) else { return facts };
     facts.tokens_before = Some(cp.tokens_before);
     let mut after = log.clone();
@@ -685,15 +693,7 @@ pub fn codex_session(id: &str, run: &Run) -> SessionResult {
     });
     if let Some(at) = ours.compacted_at {
         let (log, moment) = &checks[at];
-        let view = strategy.project(log);
-        let recording = Recording::default();
-        let mut store = VirtualStore::new();
-        let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
-        if let Ok(checkpoints) = strategy.compact(log, &view, *moment, &mut cx) {
-            if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
-                ours.prefix_reused = Some(context.reuses_prefix());
-                ours.instruction = Some(instruction_kind(instructions));
-            }
+        if let Some(checkpoints) = compact_noting_request(&mut ours, &strategy, log, &model, *moment) {
             let mut after = log.clone();
             for cp in checkpoints {
                 after.push_checkpoint(cp);
@@ -873,15 +873,7 @@ pub fn opencode_session(id: &str, run: &Run) -> SessionResult {
     let mut ours = Facts { compacted_at: histories.iter().position(|log| fires(&strategy, log, &model)), ..Facts::default() };
     if let Some(at) = ours.compacted_at {
         let log = &histories[at];
-        let view = strategy.project(log);
-        let recording = Recording::default();
-        let mut store = VirtualStore::new();
-        let mut cx = Cx::new(&model, &recording, &mut store, tokenizer());
-        if let Ok(checkpoints) = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx) {
-            if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
-                ours.prefix_reused = Some(matches!(context, SummaryContext::Prefix | SummaryContext::Fork));
-                ours.instruction = Some(instruction_kind(instructions));
-            }
+        if let Some(checkpoints) = compact_noting_request(&mut ours, &strategy, log, &model, Moment::BeforeRequest) {
             summary_and_kept(&mut ours, &strategy, log, &checkpoints, &|_| true, &kept_result);
         }
     }
@@ -1391,15 +1383,7 @@ pub fn chat_session(id: &str, run: &Run, cli: &ChatCli) -> SessionResult {
     if let Some(at) = histories.iter().position(|log| fires(strategy, log, &cli.model)) {
         ours.compacted_at = Some(at);
         let log = &histories[at];
-        let view = strategy.project(log);
-        let recording = Recording::default();
-        let mut store = VirtualStore::new();
-        let mut cx = Cx::new(&cli.model, &recording, &mut store, tokenizer());
-        if let Ok(checkpoints) = strategy.compact(log, &view, Moment::BeforeRequest, &mut cx) {
-            if let Some((context, instructions)) = recording.asked.lock().expect("recording").first() {
-                ours.prefix_reused = Some(context.reuses_prefix());
-                ours.instruction = Some(instruction_kind(instructions));
-            }
+        if let Some(checkpoints) = compact_noting_request(&mut ours, strategy, log, &cli.model, Moment::BeforeRequest) {
             if checkpoints.iter().any(|cp| cp.summary.is_some()) {
                 summary_and_kept(&mut ours, strategy, log, &checkpoints, &chat_user_text, &plain_result);
             }
