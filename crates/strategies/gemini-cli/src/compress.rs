@@ -104,6 +104,7 @@ pub(crate) fn try_compress(
     let max_chars = truncate::truncate_threshold(limit, prompt_tokens, config.truncate_tool_output_threshold);
     let mut next_id = truncate::next_truncation_id(store);
     let (truncated, rewrites) = truncate::to_budget(curated, max_chars, &mut next_id);
+    truncate::set_truncation_counter(store, next_id);
 
     if latched(store) && !force {
         // Truncation only: install the budget-truncated history if it is smaller. A pass that

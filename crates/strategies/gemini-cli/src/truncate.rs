@@ -38,11 +38,24 @@ pub(crate) fn saved_output_path(tool: &str, id: &str, session: Option<&str>) -> 
     }
 }
 
-/// `config.getNextCompressionTruncationId()`: the files compression truncation saved so far
-/// sit directly in `tool-outputs/`, one per id, so the next id is their count plus one.
+/// Where `Config.compressionTruncationCounter` lives: like the compression latch, in-memory
+/// state of the CLI kept as a marker file of the session's virtual store (never named in a
+/// request, so probes never read it).
+pub(crate) const TRUNCATION_COUNTER_PATH: &str = "compactbench/gemini-cli/compressionTruncationCounter";
+
+/// `config.getNextCompressionTruncationId()` (`++this.compressionTruncationCounter`): the id
+/// the next truncation of a compression pass saves its file under.
 pub(crate) fn next_truncation_id(store: &VirtualStore) -> u64 {
-    let dir = format!("{PROJECT_TEMP_DIR}/{TOOL_OUTPUTS_DIR}/");
-    store.paths().filter(|p| p.strip_prefix(&dir).is_some_and(|rest| !rest.contains('/'))).count() as u64 + 1
+    store.read(TRUNCATION_COUNTER_PATH).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0) + 1
+}
+
+/// Records the ids a pass took (`next_id` is the one after them). The counter moves whether or
+/// not the pass's history is installed: `truncateHistoryToBudget` takes an id for every
+/// response it saves, before compression decides anything.
+pub(crate) fn set_truncation_counter(store: &mut VirtualStore, next_id: u64) {
+    if next_id > next_truncation_id(store) {
+        store.write(TRUNCATION_COUNTER_PATH, (next_id - 1).to_string());
+    }
 }
 
 /// JavaScript's `String.prototype.slice` over UTF-16 code units.
