@@ -14,8 +14,9 @@ tasks:
                           extra ARGS go to `compactbench eval` (e.g. --seeds 3)
   new-strategy NAME       scaffold crates/strategies/NAME and register it
   bench [ARGS...]         time the full default matrix beside the tokenize-once floor, the
-                          quick matrix at 1x/2x/4x session length (best of 3 each), peak RSS and results.json
-                          size, printed side by side (ARGS go to the full `compactbench eval`);
+                          quick matrix at 1x/2x/4x session length (best of 3 each, with the
+                          tokens its requests carry), peak RSS and results.json size,
+                          printed side by side (ARGS go to the full `compactbench eval`);
                           the full matrix runs again counted by tiktoken-rs (the reference
                           BPE) for its floor and an identical-outputs check;
                           `bench --criterion [ARGS...]` runs the criterion benchmarks instead;
@@ -140,6 +141,25 @@ fn floor_of(line: &str) -> Option<f64> {
     line.split("tokenize-once floor ").nth(1).and_then(|r| number_before(r, "s"))
 }
 
+/// The tokens of every request an eval's requests.csv in `out` lists, summed: the work the
+/// runner cannot avoid (each request is measured, lowered, validated and probed whole), which
+/// grows faster than the session where a strategy's view grows with it.
+fn request_tokens(out: &str) -> Result<u64, String> {
+    let path = project_root().join(out).join("requests.csv");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines();
+    let column = lines
+        .next()
+        .and_then(|header| header.split(',').position(|c| c == "tokens"))
+        .ok_or_else(|| format!("{}: no tokens column", path.display()))?;
+    lines
+        .enumerate()
+        .map(|(i, line)| {
+            line.split(',').nth(column).and_then(|t| t.parse::<u64>().ok()).ok_or_else(|| format!("{}:{}: no tokens", path.display(), i + 2))
+        })
+        .sum()
+}
+
 /// The number right before `unit` in `line` (`in 53.2s` -> 53.2 for unit "s").
 fn number_before(line: &str, unit: &str) -> Option<f64> {
     line.split_whitespace().find_map(|w| w.strip_suffix(unit).and_then(|n| n.parse().ok()))
@@ -190,16 +210,19 @@ fn matrix_bench(extra: &[String]) -> Result<(), String> {
     // single runs then says more about the neighbour than about the code. The kept run's own
     // tokenize-once floor says how much the content itself grows (more compactions, hence
     // more summaries to count, in a longer session).
-    let mut scaled = vec![("1", f64::INFINITY, f64::NAN), ("2", f64::INFINITY, f64::NAN), ("4", f64::INFINITY, f64::NAN)];
+    let mut scaled = vec![("1", f64::INFINITY, f64::NAN, 0), ("2", f64::INFINITY, f64::NAN, 0), ("4", f64::INFINITY, f64::NAN, 0)];
     for round in 1..=SCALE_ROUNDS {
-        for (k, best, best_floor) in &mut scaled {
+        for (k, best, best_floor, tokens) in &mut scaled {
             eprintln!("xtask bench: quick matrix at {k}x session length (round {round} of {SCALE_ROUNDS}) ...");
-            let line = compactbench(&["eval", "--no-bounds", "--no-delegation", "--session-scale", k, "--out", &format!("target/bench/scale-{k}")])?;
+            let out = format!("target/bench/scale-{k}");
+            let line = compactbench(&["eval", "--no-bounds", "--no-delegation", "--session-scale", k, "--out", &out])?;
             let wall = number_before(&line, "s").ok_or_else(|| format!("no time in {line:?}"))?;
             if wall < *best {
                 *best = wall;
                 *best_floor = floor_of(&line).unwrap_or(f64::NAN);
             }
+            // The same in every round: the outputs do not depend on timing.
+            *tokens = request_tokens(&out)?;
         }
     }
     println!("| measure | value |\n|---|---:|");
@@ -217,10 +240,16 @@ fn matrix_bench(extra: &[String]) -> Result<(), String> {
     println!("| matrix / session floor ({IN_USE}) | {:.1}x |", wall / floor);
     println!("| peak RSS of the full matrix | {rss} MiB |");
     println!("| results.json of the full matrix | {json_mb:.1} MB |");
-    for (i, (k, s, f)) in scaled.iter().enumerate() {
+    for (i, &(k, s, f, t)) in scaled.iter().enumerate() {
         let per_doubling = match i.checked_sub(1).map(|j| scaled[j]) {
-            None => format!(" (in-run floor {f:.2} s)"),
-            Some((k0, s0, f0)) => format!(" ({:.2}x the {k0}x run; in-run floor {f:.2} s, {:.2}x)", s / s0, f / f0),
+            None => format!(" (in-run floor {f:.2} s; requests' tokens {:.2} G)", t as f64 / 1e9),
+            Some((k0, s0, f0, t0)) => format!(
+                " ({:.2}x the {k0}x run; in-run floor {f:.2} s, {:.2}x; requests' tokens {:.2} G, {:.2}x)",
+                s / s0,
+                f / f0,
+                t as f64 / 1e9,
+                t as f64 / t0 as f64
+            ),
         };
         println!("| quick matrix (no bounds, no delegation) at {k}x session length, best of {SCALE_ROUNDS} | {s:.1} s{per_doubling} |");
     }
