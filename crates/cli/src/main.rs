@@ -227,7 +227,16 @@ impl ScenarioSource {
         if self.session_scale == 0 {
             bail!("--session-scale must be at least 1");
         }
-        let mut scenarios = load_dir(&self.dir())?;
+        let dir = self.dir();
+        if !dir.is_dir() {
+            // The default is relative: a run from outside the repository finds no folder.
+            bail!(
+                "no scenario folder at {} (run from the repository root, or pass --scenarios DIR{})",
+                dir.display(),
+                if self.suite.is_some() { " with a --suite subfolder that exists" } else { "" }
+            );
+        }
+        let mut scenarios = load_dir(&dir)?;
         for sc in &mut scenarios {
             sc.session.turns *= self.session_scale;
         }

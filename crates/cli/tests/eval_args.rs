@@ -28,3 +28,15 @@ fn text_chat_for_a_strategy_without_one_is_refused() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// A missing scenario folder (the default is relative to the repository root) is named, with
+/// the way out, rather than reported as an OS error of a listing.
+#[test]
+fn a_missing_scenario_folder_is_named_with_the_flag_to_pass() {
+    let dir = scratch("eval-args-no-scenarios");
+    let missing = dir.join("nowhere");
+    let out = compactbench(&["eval", "--scenarios", missing.to_str().unwrap(), "--out", dir.join("out").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("no scenario folder at {}", missing.display())) && stderr.contains("--scenarios DIR"), "{stderr}");
+}
