@@ -12,9 +12,10 @@
 //! `lastPromptTokenCount` after masking, say), and content added before it after the fact
 //! would make that record stale, which no real session does.
 //!
-//! Not covered yet: aborted and failed replies (our message model has no stop reason for an
-//! assistant message, so a harness's own handling of them cannot be expressed), and cache
-//! writes as a number of their own (our [`Usage`] counts them in `input`).
+//! Not covered yet: aborted replies that report partial usage (our message model has no stop
+//! reason for an assistant message: a reply without usage is the one failed reply it can
+//! express, [`Variation::ReplyWithoutUsage`]), and cache writes as a number of their own (our
+//! [`Usage`] counts them in `input`).
 
 use compactbench_core::{Entry, Log, Message, Part, Role, Usage};
 use rand::Rng;
@@ -37,11 +38,23 @@ pub enum Variation {
     Reasoning,
     /// A system message before a later user message (a harness notice, a changed prompt).
     LateSystem,
+    /// The newest text reply after the newest checkpoint reports no usage: a reply that failed
+    /// (Pi and oh-my-pi store it as `stopReason: "error"` with zero usage, which their
+    /// estimators skip), or a provider that reports none (an OpenAI-compatible stream without
+    /// `include_usage`). Replies with tool calls keep theirs: a failed reply runs no tools.
+    ReplyWithoutUsage,
 }
 
 /// The variations in the order cases take them.
-pub const VARIATIONS: [Variation; 6] =
-    [Variation::AsRun, Variation::UsageUnder, Variation::UsageOver, Variation::Images, Variation::Reasoning, Variation::LateSystem];
+pub const VARIATIONS: [Variation; 7] = [
+    Variation::AsRun,
+    Variation::UsageUnder,
+    Variation::UsageOver,
+    Variation::Images,
+    Variation::Reasoning,
+    Variation::LateSystem,
+    Variation::ReplyWithoutUsage,
+];
 
 /// Classes found in a log rather than made: several tool calls in one reply, and an earlier
 /// compaction (a log cut from the strategy's own replay).
@@ -61,6 +74,7 @@ impl Variation {
             Variation::Images => "images",
             Variation::Reasoning => "reasoning",
             Variation::LateSystem => "late-system",
+            Variation::ReplyWithoutUsage => "reply-without-usage",
         }
     }
 
@@ -86,6 +100,7 @@ impl Variation {
                 }))
             }
             Variation::LateSystem => late_system(log),
+            Variation::ReplyWithoutUsage => reply_without_usage(log),
         }
     }
 }
@@ -152,6 +167,17 @@ fn images(log: &Log, rng: &mut ChaCha8Rng) -> Option<Log> {
 /// The index of the first entry after the newest checkpoint (0 where there is none).
 fn after_newest_checkpoint(log: &Log) -> usize {
     log.checkpoints().next_back().map_or(0, |(id, _)| id.index() + 1)
+}
+
+/// `log` with the usage of its newest text reply after the newest checkpoint taken away
+/// (`None` where there is no such reply with usage).
+fn reply_without_usage(log: &Log) -> Option<Log> {
+    let start = after_newest_checkpoint(log);
+    let text_reply = |m: &Message| {
+        m.role == Role::Assistant && m.usage.is_some() && !m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. }))
+    };
+    let reply = log.messages().filter(|(id, m)| id.index() >= start && text_reply(m)).last()?.0.index();
+    Some(map_messages(log, |i, m| (i == reply).then(|| Message { usage: None, ..m.clone() })))
 }
 
 /// What a harness says in a system message mid-session.
@@ -282,5 +308,17 @@ mod tests {
         let single = Log::from_messages([Message::system("s"), Message::user("u")]);
         assert_eq!(Variation::LateSystem.apply(&single, &mut rng()), None, "no later user message");
         assert!(found(&single).is_empty());
+    }
+
+    #[test]
+    fn the_newest_text_reply_loses_its_usage_and_replies_with_calls_keep_theirs() {
+        let log = Variation::ReplyWithoutUsage.apply(&session(), &mut rng()).unwrap();
+        let usage: Vec<(u32, bool)> =
+            log.messages().filter(|(_, m)| m.role == Role::Assistant).map(|(id, m)| (id.0, m.usage.is_some())).collect();
+        assert_eq!(usage, [(2, true), (5, false)]);
+        assert_eq!(log.message(EntryId(5)).unwrap().text(), "done");
+        let mut compacted = session();
+        compacted.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
+        assert_eq!(Variation::ReplyWithoutUsage.apply(&compacted, &mut rng()), None, "no reply after the checkpoint");
     }
 }
