@@ -155,20 +155,7 @@ const OPENHANDS: &[Setting] = &[
 
 /// The default row's condenser with these parameters, the rest as `default_condenser` has them.
 fn openhands_condenser(max_size: i64, keep_first: i64, max_tokens: Option<u64>) -> Box<dyn Strategy> {
-    let OpenhandsConfig::LlmSummarizing { minimum_progress, hard_context_reset_max_retries, hard_context_reset_context_scaling, .. } =
-        OpenhandsConfig::default()
-    else {
-        unreachable!("the default condenser summarizes")
-    };
-    let config = OpenhandsConfig::LlmSummarizing {
-        max_size,
-        keep_first,
-        max_tokens,
-        minimum_progress,
-        hard_context_reset_max_retries,
-        hard_context_reset_context_scaling,
-    };
-    Box::new(OpenhandsStrategy::with_id(config, "openhands"))
+    Box::new(OpenhandsStrategy::with_id(OpenhandsConfig::llm_summarizing(max_size, keep_first, max_tokens), "openhands"))
 }
 
 /// OpenHands V0 (openhands-ai 1.0.0, whose V0 sources match the crate's commit; 1.11.0, the

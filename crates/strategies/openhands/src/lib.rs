@@ -277,18 +277,26 @@ pub enum OpenhandsConfig {
 impl Default for OpenhandsConfig {
     /// SDK `default_condenser`: what the SDK's default agent and its sub-agents run.
     fn default() -> Self {
+        OpenhandsConfig::llm_summarizing(80, 4, None)
+    }
+}
+
+impl OpenhandsConfig {
+    /// SDK `LLMSummarizingCondenser` with these three settings and the class defaults for the
+    /// rest (`minimum_progress` 0.1, 5 hard reset attempts, scaling 0.8), as `default_condenser`
+    /// builds it with its own `max_size` and `keep_first`
+    /// (`openhands/sdk/context/condenser/llm_summarizing_condenser.py`, 1.58.2).
+    pub fn llm_summarizing(max_size: i64, keep_first: i64, max_tokens: Option<u64>) -> OpenhandsConfig {
         OpenhandsConfig::LlmSummarizing {
-            max_size: 80,
-            keep_first: 4,
-            max_tokens: None,
+            max_size,
+            keep_first,
+            max_tokens,
             minimum_progress: 0.1,
             hard_context_reset_max_retries: 5,
             hard_context_reset_context_scaling: 0.8,
         }
     }
-}
 
-impl OpenhandsConfig {
     /// Report id suffix.
     fn name(&self) -> &'static str {
         match self {
@@ -514,14 +522,7 @@ pub fn variants() -> Vec<Box<dyn Strategy>> {
     };
     let configs = [
         // SDK settings defaults (agent-server and GUI settings), distinct from the default above.
-        OpenhandsConfig::LlmSummarizing {
-            max_size: 240,
-            keep_first: 2,
-            max_tokens: None,
-            minimum_progress: 0.1,
-            hard_context_reset_max_retries: 5,
-            hard_context_reset_context_scaling: 0.8,
-        },
+        OpenhandsConfig::llm_summarizing(240, 2, None),
         v0_summary(false),
         v0_summary(true),
         OpenhandsConfig::AmortizedForgetting { max_size: 100, keep_first: 1 },

@@ -19,14 +19,24 @@ fn openhands(config: OpenhandsConfig) -> OpenhandsStrategy {
 }
 
 fn sdk_config(max_size: i64, keep_first: i64) -> OpenhandsConfig {
-    OpenhandsConfig::LlmSummarizing {
+    OpenhandsConfig::llm_summarizing(max_size, keep_first, None)
+}
+
+/// `llm_summarizing` leaves what it is not given at `LLMSummarizingCondenser`'s class
+/// defaults (openhands-sdk 1.58.2), so `default_condenser` and the settings row differ from
+/// the class only in the settings they name.
+#[test]
+fn llm_summarizing_takes_the_class_defaults_for_the_rest() {
+    let spelled_out = |max_size, keep_first, max_tokens| OpenhandsConfig::LlmSummarizing {
         max_size,
         keep_first,
-        max_tokens: None,
+        max_tokens,
         minimum_progress: 0.1,
         hard_context_reset_max_retries: 5,
         hard_context_reset_context_scaling: 0.8,
-    }
+    };
+    assert_eq!(OpenhandsConfig::llm_summarizing(240, 2, Some(8_000)), spelled_out(240, 2, Some(8_000)));
+    assert_eq!(OpenhandsConfig::default(), spelled_out(80, 4, None));
 }
 
 /// A window so large that only event counts matter.
