@@ -1,9 +1,14 @@
 """Fidelity driver for OpenHands V0's condensers (PyPI openhands-ai 1.0.0, whose
 `openhands/memory/` and `openhands/events/` are those of All-Hands-AI/OpenHands@156d0686).
 
-Usage: driver.py CONDENSER, one of `amortized-forgetting`, `llm-summarizing-v0` (the rows of
+Usage: driver.py CONDENSER [--request], CONDENSER one of `amortized-forgetting`,
+`llm-summarizing-v0`, `structured-summary`, `conversation-window`, `pipeline` (the rows of
 crates/strategies/openhands `variants()`), each built with its config class's defaults
-(`openhands/core/config/condenser_config.py`), as `Condenser.from_config` builds it.
+(`openhands/core/config/condenser_config.py`), as `Condenser.from_config` builds it; `pipeline`
+is the web app's default (`openhands/server/session/session.py`: conversation window, browser
+output with `attention_window=2`, LLM summarizing with `keep_first=4` and `max_size=120`).
+`--request`: the context window overflowed, so the agent controller appended a
+`CondensationRequestAction` (`agent_controller.py`) to the session before the condenser runs.
 
 Per case: each exported event is read back with V0's own `event_from_dict`
 (`openhands/events/serialization/event.py`), its `compactbench_message` (the log message it
@@ -11,14 +16,16 @@ comes from) taken off first; `View.from_events` (`openhands/memory/view.py`) giv
 agent's `condensed_history` condenses.
 
 Answer, from V0's own functions:
-- `compact`: `condenser.should_condense(view)` (`RollingCondenser.condense` returns a
-  `Condensation` exactly then);
-- `kept`: when `condenser.condense(view)` returns a `Condensation`, the native index of every
-  view event its `CondensationAction.forgotten` does not name (the summary observation it
-  inserts is no stored event), one per log message; null when it returns the view;
+- `compact`: whether `condenser.condense(view)` returns a `Condensation` (a rolling condenser
+  does exactly when its `should_condense` says so; the others never do);
+- `kept`: when it returns a `Condensation`, the native index of every view event its
+  `CondensationAction.forgotten` does not name (the summary observation it inserts is no
+  stored event), one per log message; null when it returns a view;
 - `tokens_before`: null, V0's condensers count events, never tokens.
 
-Mocked: the summarizer LLM's `completion` (a fixed summary).
+Mocked: the summarizer LLM's `completion` (a fixed summary; the structured summary condenser's
+forced tool call is not made, so it keeps an empty state summary, as ours does on a reply that
+is not the call's JSON).
 """
 
 import json
@@ -30,12 +37,23 @@ from types import SimpleNamespace
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LOG_LEVEL", "ERROR")
 
-from openhands.core.config.condenser_config import AmortizedForgettingCondenserConfig, LLMSummarizingCondenserConfig
+from openhands.core.config.condenser_config import (
+    AmortizedForgettingCondenserConfig,
+    BrowserOutputCondenserConfig,
+    LLMSummarizingCondenserConfig,
+    StructuredSummaryCondenserConfig,
+)
 from openhands.core.config.llm_config import LLMConfig
-from openhands.events.action.agent import CondensationAction
 from openhands.events.serialization.event import event_from_dict
 from openhands.memory.condenser.condenser import Condensation
-from openhands.memory.condenser.impl import AmortizedForgettingCondenser, LLMSummarizingCondenser
+from openhands.memory.condenser.impl import (
+    AmortizedForgettingCondenser,
+    BrowserOutputCondenser,
+    CondenserPipeline,
+    ConversationWindowCondenser,
+    LLMSummarizingCondenser,
+    StructuredSummaryCondenser,
+)
 from openhands.memory.view import View
 
 logging.disable(logging.WARNING)
@@ -44,7 +62,7 @@ FIXED_SUMMARY = "## Goal\nContinue the task.\n\n## Progress\nWork is under way."
 
 
 class FixedLLM:
-    """What `LLMSummarizingCondenser.get_condensation` uses of its LLM, with a fixed reply."""
+    """What the summarizing condensers' `get_condensation` use of their LLM, with a fixed reply."""
 
     config = SimpleNamespace(model="fixed")
     metrics = SimpleNamespace(get=lambda: {})
@@ -52,22 +70,41 @@ class FixedLLM:
     def format_messages_for_llm(self, messages):
         return messages
 
+    def is_function_calling_active(self):
+        return True
+
     def completion(self, **kwargs):
-        message = SimpleNamespace(content=FIXED_SUMMARY)
+        message = SimpleNamespace(content=FIXED_SUMMARY, tool_calls=None)
         return SimpleNamespace(choices=[SimpleNamespace(message=message)], model_dump=lambda: {})
 
 
+def config_args(config, *llm):
+    # The config's fields as `from_config` passes them (model_dump of the config).
+    return config.model_dump(exclude={"type", *llm})
+
+
 def build(name):
-    # The config classes' defaults, passed as `from_config` passes them (model_dump of the config).
     if name == "amortized-forgetting":
-        return AmortizedForgettingCondenser(**AmortizedForgettingCondenserConfig().model_dump(exclude={"type"}))
+        return AmortizedForgettingCondenser(**config_args(AmortizedForgettingCondenserConfig()))
     if name == "llm-summarizing-v0":
-        config = LLMSummarizingCondenserConfig(llm_config=LLMConfig())
-        return LLMSummarizingCondenser(llm=FixedLLM(), **config.model_dump(exclude={"type", "llm_config"}))
+        return LLMSummarizingCondenser(llm=FixedLLM(), **config_args(LLMSummarizingCondenserConfig(llm_config=LLMConfig()), "llm_config"))
+    if name == "structured-summary":
+        config = StructuredSummaryCondenserConfig(llm_config=LLMConfig())
+        return StructuredSummaryCondenser(llm=FixedLLM(), **config_args(config, "llm_config"))
+    if name == "conversation-window":
+        return ConversationWindowCondenser()
+    if name == "pipeline":
+        summarizing = LLMSummarizingCondenserConfig(llm_config=LLMConfig(), keep_first=4, max_size=120)
+        return CondenserPipeline(
+            ConversationWindowCondenser(),
+            BrowserOutputCondenser(**config_args(BrowserOutputCondenserConfig(attention_window=2))),
+            LLMSummarizingCondenser(llm=FixedLLM(), **config_args(summarizing, "llm_config")),
+        )
     raise SystemExit(f"unknown condenser {name}")
 
 
 CONDENSER = build(sys.argv[1])
+REQUEST = "--request" in sys.argv[2:]
 
 
 def answer(case):
@@ -77,10 +114,13 @@ def answer(case):
         message[i] = d.pop("compactbench_message")
         events.append(event_from_dict(d))
     native = {e.id: i for i, e in enumerate(events)}
+    if REQUEST:
+        request = {"id": max(native, default=-1) + 1, "source": "agent", "action": "condensation_request", "args": {}, "message": ""}
+        events.append(event_from_dict(request))
     view = View.from_events(events)
     out = {"id": case["id"], "first_kept": None, "kept": None, "split_turn": None, "tokens_before": None, "error": None}
-    out["compact"] = CONDENSER.should_condense(view)
     result = CONDENSER.condense(view)
+    out["compact"] = isinstance(result, Condensation)
     if isinstance(result, Condensation):
         forgotten = set(result.action.forgotten)
         kept, last = [], None

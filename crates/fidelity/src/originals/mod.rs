@@ -599,6 +599,53 @@ pub const ORIGINALS: &[Original] = &[
         tokens: false,
     },
     Original {
+        name: "openhands-ai 1.0.0 (V0 StructuredSummaryCondenser)",
+        dir: "openhands-ai-1.0.0-structured-summary",
+        // The same install as the V0 rows above.
+        strategy: "openhands/structured-summary",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["structured-summary"],
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 ConversationWindowCondenser)",
+        dir: "openhands-ai-1.0.0-conversation-window",
+        strategy: "openhands/conversation-window",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        // It condenses on a condensation request only, which the agent controller appends when
+        // the context window overflows (`agent_controller.py`): the driver appends it too.
+        args: &["conversation-window", "--request"],
+        moment: Moment::Overflow,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 app's default CondenserPipeline)",
+        dir: "openhands-ai-1.0.0-pipeline",
+        // `Session` with `enable_default_condenser` (`openhands/server/session/session.py`):
+        // conversation window, browser output (2), LLM summarizing (keep_first 4, max_size 120).
+        strategy: "openhands/pipeline",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["pipeline"],
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        tokens: false,
+    },
+    Original {
         name: "@deepseek-ai/dsh-compaction-basic 0.1.0-rc.8 (pre-step)",
         dir: "dsh-compaction-basic-0.1.0-rc.8",
         strategy: "deepseek-harness",

@@ -168,12 +168,16 @@
 //! estimate; they have not been rerun with the exact count.
 //! The same row runs with two settings of `LLMSummarizingCondenser` away from
 //! `default_condenser`'s (`max_size 40, keep_first 2`; `max_tokens 8000`), ours configured the
-//! same way. The V0 rows `openhands/amortized-forgetting` and `openhands/llm-summarizing-v0` are
-//! checked against PyPI `openhands-ai` 1.0.0, whose `openhands/memory/` and `openhands/events/`
-//! are byte-identical to the commit cited above (`fidelity/openhands-v0/driver.py`: V0's own
-//! `View.from_events`, `should_condense` and `condense`). Figures for every row are in
-//! `reports/fidelity/report.md`. The other V0 rows are not checked yet: the masking ones build
-//! their stand-ins in the view and record no checkpoint, which the check reads rewrites from.
+//! same way. The V0 rows `openhands/amortized-forgetting`, `openhands/llm-summarizing-v0`,
+//! `openhands/structured-summary`, `openhands/pipeline` (before each request) and
+//! `openhands/conversation-window` (at an overflow, after the condensation request the agent
+//! controller appends) are checked against PyPI `openhands-ai` 1.0.0, whose `openhands/memory/`
+//! and `openhands/events/` are byte-identical to the commit cited above
+//! (`fidelity/openhands-v0/driver.py`: V0's own `View.from_events` and `condense`). Figures for
+//! every row are in `reports/fidelity/report.md`. The pipeline's browser output condenser is not
+//! exercised (no scenario has a browser tool). Not checked yet: observation masking and recent
+//! events, which build their view and record no checkpoint, which the check reads rewrites and
+//! kept sets from.
 
 use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
