@@ -2,13 +2,14 @@
 `openhands/memory/` and `openhands/events/` are those of All-Hands-AI/OpenHands@156d0686).
 
 Usage: driver.py CONDENSER [--request], CONDENSER one of `amortized-forgetting`,
-`llm-summarizing-v0`, `structured-summary`, `conversation-window`, `pipeline` (the rows of
-crates/strategies/openhands `variants()`), each built with its config class's defaults
-(`openhands/core/config/condenser_config.py`), as `Condenser.from_config` builds it; `pipeline`
-is the web app's default (`openhands/server/session/session.py`: conversation window, browser
-output with `attention_window=2`, LLM summarizing with `keep_first=4` and `max_size=120`).
-`--request`: the context window overflowed, so the agent controller appended a
-`CondensationRequestAction` (`agent_controller.py`) to the session before the condenser runs.
+`llm-summarizing-v0`, `structured-summary`, `observation-masking`, `conversation-window`,
+`pipeline` (the rows of crates/strategies/openhands `variants()`), each built with its config
+class's defaults (`openhands/core/config/condenser_config.py`), as `Condenser.from_config`
+builds it; `pipeline` is the web app's default (`openhands/server/session/session.py`:
+conversation window, browser output with `attention_window=2`, LLM summarizing with
+`keep_first=4` and `max_size=120`). `--request`: the context window overflowed, so the agent
+controller appended a `CondensationRequestAction` (`agent_controller.py`) to the session before
+the condenser runs.
 
 Per case: each exported event is read back with V0's own `event_from_dict`
 (`openhands/events/serialization/event.py`), its `compactbench_message` (the log message it
@@ -21,6 +22,8 @@ Answer, from V0's own functions:
 - `kept`: when it returns a `Condensation`, the native index of every view event its
   `CondensationAction.forgotten` does not name (the summary observation it inserts is no
   stored event), one per log message; null when it returns a view;
+- `rewritten` (observation masking only): the native index of every view event the view it
+  returns shows as another event (its `<MASKED>` stand-in);
 - `tokens_before`: null, V0's condensers count events, never tokens.
 
 Mocked: the summarizer LLM's `completion` (a fixed summary; the structured summary condenser's
@@ -41,6 +44,7 @@ from openhands.core.config.condenser_config import (
     AmortizedForgettingCondenserConfig,
     BrowserOutputCondenserConfig,
     LLMSummarizingCondenserConfig,
+    ObservationMaskingCondenserConfig,
     StructuredSummaryCondenserConfig,
 )
 from openhands.core.config.llm_config import LLMConfig
@@ -52,6 +56,7 @@ from openhands.memory.condenser.impl import (
     CondenserPipeline,
     ConversationWindowCondenser,
     LLMSummarizingCondenser,
+    ObservationMaskingCondenser,
     StructuredSummaryCondenser,
 )
 from openhands.memory.view import View
@@ -91,6 +96,8 @@ def build(name):
     if name == "structured-summary":
         config = StructuredSummaryCondenserConfig(llm_config=LLMConfig())
         return StructuredSummaryCondenser(llm=FixedLLM(), **config_args(config, "llm_config"))
+    if name == "observation-masking":
+        return ObservationMaskingCondenser(**config_args(ObservationMaskingCondenserConfig()))
     if name == "conversation-window":
         return ConversationWindowCondenser()
     if name == "pipeline":
@@ -105,6 +112,8 @@ def build(name):
 
 CONDENSER = build(sys.argv[1])
 REQUEST = "--request" in sys.argv[2:]
+# Which condensers rewrite events in the view they return (and so answer `rewritten`).
+REWRITES = sys.argv[1] == "observation-masking"
 
 
 def answer(case):
@@ -121,6 +130,8 @@ def answer(case):
     out = {"id": case["id"], "first_kept": None, "kept": None, "split_turn": None, "tokens_before": None, "error": None}
     result = CONDENSER.condense(view)
     out["compact"] = isinstance(result, Condensation)
+    if REWRITES:
+        out["rewritten"] = [native[e.id] for e, shown in zip(view.events, result.events) if shown is not e and e.id in native]
     if isinstance(result, Condensation):
         forgotten = set(result.action.forgotten)
         kept, last = [], None

@@ -60,13 +60,22 @@ impl<'a> Strategies<'a> {
     }
 }
 
-/// Both answers for a case, or why the original could not answer.
-fn ask(driver: &mut Driver, original: &Original, strategies: &Strategies<'_>, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
-    let mut ours = ours::answer(strategies.of(case), case, original.moment, original.rewrites);
+/// Our answer for a case, with what `original` compares of it.
+fn our_answer(original: &Original, strategy: &dyn Strategy, case: &Case) -> Answer {
+    let mut ours = ours::answer(strategy, case, original.moment, original.rewrites);
+    if original.view_rewrites {
+        ours.rewritten = Some(ours::view_rewrites(strategy, &case.log));
+    }
     // An original without an estimate of its own (`Original::tokens`) answers none to compare.
     if !original.tokens {
         ours.tokens_before = None;
     }
+    ours
+}
+
+/// Both answers for a case, or why the original could not answer.
+fn ask(driver: &mut Driver, original: &Original, strategies: &Strategies<'_>, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
+    let ours = our_answer(original, strategies.of(case), case);
     let mut export = match (original.export)(case) {
         Ok(e) => e,
         Err(why) => return Ok((ours, Err(format!("not exported: {why}")))),
@@ -193,4 +202,31 @@ pub fn check_strategy(
         }
     }
     Ok(OriginalReport { agreement, problems: problems.into_iter().collect(), disagreements })
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::{EntryId, Log, Message, ModelProfile, Shape};
+
+    use super::*;
+
+    /// The observation masking row compares the `<MASKED>` stand-ins of our view, which no
+    /// checkpoint records.
+    #[test]
+    fn the_masking_row_compares_the_stand_ins_of_our_view() {
+        let original = crate::ORIGINALS.iter().find(|o| o.strategy == "openhands/observation-masking").unwrap();
+        let strategy = compactbench_registry::find(original.strategy).unwrap();
+        let mut log = Log::new();
+        log.push_message(Message::system("be brief"));
+        log.push_message(Message::user("ask"));
+        for n in 0..60 {
+            let id = format!("c{n}");
+            log.push_message(Message::tool_call(&id, "read", serde_json::json!({"path": format!("{n}.rs")})));
+            log.push_message(Message::tool_result(&id, "read", format!("contents of {n}.rs"), false));
+        }
+        let model = ModelProfile { name: "m".into(), window: 100_000, max_output: 8_192, provider: Shape::Anthropic, pricing: Default::default() };
+        let ours = our_answer(original, strategy.as_ref(), &Case::new("t", log, model));
+        // 122 events, one per message: the results at 3, 5, .., 21 are outside the newest 100.
+        assert_eq!(ours.rewritten, Some((3..22).step_by(2).map(EntryId).collect()));
+    }
 }

@@ -59,6 +59,10 @@ pub struct Original {
     /// Which of our checkpoints that keep the window (in-place rewrites) its driver's
     /// `rewritten` stands for ([`all_rewrites`]: every one).
     pub rewrites: fn(&Checkpoint) -> bool,
+    /// The original rewrites in place only in the view it builds at each step and stores
+    /// nothing (V0's observation masking): our rewrites are the entries our view shows other
+    /// than the log holds them ([`crate::ours::view_rewrites`]), not our checkpoints'.
+    pub view_rewrites: bool,
     /// The original estimates the context it compacts from (`tokens_before`); when false (V0's
     /// condensers count events), our checkpoint's report-only estimate is not compared.
     pub tokens: bool,
@@ -335,6 +339,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: CLINE_SDK,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -352,6 +357,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -367,6 +373,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -382,6 +389,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_0_73,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -400,6 +408,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -415,6 +424,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -432,6 +442,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: OH_MY_PI,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -450,6 +461,7 @@ pub const ORIGINALS: &[Original] = &[
         // The per-turn prune passes only: the rescue (`#rescueCompactionDeadEnd`: shake, then
         // dropping images) a threshold pass may run after them is not driven.
         rewrites: oh_my_pi::per_turn_prune,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -464,6 +476,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: GEMINI_CLI,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -487,6 +500,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -501,6 +515,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -529,6 +544,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI_K1,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -543,6 +559,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: AIDER,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -558,6 +575,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: OPENHANDS,
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -576,6 +594,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -595,6 +614,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -611,6 +631,23 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 ObservationMaskingCondenser)",
+        dir: "openhands-ai-1.0.0-observation-masking",
+        strategy: "openhands/observation-masking",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["observation-masking"],
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        // Its `<MASKED>` stand-ins are made in every view and recorded nowhere.
+        view_rewrites: true,
         tokens: false,
     },
     Original {
@@ -627,6 +664,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: false,
     },
     Original {
@@ -643,6 +681,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: false,
     },
     Original {
@@ -658,6 +697,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
     Original {
@@ -673,6 +713,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        view_rewrites: false,
         tokens: true,
     },
 ];
