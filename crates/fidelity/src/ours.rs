@@ -77,10 +77,20 @@ pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn
     out
 }
 
+/// The entries our view of `log` shows, as they are or through a stand-in, sorted: what a
+/// strategy that keeps events in every view and records no checkpoint keeps (V0's recent
+/// events), for an original whose driver reports that ([`crate::Original::in_view`]).
+pub fn view_kept(strategy: &dyn Strategy, log: &Log) -> Vec<EntryId> {
+    let mut out: Vec<EntryId> = strategy.project(log).messages.into_iter().filter_map(|m| m.origin.entry()).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// The entries our view of `log` shows as a stand-in, sorted: a message other than the log's
 /// sent in its place (`Replaced(entry, by)`, `by` another entry) that no checkpoint records,
 /// as V0's masked observations are, for an original whose driver reports those
-/// ([`crate::Original::view_rewrites`]). A message cut where it is sent (`Replaced(entry,
+/// ([`crate::Original::in_view`]). A message cut where it is sent (`Replaced(entry,
 /// entry)`: V0's message builder truncating a long result) is not the condenser's doing and
 /// not counted.
 pub fn view_rewrites(strategy: &dyn Strategy, log: &Log) -> Vec<EntryId> {
@@ -127,5 +137,8 @@ mod tests {
         assert_eq!(answer(&masking, &case, Moment::BeforeRequest, crate::originals::all_rewrites).rewritten, Some(Vec::new()), "no checkpoint records them");
         let unmasked = OpenhandsStrategy::new(OpenhandsConfig::ObservationMasking { attention_window: 100 }).unwrap();
         assert!(view_rewrites(&unmasked, &log).is_empty());
+        // A masked result is still sent (as its stand-in), its call no longer.
+        assert_eq!(view_kept(&masking, &log), [0, 1, 3, 5, 6, 7].map(EntryId));
+        assert_eq!(view_kept(&unmasked, &log), (0..8).map(EntryId).collect::<Vec<_>>());
     }
 }

@@ -59,10 +59,10 @@ pub struct Original {
     /// Which of our checkpoints that keep the window (in-place rewrites) its driver's
     /// `rewritten` stands for ([`all_rewrites`]: every one).
     pub rewrites: fn(&Checkpoint) -> bool,
-    /// The original rewrites in place only in the view it builds at each step and stores
-    /// nothing (V0's observation masking): our rewrites are the entries our view shows other
-    /// than the log holds them ([`crate::ours::view_rewrites`]), not our checkpoints'.
-    pub view_rewrites: bool,
+    /// The original acts only on the view it builds at each step and stores nothing (V0's
+    /// observation masking and recent events): our kept set and rewrites are read from our view
+    /// ([`crate::ours::view_kept`], [`crate::ours::view_rewrites`]), not from checkpoints.
+    pub in_view: bool,
     /// The original estimates the context it compacts from (`tokens_before`); when false (V0's
     /// condensers count events), our checkpoint's report-only estimate is not compared.
     pub tokens: bool,
@@ -339,7 +339,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: CLINE_SDK,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -357,7 +357,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -373,7 +373,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -389,7 +389,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_0_73,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -408,7 +408,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -424,7 +424,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -442,7 +442,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: OH_MY_PI,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -461,7 +461,7 @@ pub const ORIGINALS: &[Original] = &[
         // The per-turn prune passes only: the rescue (`#rescueCompactionDeadEnd`: shake, then
         // dropping images) a threshold pass may run after them is not driven.
         rewrites: oh_my_pi::per_turn_prune,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -476,7 +476,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: GEMINI_CLI,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -500,7 +500,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -515,7 +515,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -544,7 +544,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI_K1,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -559,7 +559,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: AIDER,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -575,7 +575,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: OPENHANDS,
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -594,7 +594,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -614,7 +614,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -631,7 +631,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: false,
     },
     Original {
@@ -647,7 +647,23 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         // Its `<MASKED>` stand-ins are made in every view and recorded nowhere.
-        view_rewrites: true,
+        in_view: true,
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 RecentEventsCondenser)",
+        dir: "openhands-ai-1.0.0-recent-events",
+        strategy: "openhands/recent-events",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["recent-events"],
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        // It keeps events in every view and records nothing.
+        in_view: true,
         tokens: false,
     },
     Original {
@@ -664,7 +680,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: false,
     },
     Original {
@@ -681,7 +697,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: false,
     },
     Original {
@@ -697,7 +713,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -713,7 +729,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
-        view_rewrites: false,
+        in_view: false,
         tokens: true,
     },
 ];

@@ -173,14 +173,13 @@
 //! `openhands/conversation-window` (at an overflow, after the condensation request the agent
 //! controller appends) are checked against PyPI `openhands-ai` 1.0.0, whose `openhands/memory/`
 //! and `openhands/events/` are byte-identical to the commit cited above
-//! (`fidelity/openhands-v0/driver.py`: V0's own `View.from_events` and `condense`), and so is
-//! `openhands/observation-masking`: it records no checkpoint, so the `<MASKED>` stand-ins of
-//! our view are compared with the events V0's condenser replaced. Figures for every row are in
-//! `reports/fidelity/report.md`. Not checked: `openhands/recent-events`, whose effect is only
-//! which events the view keeps; our view is what V0's message builder sends of it (the first
-//! user message put back, results whose call was cut dropped) and the driver sees the
-//! condenser's view only. The pipeline's browser output condenser is not exercised either (no
-//! scenario has a browser tool).
+//! (`fidelity/openhands-v0/driver.py`: V0's own `View.from_events` and `condense`), and so are
+//! `openhands/observation-masking` and `openhands/recent-events`, which record no checkpoint:
+//! there the log messages our view shows are compared with those V0's message builder
+//! (`ConversationMemory.process_events`) sends of the view the condenser returns, and the
+//! `<MASKED>` stand-ins of our view with the events V0's condenser replaced. Figures for every
+//! row are in `reports/fidelity/report.md`. The pipeline's browser output condenser is not
+//! exercised (no scenario has a browser tool).
 
 use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
