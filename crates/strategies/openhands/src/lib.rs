@@ -146,8 +146,11 @@
 //! - V0 quirks are kept: range forgetting may orphan an observation (then dropped by the
 //!   message builder), recent events repeats its head while the view is shorter than
 //!   `max_events`, conversation window may forget nothing, a request on a view shorter than
-//!   `max_size // 2` makes the summarizing condensers fail (`min()` of nothing), and a
-//!   browser output can be taken for the previous summary in the pipeline.
+//!   `max_size // 2` makes the summarizing condensers fail (`min()` of nothing), a
+//!   browser output can be taken for the previous summary in the pipeline, and in a pipeline
+//!   a condensation request does not reach a rolling condenser behind masking, browser output
+//!   or recent events (each returns a new view without it; the app's pipeline handles the
+//!   request first, in its conversation window).
 //! - Differences between the spec's SDK commit and release 1.58.2 follow the release: the
 //!   system prompt is never forgotten (a hard reset puts the summary right after it, not at
 //!   0), the summarizer gets its rules as a system message and the events as a user message,

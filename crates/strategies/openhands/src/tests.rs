@@ -706,6 +706,24 @@ fn v0_request_on_short_view_fails_like_v0() {
 }
 
 #[test]
+fn v0_pipeline_transforms_drop_the_condensation_request() {
+    // V0's masking, browser output and recent events condensers return a new
+    // `View(events=...)`, which carries no `unhandled_condensation_request` (openhands-ai 1.0.0,
+    // `observation_masking_condenser.py`, `view.py`): a summarizer after one condenses on
+    // max_size only. The no-op condenser returns the view it got, request and all.
+    let summarizing = OpenhandsConfig::V0LlmSummarizing { max_size: 100, keep_first: 1, max_event_length: 10_000 };
+    let masked = openhands(OpenhandsConfig::Pipeline(vec![
+        OpenhandsConfig::ObservationMasking { attention_window: 100 },
+        summarizing.clone(),
+    ]));
+    let mut h = Harness::new((0..8).map(user), roomy());
+    assert_eq!(h.decide(&masked, Moment::Overflow), Decision::Skip);
+    assert!(h.step(&masked, Moment::Overflow).unwrap().is_empty());
+    let noop = openhands(OpenhandsConfig::Pipeline(vec![OpenhandsConfig::NoOp, summarizing]));
+    assert_eq!(h.decide(&noop, Moment::Overflow), Decision::compact("request"));
+}
+
+#[test]
 fn v0_keep_first_one_puts_the_first_user_message_back() {
     // keep_first 1 keeps only the system prompt; the summary lands second, so V0's message
     // builder re-inserts the first user message before it.
