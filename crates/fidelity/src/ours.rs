@@ -1,6 +1,9 @@
 //! Our side: what our strategy crate decides and selects for a case.
 
-use compactbench_core::{Checkpoint, Cx, Decision, EntryId, Error, Log, ModelProfile, Moment, StopReason, Strategy, Summarizer, Summary, SummaryRequest, VirtualStore, Window};
+use compactbench_core::{
+    Checkpoint, Cx, Decision, EntryId, Error, Log, ModelProfile, Moment, Origin, StopReason, Strategy, Summarizer, Summary, SummaryRequest,
+    VirtualStore, Window,
+};
 
 use std::sync::OnceLock;
 
@@ -72,4 +75,70 @@ pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn
         out.split_turn = cp.details.get("split_turn").or_else(|| cp.details.get("isSplitTurn")).and_then(|v| v.as_bool());
     }
     out
+}
+
+/// The entries our view of `log` shows, as they are or through a stand-in, sorted: what a
+/// strategy that keeps events in every view and records no checkpoint keeps (V0's recent
+/// events), for an original whose driver reports that ([`crate::Original::in_view`]).
+pub fn view_kept(strategy: &dyn Strategy, log: &Log) -> Vec<EntryId> {
+    let mut out: Vec<EntryId> = strategy.project(log).messages.into_iter().filter_map(|m| m.origin.entry()).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The entries our view of `log` shows as a stand-in, sorted: a message other than the log's
+/// sent in its place (`Replaced(entry, by)`, `by` another entry) that no checkpoint records,
+/// as V0's masked observations are, for an original whose driver reports those
+/// ([`crate::Original::in_view`]). A message cut where it is sent (`Replaced(entry,
+/// entry)`: V0's message builder truncating a long result) is not the condenser's doing and
+/// not counted.
+pub fn view_rewrites(strategy: &dyn Strategy, log: &Log) -> Vec<EntryId> {
+    let mut out: Vec<EntryId> = strategy
+        .project(log)
+        .messages
+        .into_iter()
+        .filter_map(|m| match m.origin {
+            Origin::Replaced(entry, by) if by != entry && log.message(entry) != Some(&m.message) => Some(entry),
+            _ => None,
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::{Message, Shape};
+    use compactbench_strategy_openhands::{OpenhandsConfig, OpenhandsStrategy};
+
+    use super::*;
+
+    /// V0's observation masking stores nothing: what it masked is read from the view, and a
+    /// result inside its attention window is not, even where the message builder truncates it.
+    #[test]
+    fn masked_observations_are_read_from_the_view() {
+        let mut log = Log::new();
+        log.push_message(Message::system("be brief"));
+        log.push_message(Message::user("ask"));
+        for n in 0..3 {
+            let id = format!("c{n}");
+            log.push_message(Message::tool_call(&id, "read", serde_json::json!({"path": format!("{n}.rs")})));
+            let long = if n == 2 { "x".repeat(40_000) } else { String::new() };
+            log.push_message(Message::tool_result(&id, "read", format!("contents of {n}.rs{long}"), false));
+        }
+        let masking = OpenhandsStrategy::new(OpenhandsConfig::ObservationMasking { attention_window: 2 }).unwrap();
+        // Eight events, one per message: the results at 3 and 5 are outside the newest two,
+        // the one at 7 is not (only cut to V0's 30 000 characters).
+        assert!(masking.project(&log).messages.iter().any(|m| m.origin == Origin::Replaced(EntryId(7), EntryId(7))));
+        assert_eq!(view_rewrites(&masking, &log), [EntryId(3), EntryId(5)]);
+        let case = Case::new("t", log.clone(), ModelProfile { name: "m".into(), window: 100_000, max_output: 8_192, provider: Shape::Anthropic, pricing: Default::default() });
+        assert_eq!(answer(&masking, &case, Moment::BeforeRequest, crate::originals::all_rewrites).rewritten, Some(Vec::new()), "no checkpoint records them");
+        let unmasked = OpenhandsStrategy::new(OpenhandsConfig::ObservationMasking { attention_window: 100 }).unwrap();
+        assert!(view_rewrites(&unmasked, &log).is_empty());
+        // A masked result is still sent (as its stand-in), its call no longer.
+        assert_eq!(view_kept(&masking, &log), [0, 1, 3, 5, 6, 7].map(EntryId));
+        assert_eq!(view_kept(&unmasked, &log), (0..8).map(EntryId).collect::<Vec<_>>());
+    }
 }

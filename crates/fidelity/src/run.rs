@@ -60,13 +60,23 @@ impl<'a> Strategies<'a> {
     }
 }
 
-/// Both answers for a case, or why the original could not answer.
-fn ask(driver: &mut Driver, original: &Original, strategies: &Strategies<'_>, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
-    let mut ours = ours::answer(strategies.of(case), case, original.moment, original.rewrites);
+/// Our answer for a case, with what `original` compares of it.
+fn our_answer(original: &Original, strategy: &dyn Strategy, case: &Case) -> Answer {
+    let mut ours = ours::answer(strategy, case, original.moment, original.rewrites);
+    if original.in_view {
+        ours.kept = Some(ours::view_kept(strategy, &case.log));
+        ours.rewritten = Some(ours::view_rewrites(strategy, &case.log));
+    }
     // An original without an estimate of its own (`Original::tokens`) answers none to compare.
     if !original.tokens {
         ours.tokens_before = None;
     }
+    ours
+}
+
+/// Both answers for a case, or why the original could not answer.
+fn ask(driver: &mut Driver, original: &Original, strategies: &Strategies<'_>, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
+    let ours = our_answer(original, strategies.of(case), case);
     let mut export = match (original.export)(case) {
         Ok(e) => e,
         Err(why) => return Ok((ours, Err(format!("not exported: {why}")))),
@@ -193,4 +203,53 @@ pub fn check_strategy(
         }
     }
     Ok(OriginalReport { agreement, problems: problems.into_iter().collect(), disagreements })
+}
+
+#[cfg(test)]
+mod tests {
+    use compactbench_core::{EntryId, Log, Message, ModelProfile, Shape};
+
+    use super::*;
+
+    /// 122 events, one per message: system prompt, user message, 60 calls with their results.
+    fn long_case() -> Case {
+        let mut log = Log::new();
+        log.push_message(Message::system("be brief"));
+        log.push_message(Message::user("ask"));
+        for n in 0..60 {
+            let id = format!("c{n}");
+            log.push_message(Message::tool_call(&id, "read", serde_json::json!({"path": format!("{n}.rs")})));
+            log.push_message(Message::tool_result(&id, "read", format!("contents of {n}.rs"), false));
+        }
+        let model = ModelProfile { name: "m".into(), window: 100_000, max_output: 8_192, provider: Shape::Anthropic, pricing: Default::default() };
+        Case::new("t", log, model)
+    }
+
+    fn ours_for(strategy: &str) -> Answer {
+        let original = crate::ORIGINALS.iter().find(|o| o.strategy == strategy).unwrap();
+        our_answer(original, compactbench_registry::find(strategy).unwrap().as_ref(), &long_case())
+    }
+
+    /// The observation masking row compares the `<MASKED>` stand-ins of our view and what it
+    /// sends, which no checkpoint records.
+    #[test]
+    fn the_masking_row_compares_the_stand_ins_of_our_view() {
+        let ours = ours_for("openhands/observation-masking");
+        // The results at 3, 5, .., 21 are outside the newest 100 events; their calls are never
+        // sent (a call goes only with its results).
+        let masked: Vec<EntryId> = (3..22).step_by(2).map(EntryId).collect();
+        assert_eq!(ours.rewritten.as_ref(), Some(&masked));
+        let sent: Vec<EntryId> = [0, 1].into_iter().chain((3..22).step_by(2)).chain(22..122).map(EntryId).collect();
+        assert_eq!(ours.kept, Some(sent));
+    }
+
+    /// The recent events row compares what our view keeps, which no checkpoint records.
+    #[test]
+    fn the_recent_events_row_compares_what_our_view_keeps() {
+        let ours = ours_for("openhands/recent-events");
+        // The system prompt and the newest 99 events (23..122); the user message is put back,
+        // the result at 23 goes without its call.
+        let sent: Vec<EntryId> = [0, 1].into_iter().chain(24..122).map(EntryId).collect();
+        assert_eq!(ours.kept, Some(sent));
+    }
 }

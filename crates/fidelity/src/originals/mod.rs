@@ -59,6 +59,10 @@ pub struct Original {
     /// Which of our checkpoints that keep the window (in-place rewrites) its driver's
     /// `rewritten` stands for ([`all_rewrites`]: every one).
     pub rewrites: fn(&Checkpoint) -> bool,
+    /// The original acts only on the view it builds at each step and stores nothing (V0's
+    /// observation masking and recent events): our kept set and rewrites are read from our view
+    /// ([`crate::ours::view_kept`], [`crate::ours::view_rewrites`]), not from checkpoints.
+    pub in_view: bool,
     /// The original estimates the context it compacts from (`tokens_before`); when false (V0's
     /// condensers count events), our checkpoint's report-only estimate is not compared.
     pub tokens: bool,
@@ -155,20 +159,7 @@ const OPENHANDS: &[Setting] = &[
 
 /// The default row's condenser with these parameters, the rest as `default_condenser` has them.
 fn openhands_condenser(max_size: i64, keep_first: i64, max_tokens: Option<u64>) -> Box<dyn Strategy> {
-    let OpenhandsConfig::LlmSummarizing { minimum_progress, hard_context_reset_max_retries, hard_context_reset_context_scaling, .. } =
-        OpenhandsConfig::default()
-    else {
-        unreachable!("the default condenser summarizes")
-    };
-    let config = OpenhandsConfig::LlmSummarizing {
-        max_size,
-        keep_first,
-        max_tokens,
-        minimum_progress,
-        hard_context_reset_max_retries,
-        hard_context_reset_context_scaling,
-    };
-    Box::new(OpenhandsStrategy::with_id(config, "openhands"))
+    Box::new(OpenhandsStrategy::with_id(OpenhandsConfig::llm_summarizing(max_size, keep_first, max_tokens), "openhands"))
 }
 
 /// OpenHands V0 (openhands-ai 1.0.0, whose V0 sources match the crate's commit; 1.11.0, the
@@ -348,6 +339,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: CLINE_SDK,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -365,6 +357,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -380,6 +373,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -395,6 +389,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_0_73,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -413,6 +408,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -428,6 +424,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -445,6 +442,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: OH_MY_PI,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -463,6 +461,7 @@ pub const ORIGINALS: &[Original] = &[
         // The per-turn prune passes only: the rescue (`#rescueCompactionDeadEnd`: shake, then
         // dropping images) a threshold pass may run after them is not driven.
         rewrites: oh_my_pi::per_turn_prune,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -477,6 +476,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: GEMINI_CLI,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -500,6 +500,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -514,6 +515,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -542,6 +544,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI_K1,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -556,6 +559,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: AIDER,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -571,6 +575,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: OPENHANDS,
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -589,6 +594,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        in_view: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -608,7 +614,90 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        in_view: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 StructuredSummaryCondenser)",
+        dir: "openhands-ai-1.0.0-structured-summary",
+        // The same install as the V0 rows above.
+        strategy: "openhands/structured-summary",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["structured-summary"],
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        in_view: false,
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 ObservationMaskingCondenser)",
+        dir: "openhands-ai-1.0.0-observation-masking",
+        strategy: "openhands/observation-masking",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["observation-masking"],
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        // Its `<MASKED>` stand-ins are made in every view and recorded nowhere.
+        in_view: true,
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 RecentEventsCondenser)",
+        dir: "openhands-ai-1.0.0-recent-events",
+        strategy: "openhands/recent-events",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["recent-events"],
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        // It keeps events in every view and records nothing.
+        in_view: true,
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 ConversationWindowCondenser)",
+        dir: "openhands-ai-1.0.0-conversation-window",
+        strategy: "openhands/conversation-window",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        // It condenses on a condensation request only, which the agent controller appends when
+        // the context window overflows (`agent_controller.py`): the driver appends it too.
+        args: &["conversation-window", "--request"],
+        moment: Moment::Overflow,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        in_view: false,
+        tokens: false,
+    },
+    Original {
+        name: "openhands-ai 1.0.0 (V0 app's default CondenserPipeline)",
+        dir: "openhands-ai-1.0.0-pipeline",
+        // `Session` with `enable_default_condenser` (`openhands/server/session/session.py`):
+        // conversation window, browser output (2), LLM summarizing (keep_first 4, max_size 120).
+        strategy: "openhands/pipeline",
+        install: OPENHANDS_V0,
+        driver: "fidelity/openhands-v0/driver.py",
+        args: &["pipeline"],
+        moment: Moment::BeforeRequest,
+        export: openhands_v0::export,
+        history: true,
+        settings: &[],
+        rewrites: all_rewrites,
+        in_view: false,
         tokens: false,
     },
     Original {
@@ -624,6 +713,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
     Original {
@@ -639,6 +729,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        in_view: false,
         tokens: true,
     },
 ];

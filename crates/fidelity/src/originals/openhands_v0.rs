@@ -15,12 +15,19 @@
 //! - a tool message: one `MCPObservation` per result (`mcp`), or an `ErrorObservation`
 //!   (`error`) for a failed one.
 //!
+//! Calls and results carry the `tool_call_metadata` V0's function-calling agent gives them
+//! (`agenthub/codeact_agent/function_calling.py`: each action of one model response names its
+//! call and the whole response; the runtime copies it onto the call's observation), which V0's
+//! message builder (`ConversationMemory.process_events`) pairs calls and results by.
+//!
 //! Event ids number events and condensations in log order from 0, as our crate's stream does
 //! (`stream.rs`), so a condensation our crate recorded is V0's own `CondensationAction`
 //! (`action: condensation`) with the same forgotten ids or inclusive id range, summary and
 //! `summary_offset`. Each event also carries `compactbench_message`, the log message it comes
 //! from, which the driver takes off before V0 reads the event: several events of one message
 //! are one kept entry of ours.
+
+use std::collections::HashMap;
 
 use compactbench_core::{Entry, EntryId, Message, Part, Role};
 use serde_json::{json, Value};
@@ -32,6 +39,7 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
     let mut ids = Vec::new();
     let mut next: i64 = 0;
     let mut seen_system = false;
+    let mut metadata = HashMap::new();
     for (id, entry) in case.log.entries() {
         let mut push = |mut event: Value, next: &mut i64| {
             event["id"] = json!(*next);
@@ -60,7 +68,7 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
                 push(json!({"source": "agent", "action": "condensation", "args": args, "message": ""}), &mut next);
             }
             Entry::Message(m) => {
-                for event in message_events(id, m, &mut seen_system)? {
+                for event in message_events(id, m, &mut seen_system, &mut metadata)? {
                     push(event, &mut next);
                 }
             }
@@ -69,8 +77,9 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
     Ok(Export { session: Value::Array(events), ids, settings: json!({}) })
 }
 
-/// The V0 events of one log message (ids are given by the caller).
-fn message_events(entry: EntryId, m: &Message, seen_system: &mut bool) -> Result<Vec<Value>, String> {
+/// The V0 events of one log message (ids are given by the caller); `metadata` holds the
+/// `tool_call_metadata` of every call so far, by call id, for its result.
+fn message_events(entry: EntryId, m: &Message, seen_system: &mut bool, metadata: &mut HashMap<String, Value>) -> Result<Vec<Value>, String> {
     let mut texts = Vec::new();
     let mut calls = Vec::new();
     let mut results = Vec::new();
@@ -79,8 +88,8 @@ fn message_events(entry: EntryId, m: &Message, seen_system: &mut bool) -> Result
             Part::Text { text } => texts.push(text.as_str()),
             // V0's `MessageAction` has no reasoning field, and condensers never read it.
             Part::Reasoning { .. } => {}
-            Part::ToolCall { name, args, .. } => calls.push((name, args)),
-            Part::ToolResult { name, text, is_error, .. } => results.push((name, text, *is_error)),
+            Part::ToolCall { id, name, args } => calls.push((id, name, args)),
+            Part::ToolResult { call_id, name, text, is_error } => results.push((call_id, name, text, *is_error)),
             Part::Media { .. } => return Err(format!("media in entry {entry} (not exported)")),
         }
     }
@@ -90,27 +99,46 @@ fn message_events(entry: EntryId, m: &Message, seen_system: &mut bool) -> Result
             *seen_system = true;
             vec![json!({"source": "agent", "action": "system", "args": {"content": text}, "message": ""})]
         }
-        Role::Assistant if !calls.is_empty() => calls
-            .iter()
-            .enumerate()
-            .map(|(k, (name, args))| {
-                let thought = if k == 0 { text.as_str() } else { "" };
-                let arguments = if args.is_object() { (*args).clone() } else { json!({"value": args}) };
-                json!({"source": "agent", "action": "call_tool_mcp", "args": {"name": name, "arguments": arguments, "thought": thought}, "message": ""})
-            })
-            .collect(),
+        Role::Assistant if !calls.is_empty() => {
+            let arguments: Vec<Value> =
+                calls.iter().map(|(_, _, args)| if args.is_object() { (*args).clone() } else { json!({"value": args}) }).collect();
+            // The model response behind every call of this message, as litellm's `ModelResponse`.
+            let tool_calls: Vec<Value> = calls
+                .iter()
+                .zip(&arguments)
+                .map(|((id, name, _), arguments)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}))
+                .collect();
+            let message = json!({"role": "assistant", "content": text, "tool_calls": tool_calls});
+            let response = json!({"id": format!("response-{}", entry.0), "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]});
+            calls
+                .iter()
+                .zip(arguments)
+                .enumerate()
+                .map(|(k, ((id, name, _), arguments))| {
+                    let thought = if k == 0 { text.as_str() } else { "" };
+                    let tool_call = json!({"function_name": name, "tool_call_id": id, "model_response": response, "total_calls_in_response": calls.len()});
+                    metadata.insert((*id).clone(), tool_call.clone());
+                    json!({"source": "agent", "action": "call_tool_mcp", "args": {"name": name, "arguments": arguments, "thought": thought}, "message": "", "tool_call_metadata": tool_call})
+                })
+                .collect()
+        }
         Role::Tool => {
             if results.is_empty() || !texts.is_empty() {
                 return Err(format!("a tool message that is not only results in entry {entry}"));
             }
             results
                 .iter()
-                .map(|(name, content, is_error)| {
-                    if *is_error {
+                .map(|(call_id, name, content, is_error)| {
+                    let mut event = if *is_error {
                         json!({"source": "environment", "observation": "error", "content": content, "extras": {"error_id": ""}, "message": ""})
                     } else {
                         json!({"source": "environment", "observation": "mcp", "content": content, "extras": {"name": name, "arguments": {}}, "message": ""})
+                    };
+                    // A result whose call is not in the log has none (as a user-run command's).
+                    if let Some(tool_call) = metadata.get(call_id.as_str()) {
+                        event["tool_call_metadata"] = tool_call.clone();
                     }
+                    event
                 })
                 .collect()
         }
@@ -173,5 +201,12 @@ mod tests {
         assert_eq!(events[7]["id"], 7);
         assert_eq!(e.ids, [0, 1, 2, 2, 3, 4, 5, 6].map(EntryId));
         assert_eq!(events[3]["compactbench_message"], 2);
+        // Each call and its result carry the call's metadata, with the whole response.
+        let response = &events[3]["tool_call_metadata"]["model_response"];
+        assert_eq!(response["id"], "response-2");
+        assert_eq!(response["choices"][0]["message"]["tool_calls"][0]["id"], "a");
+        assert_eq!(events[2]["tool_call_metadata"]["tool_call_id"], "a");
+        assert_eq!(events[5]["tool_call_metadata"], events[3]["tool_call_metadata"]);
+        assert_eq!(events[4]["tool_call_metadata"]["total_calls_in_response"], 2);
     }
 }

@@ -146,8 +146,11 @@
 //! - V0 quirks are kept: range forgetting may orphan an observation (then dropped by the
 //!   message builder), recent events repeats its head while the view is shorter than
 //!   `max_events`, conversation window may forget nothing, a request on a view shorter than
-//!   `max_size // 2` makes the summarizing condensers fail (`min()` of nothing), and a
-//!   browser output can be taken for the previous summary in the pipeline.
+//!   `max_size // 2` makes the summarizing condensers fail (`min()` of nothing), a
+//!   browser output can be taken for the previous summary in the pipeline, and in a pipeline
+//!   a condensation request does not reach a rolling condenser behind masking, browser output
+//!   or recent events (each returns a new view without it; the app's pipeline handles the
+//!   request first, in its conversation window).
 //! - Differences between the spec's SDK commit and release 1.58.2 follow the release: the
 //!   system prompt is never forgotten (a hard reset puts the summary right after it, not at
 //!   0), the summarizer gets its rules as a system message and the events as a user message,
@@ -168,12 +171,18 @@
 //! estimate; they have not been rerun with the exact count.
 //! The same row runs with two settings of `LLMSummarizingCondenser` away from
 //! `default_condenser`'s (`max_size 40, keep_first 2`; `max_tokens 8000`), ours configured the
-//! same way. The V0 rows `openhands/amortized-forgetting` and `openhands/llm-summarizing-v0` are
-//! checked against PyPI `openhands-ai` 1.0.0, whose `openhands/memory/` and `openhands/events/`
-//! are byte-identical to the commit cited above (`fidelity/openhands-v0/driver.py`: V0's own
-//! `View.from_events`, `should_condense` and `condense`). Figures for every row are in
-//! `reports/fidelity/report.md`. The other V0 rows are not checked yet: the masking ones build
-//! their stand-ins in the view and record no checkpoint, which the check reads rewrites from.
+//! same way. The V0 rows `openhands/amortized-forgetting`, `openhands/llm-summarizing-v0`,
+//! `openhands/structured-summary`, `openhands/pipeline` (before each request) and
+//! `openhands/conversation-window` (at an overflow, after the condensation request the agent
+//! controller appends) are checked against PyPI `openhands-ai` 1.0.0, whose `openhands/memory/`
+//! and `openhands/events/` are byte-identical to the commit cited above
+//! (`fidelity/openhands-v0/driver.py`: V0's own `View.from_events` and `condense`), and so are
+//! `openhands/observation-masking` and `openhands/recent-events`, which record no checkpoint:
+//! there the log messages our view shows are compared with those V0's message builder
+//! (`ConversationMemory.process_events`) sends of the view the condenser returns, and the
+//! `<MASKED>` stand-ins of our view with the events V0's condenser replaced. Figures for every
+//! row are in `reports/fidelity/report.md`. The pipeline's browser output condenser is not
+//! exercised (no scenario has a browser tool).
 
 use compactbench_core::{Checkpoint, Cx, Decision, Error, ErrorKind, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
 
@@ -277,18 +286,26 @@ pub enum OpenhandsConfig {
 impl Default for OpenhandsConfig {
     /// SDK `default_condenser`: what the SDK's default agent and its sub-agents run.
     fn default() -> Self {
+        OpenhandsConfig::llm_summarizing(80, 4, None)
+    }
+}
+
+impl OpenhandsConfig {
+    /// SDK `LLMSummarizingCondenser` with these three settings and the class defaults for the
+    /// rest (`minimum_progress` 0.1, 5 hard reset attempts, scaling 0.8), as `default_condenser`
+    /// builds it with its own `max_size` and `keep_first`
+    /// (`openhands/sdk/context/condenser/llm_summarizing_condenser.py`, 1.58.2).
+    pub fn llm_summarizing(max_size: i64, keep_first: i64, max_tokens: Option<u64>) -> OpenhandsConfig {
         OpenhandsConfig::LlmSummarizing {
-            max_size: 80,
-            keep_first: 4,
-            max_tokens: None,
+            max_size,
+            keep_first,
+            max_tokens,
             minimum_progress: 0.1,
             hard_context_reset_max_retries: 5,
             hard_context_reset_context_scaling: 0.8,
         }
     }
-}
 
-impl OpenhandsConfig {
     /// Report id suffix.
     fn name(&self) -> &'static str {
         match self {
@@ -514,14 +531,7 @@ pub fn variants() -> Vec<Box<dyn Strategy>> {
     };
     let configs = [
         // SDK settings defaults (agent-server and GUI settings), distinct from the default above.
-        OpenhandsConfig::LlmSummarizing {
-            max_size: 240,
-            keep_first: 2,
-            max_tokens: None,
-            minimum_progress: 0.1,
-            hard_context_reset_max_retries: 5,
-            hard_context_reset_context_scaling: 0.8,
-        },
+        OpenhandsConfig::llm_summarizing(240, 2, None),
         v0_summary(false),
         v0_summary(true),
         OpenhandsConfig::AmortizedForgetting { max_size: 100, keep_first: 1 },

@@ -19,14 +19,24 @@ fn openhands(config: OpenhandsConfig) -> OpenhandsStrategy {
 }
 
 fn sdk_config(max_size: i64, keep_first: i64) -> OpenhandsConfig {
-    OpenhandsConfig::LlmSummarizing {
+    OpenhandsConfig::llm_summarizing(max_size, keep_first, None)
+}
+
+/// `llm_summarizing` leaves what it is not given at `LLMSummarizingCondenser`'s class
+/// defaults (openhands-sdk 1.58.2), so `default_condenser` and the settings row differ from
+/// the class only in the settings they name.
+#[test]
+fn llm_summarizing_takes_the_class_defaults_for_the_rest() {
+    let spelled_out = |max_size, keep_first, max_tokens| OpenhandsConfig::LlmSummarizing {
         max_size,
         keep_first,
-        max_tokens: None,
+        max_tokens,
         minimum_progress: 0.1,
         hard_context_reset_max_retries: 5,
         hard_context_reset_context_scaling: 0.8,
-    }
+    };
+    assert_eq!(OpenhandsConfig::llm_summarizing(240, 2, Some(8_000)), spelled_out(240, 2, Some(8_000)));
+    assert_eq!(OpenhandsConfig::default(), spelled_out(80, 4, None));
 }
 
 /// A window so large that only event counts matter.
@@ -693,6 +703,24 @@ fn v0_request_on_short_view_fails_like_v0() {
     assert_eq!(h.decide(&s, Moment::Overflow), Decision::compact("request"));
     let err = h.step(&s, Moment::Overflow).unwrap_err();
     assert_eq!(err.kind, ErrorKind::NothingToCompact);
+}
+
+#[test]
+fn v0_pipeline_transforms_drop_the_condensation_request() {
+    // V0's masking, browser output and recent events condensers return a new
+    // `View(events=...)`, which carries no `unhandled_condensation_request` (openhands-ai 1.0.0,
+    // `observation_masking_condenser.py`, `view.py`): a summarizer after one condenses on
+    // max_size only. The no-op condenser returns the view it got, request and all.
+    let summarizing = OpenhandsConfig::V0LlmSummarizing { max_size: 100, keep_first: 1, max_event_length: 10_000 };
+    let masked = openhands(OpenhandsConfig::Pipeline(vec![
+        OpenhandsConfig::ObservationMasking { attention_window: 100 },
+        summarizing.clone(),
+    ]));
+    let mut h = Harness::new((0..8).map(user), roomy());
+    assert_eq!(h.decide(&masked, Moment::Overflow), Decision::Skip);
+    assert!(h.step(&masked, Moment::Overflow).unwrap().is_empty());
+    let noop = openhands(OpenhandsConfig::Pipeline(vec![OpenhandsConfig::NoOp, summarizing]));
+    assert_eq!(h.decide(&noop, Moment::Overflow), Decision::compact("request"));
 }
 
 #[test]

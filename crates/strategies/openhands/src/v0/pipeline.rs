@@ -16,22 +16,28 @@ pub(crate) fn view<'v>(log: &Log, stream: &Stream, base: &'v [Event], pipeline: 
     pipeline.iter().fold(Cow::Borrowed(base), |view, c| c.transform(log, stream, view))
 }
 
-/// The first rolling condenser that wants to condense, with the view it gets. A transform
-/// after the last rolling condenser cannot change that, so it is not run.
+/// The first rolling condenser that wants to condense, with the view it gets and whether that
+/// view still carries the condensation request. A transform after the last rolling condenser
+/// cannot change that, so it is not run.
 fn triggered<'v, 'p>(
     log: &Log,
     stream: &Stream,
     base: &'v [Event],
     pipeline: &'p [Condenser],
-    request: bool,
-) -> Option<(&'p Condenser, Cow<'v, [Event]>)> {
+    mut request: bool,
+) -> Option<(&'p Condenser, Cow<'v, [Event]>, bool)> {
     let last_rolling = pipeline.iter().rposition(Condenser::is_rolling)?;
     let mut view = Cow::Borrowed(base);
     for c in &pipeline[..=last_rolling] {
         if !c.is_rolling() {
             view = c.transform(log, stream, view);
+            // V0's masking, browser output and recent events condensers return a new
+            // `View(events=...)`, whose `unhandled_condensation_request` is false; only the
+            // no-op condenser returns the view it got (openhands-ai 1.0.0,
+            // `memory/condenser/impl/*.py`, `memory/view.py`).
+            request &= *c == Condenser::NoOp;
         } else if c.should_condense(&view, request) {
-            return Some((c, view));
+            return Some((c, view, request));
         }
     }
     None
@@ -52,6 +58,6 @@ pub(crate) fn condense(
     request: bool,
     cx: &mut Cx<'_>,
 ) -> Result<Option<Checkpoint>, Error> {
-    let Some((c, view)) = triggered(log, stream, base, pipeline, request) else { return Ok(None) };
+    let Some((c, view, request)) = triggered(log, stream, base, pipeline, request) else { return Ok(None) };
     Ok(Some(c.get_condensation(log, &view, cx)?.checkpoint(base, request, c.name())))
 }
