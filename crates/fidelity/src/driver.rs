@@ -87,8 +87,13 @@ impl NativeAnswer {
 }
 
 /// Where `--setup` installs an original.
+///
+/// Rows that install the same packages for the same driver (a release asked at two moments,
+/// OpenHands V0's condensers) share the first such row's folder, so `--setup` installs them
+/// once: a V0 venv is about 1 GB.
 pub fn home(root: &Path, original: &Original) -> PathBuf {
-    root.join("target/fidelity").join(original.dir)
+    let first = crate::ORIGINALS.iter().find(|o| o.install == original.install && o.driver == original.driver);
+    root.join("target/fidelity").join(first.map_or(original.dir, |o| o.dir))
 }
 
 /// Whether `--setup` has installed `original`.

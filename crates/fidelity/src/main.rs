@@ -153,7 +153,8 @@ fn real_main() -> Result<ExitCode> {
     let root = root();
     let chosen = selected(&cli.only)?;
     if cli.setup {
-        for o in &chosen {
+        let mut homes = std::collections::BTreeSet::new();
+        for o in chosen.iter().filter(|o| homes.insert(home(&root, o))) {
             setup(&root, o)?;
         }
         for h in HARNESSES.iter().filter(|h| cli.only.is_empty() || cli.only.iter().any(|n| n == h.dir || n == h.strategy)) {
