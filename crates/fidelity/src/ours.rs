@@ -2,11 +2,12 @@
 
 use compactbench_core::{Checkpoint, Cx, Decision, EntryId, Error, Log, ModelProfile, Moment, StopReason, Strategy, Summarizer, Summary, SummaryRequest, VirtualStore, Window};
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use compactbench_tokens::TokenCounter;
 
-use crate::{Answer, Case};
+use crate::{rewrite_text, Answer, Case};
 
 /// The exact tokenizer our strategies count through (`Cx::tokenizer`), as the runner gives
 /// them: one memoized counter for the process.
@@ -57,11 +58,11 @@ pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn
     let mut out = Answer { compact, ..Answer::default() };
     let Ok(checkpoints) = strategy.compact(&case.log, &view, moment, &mut cx) else { return out };
     let reported = |cp: &&Checkpoint| cp.window == Window::Inherit && rewrites(cp);
-    let mut rewritten: Vec<EntryId> =
-        checkpoints.iter().filter(reported).flat_map(|cp| cp.replacements.iter().map(|r| r.entry)).collect();
-    rewritten.sort_unstable();
-    rewritten.dedup();
-    out.rewritten = Some(rewritten);
+    // An entry rewritten twice shows its newest replacement's text.
+    let text: BTreeMap<EntryId, String> =
+        checkpoints.iter().filter(reported).flat_map(|cp| &cp.replacements).map(|r| (r.entry, rewrite_text(&r.message))).collect();
+    out.rewritten = Some(text.keys().copied().collect());
+    out.rewritten_text = Some(text);
     if let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) {
         match &cp.window {
             Window::From(id) => out.first_kept = Some(*id),

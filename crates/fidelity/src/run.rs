@@ -154,6 +154,10 @@ pub fn check_strategy(
             let some = |a: &Answer| u32::from(a.rewritten.as_ref().is_some_and(|r| !r.is_empty()));
             agreement.rewrites_ours += some(&ours);
             agreement.rewrites_theirs += some(&theirs);
+            if theirs.rewritten_text.is_some() {
+                agreement.rewrite_texts_compared += 1;
+                agreement.rewrite_entries_agree += u32::from(ours.rewritten.as_deref().unwrap_or_default() == theirs.rewritten.as_deref().unwrap_or_default());
+            }
         }
         if !v.agrees() {
             let parts = v.disagreeing();
