@@ -77,11 +77,11 @@ pub fn compare(ours: &Answer, theirs: &Answer) -> Verdict {
         .then(|| both(ours.tokens_before, theirs.tokens_before) == Some(true));
     // In-place rewrites happen whether or not a side cuts: compared wherever the driver
     // reports them (nothing rewritten is an empty list).
-    // Where the driver also reports what it wrote, a text only one side has (or none at all on
-    // ours) or a different text at an entry disagrees as well.
+    // Where the driver also reports what it wrote, a text only one side has or a different text
+    // at an entry disagrees as well (ours has none where our compaction failed: nothing rewritten).
     let rewrites = theirs.rewritten.as_ref().map(|t| {
         ours.rewritten.as_deref().unwrap_or_default() == t.as_slice()
-            && theirs.rewritten_text.as_ref().is_none_or(|text| ours.rewritten_text.as_ref() == Some(text))
+            && theirs.rewritten_text.as_ref().is_none_or(|text| ours.rewritten_text.clone().unwrap_or_default() == *text)
     });
     Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before, rewrites }
 }
@@ -151,6 +151,9 @@ mod tests {
         assert_eq!(compare(&rewrote(&[]), &theirs).disagreeing(), ["rewrites"]);
         assert_eq!(compare(&Answer { rewritten_text: None, ..theirs.clone() }, &theirs).disagreeing(), ["rewrites"]);
         assert_eq!(compare(&rewrote(&[(3, "stub a")]), &theirs).disagreeing(), ["rewrites"]);
+        // Nothing rewritten, and no texts: our failed compaction rewrote nothing either.
+        let none = Answer { rewritten: Some(vec![]), rewritten_text: texts(&[]), ..Answer::default() };
+        assert!(compare(&Answer::default(), &none).agrees());
         // A driver that reports the entries only compares the entries.
         assert!(compare(&other, &Answer { rewritten_text: None, ..theirs.clone() }).agrees());
         // Texts do not excuse other entries.
