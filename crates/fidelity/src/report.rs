@@ -309,22 +309,37 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
 /// Characters of a rewritten text shown in a disagreement.
 const SHOWN_TEXT: usize = 600;
 
-/// The texts written at each rewritten entry where the two sides' differ (or one side has none).
+/// The texts written at each rewritten entry where the two sides' differ (or one side has none):
+/// the lines that differ, with the count of leading and trailing lines both share.
 fn rewrite_texts(md: &mut String, d: &Disagreement) {
-    let (Some(ours), Some(theirs)) = (&d.ours.rewritten_text, &d.theirs.rewritten_text) else {
-        if d.theirs.rewritten_text.is_some() {
-            md.push_str("\nOur side reports no rewritten texts.\n");
+    let Some(theirs) = &d.theirs.rewritten_text else { return };
+    let empty = std::collections::BTreeMap::new();
+    let ours = d.ours.rewritten_text.as_ref().unwrap_or(&empty);
+    let clip = |lines: &[&str]| {
+        let t = lines.join("\n");
+        if t.chars().count() > SHOWN_TEXT {
+            format!("{}…", t.chars().take(SHOWN_TEXT).collect::<String>())
+        } else {
+            t
         }
-        return;
-    };
-    let shown = |t: Option<&String>| match t {
-        None => "(none)".to_owned(),
-        Some(t) if t.chars().count() > SHOWN_TEXT => format!("{}…", t.chars().take(SHOWN_TEXT).collect::<String>()),
-        Some(t) => t.clone(),
     };
     let entries: std::collections::BTreeSet<_> = ours.keys().chain(theirs.keys()).collect();
     for id in entries.into_iter().filter(|id| ours.get(id) != theirs.get(id)) {
-        let _ = writeln!(md, "\nText written at #{}, ours:\n\n```text\n{}\n```\n\noriginal's:\n\n```text\n{}\n```", id.0, shown(ours.get(id)), shown(theirs.get(id)));
+        let (Some(a), Some(b)) = (ours.get(id), theirs.get(id)) else {
+            let who = if ours.contains_key(id) { "ours alone" } else { "the original's alone" };
+            let _ = writeln!(md, "\nText written at #{}: {who}.", id.0);
+            continue;
+        };
+        let (a, b): (Vec<&str>, Vec<&str>) = (a.split('\n').collect(), b.split('\n').collect());
+        let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let tail = a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
+        let _ = writeln!(
+            md,
+            "\nText written at #{} ({head} leading and {tail} trailing lines the same), ours:\n\n```text\n{}\n```\n\noriginal's:\n\n```text\n{}\n```",
+            id.0,
+            clip(&a[head..a.len() - tail]),
+            clip(&b[head..b.len() - tail])
+        );
     }
 }
 
