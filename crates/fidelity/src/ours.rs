@@ -49,8 +49,9 @@ pub fn decides_to_compact(strategy: &dyn Strategy, log: &Log, moment: Moment, mo
 /// Our answer: the trigger, and the selection of the compaction we would run now (run even
 /// when the trigger did not fire, as a manual compaction would, so selection is compared on
 /// every case where both sides can select). `rewrites`: which in-place rewrites the original's
-/// driver reports ([`crate::Original::rewrites`]).
-pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn(&Checkpoint) -> bool) -> Answer {
+/// driver reports ([`crate::Original::rewrites`]); `apart`: its `compact` leaves them out
+/// ([`crate::Original::rewrites_apart`]).
+pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn(&Checkpoint) -> bool, apart: bool) -> Answer {
     let compact = decides_to_compact(strategy, &case.log, moment, &case.model);
     let view = strategy.project(&case.log);
     let mut store = VirtualStore::new();
@@ -63,6 +64,10 @@ pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn
         checkpoints.iter().filter(reported).flat_map(|cp| &cp.replacements).map(|r| (r.entry, rewrite_text(&r.message))).collect();
     out.rewritten = Some(text.keys().copied().collect());
     out.rewritten_text = Some(text);
+    // Our trigger fired for them alone: the original's (apart from them) did not.
+    if apart && !checkpoints.iter().any(|cp| !reported(&cp)) {
+        out.compact = false;
+    }
     if let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) {
         match &cp.window {
             Window::From(id) => out.first_kept = Some(*id),

@@ -62,7 +62,7 @@ impl<'a> Strategies<'a> {
 
 /// Both answers for a case, or why the original could not answer.
 fn ask(driver: &mut Driver, original: &Original, strategies: &Strategies<'_>, case: &Case) -> Result<(Answer, Result<Answer, String>)> {
-    let mut ours = ours::answer(strategies.of(case), case, original.moment, original.rewrites);
+    let mut ours = ours::answer(strategies.of(case), case, original.moment, original.rewrites, original.rewrites_apart);
     // An original without an estimate of its own (`Original::tokens`) answers none to compare.
     if !original.tokens {
         ours.tokens_before = None;

@@ -59,6 +59,10 @@ pub struct Original {
     /// Which of our checkpoints that keep the window (in-place rewrites) its driver's
     /// `rewritten` stands for ([`all_rewrites`]: every one).
     pub rewrites: fn(&Checkpoint) -> bool,
+    /// The driver's `compact` leaves out the rewrites it reports (Deep Agents' filesystem
+    /// middleware evicts apart from its summarization middleware): our trigger counts as firing
+    /// only where our compaction also makes a checkpoint [`Original::rewrites`] does not pick.
+    pub rewrites_apart: bool,
     /// The original estimates the context it compacts from (`tokens_before`); when false (V0's
     /// condensers count events), our checkpoint's report-only estimate is not compared.
     pub tokens: bool,
@@ -348,6 +352,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: CLINE_SDK,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -365,6 +370,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -380,6 +386,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_1_6,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -395,6 +402,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: PI_0_73,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -413,6 +421,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -428,6 +437,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -445,6 +455,7 @@ pub const ORIGINALS: &[Original] = &[
         history: false,
         settings: OH_MY_PI,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -463,6 +474,7 @@ pub const ORIGINALS: &[Original] = &[
         // The per-turn prune passes only: the rescue (`#rescueCompactionDeadEnd`: shake, then
         // dropping images) a threshold pass may run after them is not driven.
         rewrites: oh_my_pi::per_turn_prune,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -477,6 +489,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: GEMINI_CLI,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -499,7 +512,10 @@ pub const ORIGINALS: &[Original] = &[
         export: deep_agents::export,
         history: true,
         settings: &[],
-        rewrites: all_rewrites,
+        // The filesystem middleware's evictions, reported apart from `compact` (the
+        // summarization middleware's own action).
+        rewrites: deep_agents::filesystem_eviction,
+        rewrites_apart: true,
         tokens: true,
     },
     Original {
@@ -514,6 +530,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -542,6 +559,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: KIMI_CLI_K1,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -556,6 +574,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: AIDER,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -571,6 +590,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: OPENHANDS,
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -589,6 +609,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        rewrites_apart: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -608,6 +629,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        rewrites_apart: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -624,6 +646,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -639,6 +662,7 @@ pub const ORIGINALS: &[Original] = &[
         history: true,
         settings: &[],
         rewrites: all_rewrites,
+        rewrites_apart: false,
         tokens: true,
     },
 ];
