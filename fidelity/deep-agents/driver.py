@@ -7,10 +7,14 @@ output cap), and run its own `wrap_model_call` once. Only the model is mocked: t
 answers every call (the summary call included) with a fixed text, and the handler standing for
 the agent's model call returns a fixed reply.
 
-Answer: `compact` when the filesystem middleware evicted a tool result or a human message (our
-crate does that as a step before the request) or `wrap_model_call` did more than pass the
+Answer: `compact` when the summarization middleware's `wrap_model_call` did more than pass the
 (argument-truncated) request through: a summarization event, a clipped tool tail, or its own
-"still over the input budget" error. `first_kept` is the new event's `cutoff_index` (a
+"still over the input budget" error. The filesystem middleware's evictions before it are
+reported apart: `rewritten` names the state messages it replaced (tool results over the limit,
+through `_intercept_large_tool_result` as `wrap_tool_call` runs it when the tool returns) or
+shows the model as a preview (the newest human message over the limit, through
+`_evict_and_truncate_messages`, which tags it in state), and `rewritten_text` the text each
+then holds (`_extract_text_from_message`, as the middleware measures it). `first_kept` is the new event's `cutoff_index` (a
 raw-state index); `tokens_before` is the middleware's `_count_tokens` over the system prompt and
 the effective messages (previous summary + kept tail), as it counts them first. A previous
 summary arrives as the session's `event`: the private `_summarization_event` state.
@@ -23,6 +27,7 @@ import tempfile
 import warnings
 
 from deepagents.backends.filesystem import FilesystemBackend
+from deepagents.middleware._message_eviction import _extract_text_from_message
 from deepagents.middleware.filesystem import TOOLS_EXCLUDED_FROM_EVICTION, FilesystemMiddleware
 from deepagents.middleware.summarization import (
     SUMMARIZATION_EVENT_KEY,
@@ -79,11 +84,12 @@ def answer(case, backend):
     # returned (`wrap_tool_call`, skipped for the excluded tools), and an oversized newest human
     # message is evicted by its `wrap_model_call`, which wraps the summarization middleware.
     filesystem = FilesystemMiddleware(backend=backend)
-    evicted = False
+    rewritten = {}
     for i, message in enumerate(messages):
         if isinstance(message, ToolMessage) and message.name not in TOOLS_EXCLUDED_FROM_EVICTION:
             messages[i] = filesystem._intercept_large_tool_result(message)
-            evicted |= messages[i] is not message
+            if messages[i] is not message:
+                rewritten[i] = messages[i]
     state = {"messages": messages}
     if session["event"] is not None:
         event = dict(session["event"])
@@ -93,14 +99,27 @@ def answer(case, backend):
     request = ModelRequest(model=model, messages=messages, system_message=system, tools=[], state=state)
     human = filesystem._evict_and_truncate_messages(request)
     if human is not None:
+        # A message it tagged (a new eviction) or showed as a preview (an earlier one).
+        for i, (before, after) in enumerate(zip(request.messages, human[0], strict=True)):
+            if after is not before:
+                rewritten[i] = after
         request = request.override(messages=human[0])
-        evicted |= human[1] is not None
     tokens_before = middleware._count_tokens(middleware._get_effective_messages(request), system, [])
 
     def handler(req):
         return ModelResponse(result=[AIMessage("ok")])
 
-    out = {"id": case["id"], "compact": evicted, "first_kept": None, "kept": None, "split_turn": None, "tokens_before": tokens_before, "error": None}
+    out = {
+        "id": case["id"],
+        "compact": False,
+        "first_kept": None,
+        "kept": None,
+        "split_turn": None,
+        "tokens_before": tokens_before,
+        "rewritten": sorted(rewritten),
+        "rewritten_text": {str(i): _extract_text_from_message(m) for i, m in rewritten.items()},
+        "error": None,
+    }
     try:
         response = middleware.wrap_model_call(request, handler)
     except ContextOverflowError:

@@ -165,8 +165,17 @@ async function answer(c) {
   // makes that cut before the request; the package's own method is run on the same results,
   // under the shell tool's own name for the tools the exporter names (`shellTools`: glue).
   let truncated = 0;
+  // The text each native entry holds after its rewrite, part by part (`rewritten_text`).
+  const partText = (p) => p.text ?? (typeof p.functionResponse?.response?.output === 'string'
+    ? p.functionResponse.response.output
+    : p.functionResponse?.response?.error);
+  const written = new Map();
+  const write = (i, part, text) => {
+    if (!written.has(i)) written.set(i, contents[i].parts.map(partText));
+    written.get(i)[part] = text;
+  };
   for (let i = pending; i < contents.length; i++) {
-    for (const p of contents[i].parts ?? []) {
+    for (const [j, p] of (contents[i].parts ?? []).entries()) {
       const fr = p.functionResponse;
       if (!fr || !shellTools.includes(fr.name)) continue;
       const content = fr.response?.output ?? fr.response?.error;
@@ -176,6 +185,7 @@ async function answer(c) {
       const { truncatedContent } = await ToolExecutor.prototype.truncateOutputIfNeeded.call(executor, call, content);
       if (truncatedContent !== content) {
         rewritten.add(i);
+        write(i, j, truncatedContent);
         truncated++;
       }
     }
@@ -188,6 +198,8 @@ async function answer(c) {
         const i = byCallId.get(`r:${p.functionResponse?.id}`);
         if (i === undefined) throw new Error('a masked part has no native index');
         rewritten.add(i);
+        const at = contents[i].parts.findIndex((q) => q.functionResponse?.id === p.functionResponse.id);
+        write(i, at, p.functionResponse.response.output);
       }
     }
   }
@@ -199,6 +211,8 @@ async function answer(c) {
     split_turn: null,
     tokens_before: info.originalTokenCount,
     rewritten: [...rewritten].sort((a, b) => a - b),
+    // Text parts and tool outputs, one per line, as `crates/fidelity/src/lib.rs` `rewrite_text`.
+    rewritten_text: Object.fromEntries([...written].map(([i, texts]) => [i, texts.filter((t) => typeof t === 'string').join('\n')])),
     status: info.compressionStatus,
     error: null,
   };

@@ -16,8 +16,9 @@ pub struct Verdict {
     /// Same tokens-before estimate; `None` where neither side gives one, `Some(false)` where
     /// only one does and a side compacts and selects.
     pub tokens_before: Option<bool>,
-    /// Same entries rewritten in place; `None` where the original's driver does not check
-    /// in-place rewrites.
+    /// Same entries rewritten in place, and, where the original's driver reports the text it
+    /// wrote there, the same text at each; `None` where the driver does not check in-place
+    /// rewrites.
     pub rewrites: Option<bool>,
 }
 
@@ -76,7 +77,12 @@ pub fn compare(ours: &Answer, theirs: &Answer) -> Verdict {
         .then(|| both(ours.tokens_before, theirs.tokens_before) == Some(true));
     // In-place rewrites happen whether or not a side cuts: compared wherever the driver
     // reports them (nothing rewritten is an empty list).
-    let rewrites = theirs.rewritten.as_ref().map(|t| ours.rewritten.as_deref().unwrap_or_default() == t.as_slice());
+    // Where the driver also reports what it wrote, a text only one side has or a different text
+    // at an entry disagrees as well (ours has none where our compaction failed: nothing rewritten).
+    let rewrites = theirs.rewritten.as_ref().map(|t| {
+        ours.rewritten.as_deref().unwrap_or_default() == t.as_slice()
+            && theirs.rewritten_text.as_ref().is_none_or(|text| ours.rewritten_text.clone().unwrap_or_default() == *text)
+    });
     Verdict { trigger: ours.compact == theirs.compact, selection, tokens_before, rewrites }
 }
 
@@ -127,5 +133,31 @@ mod tests {
         let estimated = Answer { compact: true, tokens_before: Some(100), ..Answer::default() };
         assert!(compare(&fired, &estimated).agrees());
         assert_eq!(compare(&Answer { tokens_before: Some(99), ..estimated.clone() }, &estimated).disagreeing(), ["tokens_before"]);
+    }
+
+    fn texts(pairs: &[(u32, &str)]) -> Option<std::collections::BTreeMap<EntryId, String>> {
+        Some(pairs.iter().map(|&(id, text)| (EntryId(id), text.to_owned())).collect())
+    }
+
+    /// The same entries rewritten with other texts disagree, as does a text one side lacks.
+    #[test]
+    fn rewrites_compare_the_text_written_where_the_driver_reports_it() {
+        let rewrote = |t: &[(u32, &str)]| Answer { rewritten: Some(vec![EntryId(3), EntryId(5)]), rewritten_text: texts(t), ..Answer::default() };
+        let theirs = rewrote(&[(3, "stub a"), (5, "stub b")]);
+        assert!(compare(&theirs.clone(), &theirs).agrees());
+        let other = rewrote(&[(3, "stub a"), (5, "other stub")]);
+        assert_eq!(compare(&other, &theirs).disagreeing(), ["rewrites"]);
+        // Our side without a text (or missing one entry's) against a driver that sends them.
+        assert_eq!(compare(&rewrote(&[]), &theirs).disagreeing(), ["rewrites"]);
+        assert_eq!(compare(&Answer { rewritten_text: None, ..theirs.clone() }, &theirs).disagreeing(), ["rewrites"]);
+        assert_eq!(compare(&rewrote(&[(3, "stub a")]), &theirs).disagreeing(), ["rewrites"]);
+        // Nothing rewritten, and no texts: our failed compaction rewrote nothing either.
+        let none = Answer { rewritten: Some(vec![]), rewritten_text: texts(&[]), ..Answer::default() };
+        assert!(compare(&Answer::default(), &none).agrees());
+        // A driver that reports the entries only compares the entries.
+        assert!(compare(&other, &Answer { rewritten_text: None, ..theirs.clone() }).agrees());
+        // Texts do not excuse other entries.
+        let fewer = Answer { rewritten: Some(vec![EntryId(3)]), ..theirs.clone() };
+        assert_eq!(compare(&fewer, &theirs).disagreeing(), ["rewrites"]);
     }
 }

@@ -1,5 +1,6 @@
 //! A long-lived driver process: one JSON line in, one JSON line out, per case.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -7,6 +8,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use serde_json::json;
+
+use compactbench_core::EntryId;
 
 use crate::{Answer, Case, Export, Install, Original};
 
@@ -32,6 +35,11 @@ pub struct NativeAnswer {
     /// does not check them, and the report says so.
     #[serde(default)]
     pub rewritten: Option<Vec<usize>>,
+    /// The text the original wrote at each native index of `rewritten` (the index as a JSON
+    /// object key). Optional: a driver whose original writes the replacement text sends it
+    /// beside `rewritten`, for every index there.
+    #[serde(default)]
+    pub rewritten_text: Option<BTreeMap<String, String>>,
     /// The original threw: its message.
     pub error: Option<String>,
 }
@@ -75,6 +83,7 @@ impl NativeAnswer {
                 Ok::<_, String>(ids)
             })
             .transpose()?;
+        let rewritten_text = self.rewritten_text.as_ref().map(|texts| self.texts(texts, &map)).transpose()?;
         Ok(Answer {
             compact: self.compact,
             first_kept: self.first_kept.map(map).transpose()?,
@@ -82,7 +91,35 @@ impl NativeAnswer {
             split_turn: self.split_turn,
             tokens_before: self.tokens_before,
             rewritten,
+            rewritten_text,
         })
+    }
+
+    /// `rewritten_text` by our entry: the texts of native items sharing one entry joined one per
+    /// line, in native order. A text at an index `rewritten` does not name, or an index it names
+    /// without a text, is a driver bug.
+    fn texts(
+        &self,
+        texts: &BTreeMap<String, String>,
+        map: &dyn Fn(usize) -> Result<EntryId, String>,
+    ) -> Result<BTreeMap<EntryId, String>, String> {
+        let rewritten = self.rewritten.as_deref().ok_or("`rewritten_text` without `rewritten`")?;
+        let mut native = BTreeMap::new();
+        for (key, text) in texts {
+            let i: usize = key.parse().map_err(|_| format!("`rewritten_text` key {key:?} is not a native index"))?;
+            if !rewritten.contains(&i) {
+                return Err(format!("`rewritten_text` has index {i}, which `rewritten` does not name"));
+            }
+            native.insert(i, text);
+        }
+        if let Some(i) = rewritten.iter().find(|i| !native.contains_key(i)) {
+            return Err(format!("`rewritten` names index {i} without a text in `rewritten_text`"));
+        }
+        let mut by_entry: BTreeMap<EntryId, Vec<&str>> = BTreeMap::new();
+        for (i, text) in native {
+            by_entry.entry(map(i)?).or_default().push(text);
+        }
+        Ok(by_entry.into_iter().map(|(id, texts)| (id, texts.join("\n"))).collect())
     }
 }
 
@@ -183,5 +220,32 @@ mod tests {
         let threw = NativeAnswer::parse(r#"{"id":"c","error":"boom"}"#).unwrap();
         assert_eq!(threw.error.as_deref(), Some("boom"));
         assert!(NativeAnswer::parse(r#"{"compact":true}"#).is_err());
+    }
+
+    /// Texts go to our entries (native items of one entry joined in order), and a text without
+    /// its index in `rewritten`, or an index without a text, is refused.
+    #[test]
+    fn rewritten_texts_map_to_entries_and_must_match_the_indices() {
+        use compactbench_core::{EntryId, Log, Message, ModelProfile, Shape};
+
+        use crate::{Case, Export};
+
+        let log = Log::from_messages([Message::user("a"), Message::user("b"), Message::user("c")]);
+        let model = ModelProfile { name: "m".into(), window: 1_000, max_output: 100, provider: Shape::OpenaiChat, pricing: Default::default() };
+        let case = Case::new("c", log, model);
+        // Native items 1 and 2 both stand for entry 1.
+        let export = Export { session: serde_json::Value::Null, ids: vec![EntryId(0), EntryId(1), EntryId(1)], settings: serde_json::json!({}) };
+        let line = |rewritten: &str, text: &str| {
+            format!(r#"{{"id":"c","compact":false,"first_kept":null,"kept":null,"split_turn":null,"tokens_before":null,"error":null,"rewritten":{rewritten},"rewritten_text":{text}}}"#)
+        };
+        let answer = NativeAnswer::parse(&line("[2, 1]", r#"{"2": "y", "1": "x"}"#)).unwrap().to_answer(&export, &case).unwrap();
+        assert_eq!(answer.rewritten, Some(vec![EntryId(1)]));
+        assert_eq!(answer.rewritten_text, Some([(EntryId(1), "x\ny".to_owned())].into_iter().collect()));
+        let stray = NativeAnswer::parse(&line("[1]", r#"{"0": "x", "1": "y"}"#)).unwrap().to_answer(&export, &case).unwrap_err();
+        assert!(stray.contains("index 0, which `rewritten` does not name"), "{stray}");
+        let missing = NativeAnswer::parse(&line("[0, 1]", r#"{"1": "y"}"#)).unwrap().to_answer(&export, &case).unwrap_err();
+        assert!(missing.contains("index 0 without a text"), "{missing}");
+        let no_texts = NativeAnswer::parse(&line("[0]", "null")).unwrap().to_answer(&export, &case).unwrap();
+        assert_eq!(no_texts.rewritten_text, None);
     }
 }

@@ -54,6 +54,25 @@ pub struct Answer {
     /// Entries rewritten in place (truncated, masked, pruned), sorted; `None` from a driver
     /// that does not check in-place rewrites.
     pub rewritten: Option<Vec<EntryId>>,
+    /// The text each rewritten entry shows after its rewrite (see [`rewrite_text`]); `None`
+    /// from a driver that reports which entries it rewrote but not what it wrote there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewritten_text: Option<std::collections::BTreeMap<EntryId, String>>,
+}
+
+/// The text of a rewritten message as both sides report it: its text parts and tool results,
+/// in order, one per line (LangChain's `_extract_text_from_message` joins a message's text
+/// blocks so).
+pub fn rewrite_text(m: &compactbench_core::Message) -> String {
+    let texts: Vec<&str> = m
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            compactbench_core::Part::Text { text } | compactbench_core::Part::ToolResult { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
 }
 
 /// A case in an original's own session format, with our entry id for every native item.

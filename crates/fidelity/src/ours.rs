@@ -5,11 +5,12 @@ use compactbench_core::{
     VirtualStore, Window,
 };
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use compactbench_tokens::TokenCounter;
 
-use crate::{Answer, Case};
+use crate::{rewrite_text, Answer, Case};
 
 /// The exact tokenizer our strategies count through (`Cx::tokenizer`), as the runner gives
 /// them: one memoized counter for the process.
@@ -51,8 +52,9 @@ pub fn decides_to_compact(strategy: &dyn Strategy, log: &Log, moment: Moment, mo
 /// Our answer: the trigger, and the selection of the compaction we would run now (run even
 /// when the trigger did not fire, as a manual compaction would, so selection is compared on
 /// every case where both sides can select). `rewrites`: which in-place rewrites the original's
-/// driver reports ([`crate::Original::rewrites`]).
-pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn(&Checkpoint) -> bool) -> Answer {
+/// driver reports ([`crate::Original::rewrites`]); `apart`: its `compact` leaves them out
+/// ([`crate::Original::rewrites_apart`]).
+pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn(&Checkpoint) -> bool, apart: bool) -> Answer {
     let compact = decides_to_compact(strategy, &case.log, moment, &case.model);
     let view = strategy.project(&case.log);
     let mut store = VirtualStore::new();
@@ -60,11 +62,15 @@ pub fn answer(strategy: &dyn Strategy, case: &Case, moment: Moment, rewrites: fn
     let mut out = Answer { compact, ..Answer::default() };
     let Ok(checkpoints) = strategy.compact(&case.log, &view, moment, &mut cx) else { return out };
     let reported = |cp: &&Checkpoint| cp.window == Window::Inherit && rewrites(cp);
-    let mut rewritten: Vec<EntryId> =
-        checkpoints.iter().filter(reported).flat_map(|cp| cp.replacements.iter().map(|r| r.entry)).collect();
-    rewritten.sort_unstable();
-    rewritten.dedup();
-    out.rewritten = Some(rewritten);
+    // An entry rewritten twice shows its newest replacement's text.
+    let text: BTreeMap<EntryId, String> =
+        checkpoints.iter().filter(reported).flat_map(|cp| &cp.replacements).map(|r| (r.entry, rewrite_text(&r.message))).collect();
+    out.rewritten = Some(text.keys().copied().collect());
+    out.rewritten_text = Some(text);
+    // Our trigger fired for them alone: the original's (apart from them) did not.
+    if apart && !checkpoints.iter().any(|cp| !reported(&cp)) {
+        out.compact = false;
+    }
     if let Some(cp) = checkpoints.iter().find(|cp| cp.window != Window::Inherit) {
         match &cp.window {
             Window::From(id) => out.first_kept = Some(*id),
@@ -134,7 +140,7 @@ mod tests {
         assert!(masking.project(&log).messages.iter().any(|m| m.origin == Origin::Replaced(EntryId(7), EntryId(7))));
         assert_eq!(view_rewrites(&masking, &log), [EntryId(3), EntryId(5)]);
         let case = Case::new("t", log.clone(), ModelProfile { name: "m".into(), window: 100_000, max_output: 8_192, provider: Shape::Anthropic, pricing: Default::default() });
-        assert_eq!(answer(&masking, &case, Moment::BeforeRequest, crate::originals::all_rewrites).rewritten, Some(Vec::new()), "no checkpoint records them");
+        assert_eq!(answer(&masking, &case, Moment::BeforeRequest, crate::originals::all_rewrites, false).rewritten, Some(Vec::new()), "no checkpoint records them");
         let unmasked = OpenhandsStrategy::new(OpenhandsConfig::ObservationMasking { attention_window: 100 }).unwrap();
         assert!(view_rewrites(&unmasked, &log).is_empty());
         // A masked result is still sent (as its stand-in), its call no longer.

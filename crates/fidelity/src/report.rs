@@ -56,6 +56,13 @@ pub struct Agreement {
     pub rewrites_ours: u32,
     #[serde(default)]
     pub rewrites_theirs: u32,
+    /// Of the compared cases, those where the driver also reported the text it wrote, and of
+    /// those the cases with the same entries rewritten whatever the texts (so a text that
+    /// differs on purpose does not hide which entries were rewritten).
+    #[serde(default)]
+    pub rewrite_texts_compared: u32,
+    #[serde(default)]
+    pub rewrite_entries_agree: u32,
     /// Cases that disagree on each part (`trigger`, `selection`, `tokens_before`).
     #[serde(default)]
     pub differing: std::collections::BTreeMap<String, u32>,
@@ -251,7 +258,12 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
             if a.rewrites_compared == 0 {
                 "not checked".to_owned()
             } else {
-                format!("{} (rewritten: ours {}, original {})", frac(a.rewrites_agree, a.rewrites_compared), a.rewrites_ours, a.rewrites_theirs)
+                let texts = if a.rewrite_texts_compared == 0 {
+                    String::new()
+                } else {
+                    format!("; texts on {}, same entries on {}", a.rewrite_texts_compared, a.rewrite_entries_agree)
+                };
+                format!("{} (rewritten: ours {}, original {}{texts})", frac(a.rewrites_agree, a.rewrites_compared), a.rewrites_ours, a.rewrites_theirs)
             },
             a.reviewed,
             if a.unreviewed == 0 { "0".to_owned() } else { format!("**{}**", a.unreviewed) },
@@ -288,9 +300,47 @@ fn markdown(reports: &[OriginalReport], header: &str) -> String {
                     ans.rewritten.as_ref().map_or("–".into(), |r| r.iter().map(|id| format!("#{}", id.0)).collect::<Vec<_>>().join(" ")),
                 );
             }
+            rewrite_texts(&mut md, d);
         }
     }
     md
+}
+
+/// Characters of a rewritten text shown in a disagreement.
+const SHOWN_TEXT: usize = 600;
+
+/// The texts written at each rewritten entry where the two sides' differ (or one side has none):
+/// the lines that differ, with the count of leading and trailing lines both share.
+fn rewrite_texts(md: &mut String, d: &Disagreement) {
+    let Some(theirs) = &d.theirs.rewritten_text else { return };
+    let empty = std::collections::BTreeMap::new();
+    let ours = d.ours.rewritten_text.as_ref().unwrap_or(&empty);
+    let clip = |lines: &[&str]| {
+        let t = lines.join("\n");
+        if t.chars().count() > SHOWN_TEXT {
+            format!("{}…", t.chars().take(SHOWN_TEXT).collect::<String>())
+        } else {
+            t
+        }
+    };
+    let entries: std::collections::BTreeSet<_> = ours.keys().chain(theirs.keys()).collect();
+    for id in entries.into_iter().filter(|id| ours.get(id) != theirs.get(id)) {
+        let (Some(a), Some(b)) = (ours.get(id), theirs.get(id)) else {
+            let who = if ours.contains_key(id) { "ours alone" } else { "the original's alone" };
+            let _ = writeln!(md, "\nText written at #{}: {who}.", id.0);
+            continue;
+        };
+        let (a, b): (Vec<&str>, Vec<&str>) = (a.split('\n').collect(), b.split('\n').collect());
+        let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let tail = a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
+        let _ = writeln!(
+            md,
+            "\nText written at #{} ({head} leading and {tail} trailing lines the same), ours:\n\n```text\n{}\n```\n\noriginal's:\n\n```text\n{}\n```",
+            id.0,
+            clip(&a[head..a.len() - tail]),
+            clip(&b[head..b.len() - tail])
+        );
+    }
 }
 
 /// Answered cases per input class and original, with the disagreements among them.

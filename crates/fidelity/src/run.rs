@@ -62,7 +62,7 @@ impl<'a> Strategies<'a> {
 
 /// Our answer for a case, with what `original` compares of it.
 fn our_answer(original: &Original, strategy: &dyn Strategy, case: &Case) -> Answer {
-    let mut ours = ours::answer(strategy, case, original.moment, original.rewrites);
+    let mut ours = ours::answer(strategy, case, original.moment, original.rewrites, original.rewrites_apart);
     if original.in_view {
         ours.kept = Some(ours::view_kept(strategy, &case.log));
         ours.rewritten = Some(ours::view_rewrites(strategy, &case.log));
@@ -164,6 +164,10 @@ pub fn check_strategy(
             let some = |a: &Answer| u32::from(a.rewritten.as_ref().is_some_and(|r| !r.is_empty()));
             agreement.rewrites_ours += some(&ours);
             agreement.rewrites_theirs += some(&theirs);
+            if theirs.rewritten_text.is_some() {
+                agreement.rewrite_texts_compared += 1;
+                agreement.rewrite_entries_agree += u32::from(ours.rewritten.as_deref().unwrap_or_default() == theirs.rewritten.as_deref().unwrap_or_default());
+            }
         }
         if !v.agrees() {
             let parts = v.disagreeing();

@@ -72,7 +72,7 @@ fn cline_core_agrees_on_handmade_sessions() {
                 let case = Case::new(format!("t{turns}x{rounds}/s{size}/i{input}/w{window}/n{}", log.len()), log.clone(), model);
                 let export = (original.export)(&case).unwrap();
                 let theirs = driver.ask(&case, &export).unwrap().to_answer(&export, &case).unwrap();
-                let ours = answer(strategy.as_ref(), &case, Moment::BeforeRequest, compactbench_fidelity::originals::all_rewrites);
+                let ours = answer(strategy.as_ref(), &case, Moment::BeforeRequest, compactbench_fidelity::originals::all_rewrites, false);
                 assert!(compare(&ours, &theirs).agrees(), "{}: ours {ours:?}, @cline/core {theirs:?}", case.id);
                 fired += usize::from(theirs.compact);
                 kept += usize::from(theirs.first_kept.is_some());

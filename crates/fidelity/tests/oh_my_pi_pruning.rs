@@ -99,5 +99,5 @@ fn ask(driver: &mut Driver, original: &Original, strategy: &dyn Strategy, id: &s
     let case = Case::new(id, log.clone(), model);
     let export = (original.export)(&case).unwrap();
     let theirs = driver.ask(&case, &export).unwrap().to_answer(&export, &case).unwrap();
-    (answer(strategy, &case, Moment::TurnEnd, original.rewrites), theirs)
+    (answer(strategy, &case, Moment::TurnEnd, original.rewrites, original.rewrites_apart), theirs)
 }

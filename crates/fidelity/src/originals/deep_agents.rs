@@ -20,10 +20,23 @@
 //! drop reasoning from kept messages are left out: the original drops that reasoning itself,
 //! from `created_at_index`. Evicted human messages (tagged in state, not replaced) are not
 //! exported.
+//!
+//! The driver reports the filesystem middleware's evictions apart from `compact` (the
+//! summarization middleware's action): which state messages it replaced and the text each then
+//! holds, compared with our `tool_eviction` and `human_eviction` checkpoints
+//! ([`filesystem_eviction`]). Known limits of that comparison:
+//! - A human message evicted at an earlier request cannot be asked (the original keeps its full
+//!   text in state, tagged `lc_evicted_to`, and shows a preview in every request; our log holds
+//!   the stub as a replacement): such cases are not exported, so only an eviction of the newest
+//!   human message at the asked request is compared.
+//! - The original names that message's file with a random uuid; ours hashes its content.
+//! - Our stubs paraphrase the original's wording (crate docs), so the texts of every eviction
+//!   differ; the paths and the preview inside them are the original's.
+//! - The overflow tail clip of the summarization middleware stays part of `compact`.
 
 use std::collections::HashMap;
 
-use compactbench_core::{Entry, EntryId, Message, Part, Role, Shape, Window};
+use compactbench_core::{Checkpoint, Entry, EntryId, Message, Part, Role, Shape, Window};
 use serde_json::{json, Map, Value};
 
 use crate::{Case, Export};
@@ -91,6 +104,12 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             "anthropic": case.model.provider == Shape::Anthropic,
         }),
     })
+}
+
+/// A rewrite of the filesystem middleware (a large tool result or human message evicted), by
+/// the step our crate records on its checkpoint: what the driver reports as `rewritten`.
+pub(crate) fn filesystem_eviction(cp: &Checkpoint) -> bool {
+    matches!(cp.details.pointer("/deep_agents/step").and_then(Value::as_str), Some("tool_eviction" | "human_eviction"))
 }
 
 /// `m` without its reasoning parts.
@@ -243,6 +262,41 @@ mod tests {
                 "event": null,
             })
         );
+    }
+
+    /// A large tool result evicted before a request with room to spare: ours reports the
+    /// eviction as the driver does, apart from `compact`, with the stub it wrote.
+    #[test]
+    fn an_eviction_alone_is_a_rewrite_not_a_compaction() {
+        let big: String = (0..9_000).map(|i| format!("line {i} of the build output\n")).collect();
+        let log = Log::from_messages([
+            Message::system("sys"),
+            Message::user("build it"),
+            Message::tool_call("c1", "bash", json!({"command": "make"})),
+            Message::tool_result("c1", "bash", big, false),
+        ]);
+        let mut case = case(log, Shape::Anthropic);
+        case.model.window = 1_000_000;
+        let strategy = compactbench_registry::find("deep-agents").unwrap();
+        let ours = crate::ours::answer(strategy.as_ref(), &case, compactbench_core::Moment::BeforeRequest, filesystem_eviction, true);
+        assert!(!ours.compact, "the summarization middleware has nothing to do");
+        assert_eq!(ours.rewritten, Some(vec![EntryId(3)]));
+        let text = &ours.rewritten_text.as_ref().unwrap()[&EntryId(3)];
+        assert!(text.contains("/large_tool_results/c1") && text.contains("lines truncated"), "{text}");
+        // The trigger fired for the eviction: counted as a compaction it would disagree.
+        assert!(crate::ours::answer(strategy.as_ref(), &case, compactbench_core::Moment::BeforeRequest, filesystem_eviction, false).compact);
+    }
+
+    #[test]
+    fn only_the_filesystem_middlewares_steps_are_its_evictions() {
+        use compactbench_core::{Checkpoint, CheckpointKind};
+        let step = |s: &str| {
+            let mut cp = Checkpoint::new(CheckpointKind::Offload, Window::Inherit);
+            cp.details = json!({"deep_agents": {"step": s}});
+            cp
+        };
+        assert!(filesystem_eviction(&step("tool_eviction")) && filesystem_eviction(&step("human_eviction")));
+        assert!(!filesystem_eviction(&step("tail_clip")) && !filesystem_eviction(&step("profile")));
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub struct Original {
     /// observation masking and recent events): our kept set and rewrites are read from our view
     /// ([`crate::ours::view_kept`], [`crate::ours::view_rewrites`]), not from checkpoints.
     pub in_view: bool,
+    /// The driver's `compact` leaves out the rewrites it reports (Deep Agents' filesystem
+    /// middleware evicts apart from its summarization middleware): our trigger counts as firing
+    /// only where our compaction also makes a checkpoint [`Original::rewrites`] does not pick.
+    pub rewrites_apart: bool,
     /// The original estimates the context it compacts from (`tokens_before`); when false (V0's
     /// condensers count events), our checkpoint's report-only estimate is not compared.
     pub tokens: bool,
@@ -340,6 +344,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: CLINE_SDK,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -358,6 +363,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: PI_1_6,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -374,6 +380,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: PI_1_6,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -390,6 +397,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: PI_0_73,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -409,6 +417,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -425,6 +434,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -443,6 +453,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: OH_MY_PI,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -462,6 +473,7 @@ pub const ORIGINALS: &[Original] = &[
         // dropping images) a threshold pass may run after them is not driven.
         rewrites: oh_my_pi::per_turn_prune,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -477,6 +489,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: GEMINI_CLI,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -499,8 +512,11 @@ pub const ORIGINALS: &[Original] = &[
         export: deep_agents::export,
         history: true,
         settings: &[],
-        rewrites: all_rewrites,
+        // The filesystem middleware's evictions, reported apart from `compact` (the
+        // summarization middleware's own action).
+        rewrites: deep_agents::filesystem_eviction,
         in_view: false,
+        rewrites_apart: true,
         tokens: true,
     },
     Original {
@@ -516,6 +532,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: KIMI_CLI,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -545,6 +562,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: KIMI_CLI_K1,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -560,6 +578,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: AIDER,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -576,6 +595,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: OPENHANDS,
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -595,6 +615,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -615,6 +636,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -632,6 +654,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: false,
     },
     Original {
@@ -648,6 +671,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         // Its `<MASKED>` stand-ins are made in every view and recorded nowhere.
         in_view: true,
+        rewrites_apart: false,
         tokens: false,
     },
     Original {
@@ -664,6 +688,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         // It keeps events in every view and records nothing.
         in_view: true,
+        rewrites_apart: false,
         tokens: false,
     },
     Original {
@@ -681,6 +706,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: false,
     },
     Original {
@@ -698,6 +724,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: false,
     },
     Original {
@@ -714,6 +741,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
     Original {
@@ -730,6 +758,7 @@ pub const ORIGINALS: &[Original] = &[
         settings: &[],
         rewrites: all_rewrites,
         in_view: false,
+        rewrites_apart: false,
         tokens: true,
     },
 ];
