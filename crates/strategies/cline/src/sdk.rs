@@ -254,7 +254,18 @@ fn runtime_messages(m: &Message, model_id: &str, provider_id: &str, form: Form) 
         // `MessageBuilder.addMissingToolResults` merges consecutive tool-result messages into
         // the first for `apiMessages`.
         Role::Tool if form == Form::Api => vec![message(m.parts.iter().map(|p| runtime_block(p, form, false)).collect(), MESSAGE_ID)],
-        Role::Tool => m.parts.iter().map(|p| message(vec![runtime_block(p, form, false)], MESSAGE_ID)).collect(),
+        // Stored, each finished tool is a message of its own; what else a tool message holds
+        // (an image the tool returned) goes with the result before it.
+        Role::Tool => {
+            let mut groups: Vec<Vec<Value>> = Vec::new();
+            for p in &m.parts {
+                match groups.last_mut() {
+                    Some(group) if !matches!(p, Part::ToolResult { .. }) => group.push(runtime_block(p, form, false)),
+                    _ => groups.push(vec![runtime_block(p, form, false)]),
+                }
+            }
+            groups.into_iter().map(|content| message(content, MESSAGE_ID)).collect()
+        }
         Role::User => {
             let first_text = m.parts.iter().position(|p| matches!(p, Part::Text { .. }));
             let content = m.parts.iter().enumerate().map(|(i, p)| runtime_block(p, form, Some(i) == first_text)).collect();
@@ -903,6 +914,9 @@ mod tests {
         assert_eq!(json_len(&sent(&prompt)[0]), 244 - r#"<user_input mode=\"act\"></user_input>"#.len());
         let two = Message::new(Role::Tool, [result.parts.clone(), result.parts.clone()].concat());
         assert_eq!((stored_messages(&two, "compactbench", "openai-compatible").len(), sent(&two).len()), (2, 1));
+        // An image a tool returned stays in its result's message.
+        let image = Message::new(Role::Tool, vec![result.parts[0].clone(), Part::Media { mime: "image/png".into(), tokens: 10 }]);
+        assert_eq!(stored_messages(&image, "compactbench", "openai-compatible").len(), 1);
         // A reply without usage has no metrics; a failed tool's result says so.
         assert_eq!(len(&Message::tool_call("call_cb0000", "run_commands", json!({ "commands": ["cat .compactbench/0000.out"] }))), 339 - r#","metrics":{"inputTokens":9173,"outputTokens":15,"cacheReadTokens":0,"cacheWriteTokens":0}"#.len());
         assert_eq!(len(&Message::tool_result("call_cb0000", "run_commands", output, true)), 270 + r#","is_error":true"#.len());
