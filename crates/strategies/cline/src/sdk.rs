@@ -12,15 +12,15 @@
 //! overhead count these). A stored message is `{id, role, content, ts}`, an assistant message
 //! with `modelInfo` and `metrics`, one message per tool result ([`stored_messages`]); the sent
 //! ones differ in the typed prompt, which the CLI stores wrapped in `<user_input mode="act">`
-//! and sends bare, and in the tool results of one reply, which go as one message
-//! ([`api_messages`]). What our log does not hold has the length its format always has (ids of
+//! and sends bare, in the tool results of one reply, which go as one message, and in each
+//! result's strings, sent cut in the middle to 8,000 characters ([`api_messages`]). What our log does not hold has the length its format always has (ids of
 //! 12 characters, `msg_` and a nanoid, 36 for a prompt's UUID; `ts` 13 digits); `modelInfo`
 //! names the model profile and [`SdkConfig::provider_id`]; `metrics` are the reply's usage. A
 //! tool result whose text is a JSON array is that array (the CLI's tools return arrays of
 //! `{query, result, success}`, which the Chat Completions wire sends as their JSON text), any
 //! other text a string. Checked against the CLI 3.0.65's own "Context compaction diagnostics"
-//! (`CLINE_LOG_LEVEL=debug`) on its 55 black-box runs: the request and sent-message estimates
-//! equal ours on all 314 requests before a compaction. `tools` is the
+//! (`CLINE_LOG_LEVEL=debug`) on its 55 black-box runs: its request, sent-message and
+//! stored-message estimates equal ours on all 314 requests up to a compaction. `tools` is the
 //! session's tool objects as the runtime hands them over (`createRuntimePrepareTurn` passes its
 //! own tool list, each tool's `name`, `description`, `inputSchema`, `timeoutMs`, `retryable`,
 //! `maxRetries` and, where set, `executionMode`): their JSON length is a setting,
@@ -62,6 +62,10 @@
 //!   has no `cost` (the CLI writes one only for a priced model) and `cacheWriteTokens` 0 (our
 //!   usage has no cache writes); a typed prompt is wrapped as in the CLI's default act mode.
 //!   `modelInfo` has no `family` (the CLI writes one only for a catalog provider that has one).
+//! - Of `buildForApi`'s other rewrites of the sent messages, none is reproduced: an older read
+//!   of a file read again replaced by a note (only once 64 KiB would be reclaimed), assistant
+//!   text cut at 200,000 characters, images over the media budget, and the 6 MB cap on the
+//!   request's text. A cut never splits a surrogate pair (the CLI's may).
 //! - Tool definitions are not in our log: the request estimate counts a tool list of the JSON
 //!   length [`SdkConfig::tool_definitions_chars`] (the CLI's by default), whatever the tools
 //!   the log calls.
@@ -222,12 +226,91 @@ fn tool_result_content(text: &str) -> Value {
     }
 }
 
+/// `maxToolResultChars` of the CLI's `MessageBuilder` (`@cline/core` 0.0.86; 8,000 unless
+/// `CLINE_MESSAGE_BUILDER_MAX_TOOL_RESULT_CHARS` says otherwise).
+const MAX_TOOL_RESULT_CHARS: usize = 8_000;
+
+/// `truncateMiddle` of the CLI's `MessageBuilder` (`@cline/core` 0.0.86, its `truncateToLength`):
+/// a text over `limit` UTF-16 units keeps as much of its head and tail as fits around a note of
+/// how many units it left out, the whole at most `limit` long. (A surrogate pair the CLI would
+/// cut in two is left out whole.)
+fn truncate_middle(text: &str, limit: usize) -> String {
+    let units = text.encode_utf16().count();
+    if units <= limit {
+        return text.to_owned();
+    }
+    let note = |left_out: usize| format!("\n\n...[truncated {left_out} chars]...\n\n");
+    let first_guess = limit.saturating_sub(note(units - limit).len()) / 2;
+    let note = note(units.saturating_sub(first_guess * 2));
+    let keep = limit.saturating_sub(note.len()) / 2;
+    let (mut head, mut head_units) = (0, 0);
+    for c in text.chars() {
+        if head_units + c.len_utf16() > keep {
+            break;
+        }
+        head_units += c.len_utf16();
+        head += c.len_utf8();
+    }
+    let (mut tail, mut tail_units) = (text.len(), 0);
+    for c in text.chars().rev() {
+        if keep == 0 || tail_units + c.len_utf16() > keep {
+            break;
+        }
+        tail_units += c.len_utf16();
+        tail -= c.len_utf8();
+    }
+    format!("{}{note}{}", &text[..head], &text[tail..])
+}
+
+/// `truncateNestedStrings`: every string in `value` cut by [`truncate_middle`], images apart.
+fn truncate_nested(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(truncate_middle(s, MAX_TOOL_RESULT_CHARS)),
+        Value::Array(items) => Value::Array(items.iter().map(truncate_nested).collect()),
+        Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("image") => value.clone(),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), truncate_nested(v))).collect()),
+        _ => value.clone(),
+    }
+}
+
+/// A tool result's content as `apiMessages` send it (`truncateToolResultContent`): a string cut
+/// to [`MAX_TOOL_RESULT_CHARS`]; in an array, a `text` block's text, a `file` block's content
+/// and every string of any other object but an image.
+fn truncate_tool_result(content: Value) -> Value {
+    match content {
+        Value::String(s) => Value::String(truncate_middle(&s, MAX_TOOL_RESULT_CHARS)),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|mut item| {
+                    let key = match item["type"].as_str() {
+                        Some("text") => "text",
+                        Some("file") => "content",
+                        Some("image") => return item,
+                        _ if item.is_object() => return truncate_nested(&item),
+                        _ => return item,
+                    };
+                    if let Some(s) = item[key].as_str() {
+                        item[key] = Value::String(truncate_middle(s, MAX_TOOL_RESULT_CHARS));
+                    }
+                    item
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// A content block as the runtime keeps it (`toSdkContent` of `@cline/core` 0.0.86).
 fn runtime_block(p: &Part, form: Form, prompt: bool) -> Value {
     match p {
         Part::Text { text } if prompt && form == Form::Stored => json!({ "type": "text", "text": format!("{PROMPT_OPEN}{text}{PROMPT_CLOSE}") }),
         Part::ToolResult { call_id, name, text, is_error } => {
-            let mut block = json!({ "type": "tool_result", "tool_use_id": call_id, "name": name, "content": tool_result_content(text) });
+            let content = match form {
+                Form::Stored => tool_result_content(text),
+                Form::Api => truncate_tool_result(tool_result_content(text)),
+            };
+            let mut block = json!({ "type": "tool_result", "tool_use_id": call_id, "name": name, "content": content });
             if *is_error {
                 block["is_error"] = Value::Bool(true);
             }
@@ -290,7 +373,7 @@ pub fn stored_messages(m: &Message, model_id: &str, provider_id: &str) -> Vec<Va
 }
 
 /// A log message as the hook's `apiMessages` hold it (`MessageBuilder.buildForApi`): as stored,
-/// its typed prompt unwrapped, its tool results in one message (a user message right after tool
+/// its typed prompt unwrapped, its tool results cut ([`MAX_TOOL_RESULT_CHARS`]) and in one message (a user message right after tool
 /// results joins that message there: [`Request::extend`]).
 pub fn api_messages(m: &Message, model_id: &str, provider_id: &str) -> Vec<Value> {
     runtime_messages(m, model_id, provider_id, Form::Api)
@@ -920,6 +1003,26 @@ mod tests {
         // A reply without usage has no metrics; a failed tool's result says so.
         assert_eq!(len(&Message::tool_call("call_cb0000", "run_commands", json!({ "commands": ["cat .compactbench/0000.out"] }))), 339 - r#","metrics":{"inputTokens":9173,"outputTokens":15,"cacheReadTokens":0,"cacheWriteTokens":0}"#.len());
         assert_eq!(len(&Message::tool_result("call_cb0000", "run_commands", output, true)), 270 + r#","is_error":true"#.len());
+    }
+
+    #[test]
+    fn results_are_sent_cut_to_8000_characters_and_stored_whole() {
+        // `truncateMiddle`: head and tail around a note of the units left out, 8,000 in all.
+        let cut = truncate_middle(&"x".repeat(10_000), MAX_TOOL_RESULT_CHARS);
+        assert_eq!(cut, format!("{}\n\n...[truncated 2032 chars]...\n\n{}", "x".repeat(3_984), "x".repeat(3_984)));
+        assert_eq!(truncate_middle(&cut, MAX_TOOL_RESULT_CHARS), cut);
+        // In the CLI's arrays, every string of an entry is cut.
+        let output = json!([{ "query": "cat big.out", "result": "y".repeat(30_000), "success": true }]).to_string();
+        let result = Message::tool_result("c1", "run_commands", &output, false);
+        let sent = api_messages(&result, "m", "openai-compatible");
+        let sent_result = sent[0]["content"][0]["content"][0]["result"].as_str().unwrap();
+        // 33 characters of note leave 7,967 for head and tail: 3,983 each.
+        assert_eq!((sent_result.len(), sent_result.contains("...[truncated 22034 chars]...")), (7_999, true));
+        assert_eq!(sent[0]["content"][0]["content"][0]["query"], "cat big.out");
+        // The request counts the cut result; the messages' total and the cut count it whole.
+        let log = Harness::new(vec![Message::system("s"), Message::user("p"), Message::tool_call("c1", "run_commands", json!({})), result], model(1_000_000, 4_096)).log;
+        let req = Request::of(&log, &default_projection(&log), &MODEL);
+        assert!(req.message_tokens() > 10_000 && req.api_message_tokens() < 3_000, "{} {}", req.message_tokens(), req.api_message_tokens());
     }
 
     #[test]
