@@ -373,8 +373,8 @@ pub fn stored_messages(m: &Message, model_id: &str, provider_id: &str) -> Vec<Va
 }
 
 /// A log message as the hook's `apiMessages` hold it (`MessageBuilder.buildForApi`): as stored,
-/// its typed prompt unwrapped, its tool results cut ([`MAX_TOOL_RESULT_CHARS`]) and in one message (a user message right after tool
-/// results joins that message there: [`Request::extend`]).
+/// its typed prompt unwrapped, its tool results cut to 8,000 characters a string and in one
+/// message (a user message right after tool results joins that message: [`api_transcript`]).
 pub fn api_messages(m: &Message, model_id: &str, provider_id: &str) -> Vec<Value> {
     runtime_messages(m, model_id, provider_id, Form::Api)
 }
