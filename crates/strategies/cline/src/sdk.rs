@@ -13,21 +13,23 @@
 //! with `modelInfo` and `metrics`, one message per tool result ([`stored_messages`]); the sent
 //! ones differ in the typed prompt, which the CLI stores wrapped in `<user_input mode="act">`
 //! and sends bare, in the tool results of one reply, which go as one message, and in each
-//! result's strings, sent cut in the middle to 8,000 characters ([`api_messages`]). What our log does not hold has the length its format always has (ids of
-//! 12 characters, `msg_` and a nanoid, 36 for a prompt's UUID; `ts` 13 digits); `modelInfo`
-//! names the model profile and [`SdkConfig::provider_id`]; `metrics` are the reply's usage. A
-//! tool result whose text is a JSON array is that array (the CLI's tools return arrays of
-//! `{query, result, success}`, which the Chat Completions wire sends as their JSON text), any
-//! other text a string. Checked against the CLI 3.0.65's own "Context compaction diagnostics"
-//! (`CLINE_LOG_LEVEL=debug`) on its 55 black-box runs: its request, sent-message and
-//! stored-message estimates equal ours on all 314 requests up to a compaction. `tools` is the
-//! session's tool objects as the runtime hands them over (`createRuntimePrepareTurn` passes its
-//! own tool list, each tool's `name`, `description`, `inputSchema`, `timeoutMs`, `retryable`,
-//! `maxRetries` and, where set, `executionMode`): their JSON length is a setting,
-//! [`SdkConfig::tool_definitions_chars`], by default that of the CLI 3.0.65's 25 tools in its
-//! default (act) mode. A message is as the runtime hands it to the hook: role `user` or `assistant`, content blocks `text`, `thinking`,
-//! `tool_use` (`id`, `name`, `input`), `tool_result` (`tool_use_id`, `name`, text `content`,
-//! `is_error`) and `image`; a compaction summary also carries its metadata.
+//! result's strings, sent cut in the middle to 8,000 characters ([`api_messages`]). What our log
+//! does not hold has the length its format always has (ids of 12 characters, `msg_` and a
+//! nanoid, 36 for a prompt's UUID; `ts` 13 digits); `modelInfo` names the model profile and
+//! [`SdkConfig::provider_id`]; `metrics` are the reply's usage. Content blocks are `text`,
+//! `thinking`, `tool_use` (`id`, `name`, `input`), `tool_result` (`tool_use_id`, `name`,
+//! `content`, `is_error` only for an error) and `image`; a tool result whose text is a JSON
+//! array is that array (the CLI's tools return arrays of `{query, result, success}`, which the
+//! Chat Completions wire sends as their JSON text), any other text a string. A compaction
+//! summary is `{role, content, metadata}`. Checked against the CLI 3.0.65's own "Context
+//! compaction diagnostics" (`CLINE_LOG_LEVEL=debug`) on its 55 black-box runs: its request,
+//! sent-message and stored-message estimates equal ours on all 314 requests up to a compaction.
+//!
+//! `tools` is the session's tool objects as the runtime hands them over
+//! (`createRuntimePrepareTurn` passes its own tool list, each tool's `name`, `description`,
+//! `inputSchema`, `timeoutMs`, `retryable`, `maxRetries` and, where set, `executionMode`): their
+//! JSON length is a setting, [`SdkConfig::tool_definitions_chars`], by default that of the CLI
+//! 3.0.65's 25 tools in its default (act) mode.
 //!
 //! # Trigger (before every model request)
 //! `maxInput` is the model's `maxInputTokens` (at most its window) where its model info has one,
