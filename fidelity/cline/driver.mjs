@@ -11,9 +11,9 @@
 //   own message objects after the summary), or null when it compacted nothing (trigger off, or the
 //   strategy found no cut);
 // - tokens_before: the summary message's `metadata.tokensBefore`.
-// The session is `{systemPrompt, messages, previousRequestInputTokens, tools}` as the exporter
-// writes it (crates/fidelity/src/originals/cline.rs); `apiMessages` are the same messages, as in the
-// session's compaction-state projection, and `tools` (a stand-in as long as the CLI's tool
+// The session is `{systemPrompt, messages, apiMessages, previousRequestInputTokens, tools}` as the
+// exporter writes it (crates/fidelity/src/originals/cline.rs): `messages` as the CLI's runtime
+// stores them, `apiMessages` as it sends them, and `tools` (a stand-in as long as the CLI's tool
 // definitions in JSON, which is all the hook's estimate reads of them) go in as the runtime hands
 // its tools over; `maxInputTokens` is the model info's input limit as the CLI fills it (null: none).
 import { createServer } from "node:http";
@@ -38,7 +38,7 @@ await new Promise(resolve => server.listen(0, "127.0.0.1", resolve));
 const baseUrl = `http://127.0.0.1:${server.address().port}/v1`;
 
 const answer = async req => {
-	const { systemPrompt, messages, previousRequestInputTokens, tools, maxInputTokens } = req.session;
+	const { systemPrompt, messages, apiMessages, previousRequestInputTokens, tools, maxInputTokens } = req.session;
 	let diagnostics = null;
 	const logger = {
 		debug: (message, data) => {
@@ -61,7 +61,7 @@ const answer = async req => {
 		parentAgentId: null,
 		iteration: 1,
 		messages,
-		apiMessages: messages,
+		apiMessages,
 		abortSignal: new AbortController().signal,
 		systemPrompt,
 		tools: tools ?? [],

@@ -561,10 +561,10 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         claude-code/v2.1.20 empty: ok 0, failed 3, calls 3, over-window requests 17
         claude-code/v2.1.20 over-cap: ok 19, failed 0, calls 19, over-window requests 0, cut off 19 (used 19)
         claude-code/v2.1.20 garbage: ok 6, failed 0, calls 6, over-window requests 0
-        cline/sdk timeout: ok 0, failed 26, calls 26, over-window requests 17
-        cline/sdk http500: ok 0, failed 26, calls 26, over-window requests 17
-        cline/sdk empty: ok 0, failed 26, calls 26, over-window requests 17
-        cline/sdk over-cap: ok 9, failed 0, calls 9, over-window requests 0, cut off 9 (used 9)
+        cline/sdk timeout: ok 0, failed 27, calls 27, over-window requests 17
+        cline/sdk http500: ok 0, failed 27, calls 27, over-window requests 17
+        cline/sdk empty: ok 0, failed 27, calls 27, over-window requests 17
+        cline/sdk over-cap: ok 12, failed 0, calls 12, over-window requests 0, cut off 12 (used 12)
         cline/sdk garbage: ok 4, failed 0, calls 4, over-window requests 0
         codex timeout: ok 0, failed 21, calls 126, over-window requests 17
         codex http500: ok 0, failed 21, calls 126, over-window requests 17

@@ -1191,6 +1191,9 @@ pub struct ChatCli {
     /// counter from its context file in a new process; a Cline run starts with no previous
     /// input count.
     turn_start_usage: bool,
+    /// The CLI keeps each tool result whole while its requests send it cut (Cline: at 8,000
+    /// characters a string): our log gets the whole output of the run's tool events instead.
+    whole_results: bool,
 }
 
 /// Our crate as the runs configure Kimi CLI: the `[loop_control]` defaults and the model's
@@ -1199,7 +1202,7 @@ pub fn kimi_chat() -> ChatCli {
     let model = ModelProfile { name: super::KIMI_MODEL.into(), window: super::KIMI_CONTEXT, max_output: super::KIMI_MAX_OUTPUT, provider: Shape::OpenaiChat, pricing: Default::default() };
     // The runs' provider is not Kimi's own platform: no output cap of Kimi's is applied.
     let config = compactbench_strategy_kimi_cli::KimiCliConfig { kimi_provider: false, ..Default::default() };
-    ChatCli { strategy: Box::new(compactbench_strategy_kimi_cli::KimiCliStrategy::new(config)), model, turn_start_usage: true }
+    ChatCli { strategy: Box::new(compactbench_strategy_kimi_cli::KimiCliStrategy::new(config)), model, turn_start_usage: true, whole_results: false }
 }
 
 /// Our crate as the runs configure Cline: the SDK's defaults (the CLI's tool definitions, the
@@ -1209,7 +1212,7 @@ pub fn kimi_chat() -> ChatCli {
 pub fn cline_chat() -> ChatCli {
     let model = ModelProfile { name: super::CLINE_MODEL.into(), window: super::CLINE_CONTEXT, max_output: super::CLINE_MAX_TOKENS, provider: Shape::OpenaiChat, pricing: Default::default() };
     let config = compactbench_strategy_cline::SdkConfig { max_tokens_in_model_info: false, ..Default::default() };
-    ChatCli { strategy: Box::new(compactbench_strategy_cline::SdkStrategy::new(config)), model, turn_start_usage: false }
+    ChatCli { strategy: Box::new(compactbench_strategy_cline::SdkStrategy::new(config)), model, turn_start_usage: false, whole_results: true }
 }
 
 /// The text parts of a Chat Completions content (a string, or `text` parts), in order.
@@ -1365,9 +1368,21 @@ pub fn chat_session(id: &str, run: &Run, cli: &ChatCli) -> SessionResult {
     let reported: std::collections::HashMap<String, Usage> = mains.iter().map(|r| (chat_reply_key(&r.reply), usage_of(r))).collect();
     let usage = |m: &Value| reported.get(&chat_key(m)).copied();
     let none = |_: &Value| None;
+    // Cline's tool events: each call's whole output, as its JSON text (what the wire sends uncut).
+    let whole: std::collections::HashMap<&str, String> = if cli.whole_results {
+        run.tools.iter().filter_map(|t| Some((t["toolCallId"].as_str()?, serde_json::to_string(&t["output"]).ok()?))).collect()
+    } else {
+        Default::default()
+    };
     let log_of = |all: &[Value]| {
         let usage: &dyn Fn(&Value) -> Option<Usage> = if cli.turn_start_usage || !chat_starts_turn(all) { &usage } else { &none };
-        chat_log(all, usage)
+        let mut all = all.to_vec();
+        for m in all.iter_mut().filter(|m| m["role"] == "tool") {
+            if let Some(text) = m["tool_call_id"].as_str().and_then(|id| whole.get(id)) {
+                m["content"] = Value::String(text.clone());
+            }
+        }
+        chat_log(&all, usage)
     };
     let mut histories: Vec<Log> = mains.iter().map(|r| log_of(&messages(r))).collect();
     if let (Some(_), Some(after)) = (first_compaction, after) {

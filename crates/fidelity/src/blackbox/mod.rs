@@ -322,7 +322,8 @@ pub fn cline_script() -> String {
          failed read) `run_commands` printing a prepared file (`cat .compactbench/N.out`, `; exit 1` for errors); each reply reports \
          prompt tokens = the session's own prefix (o200k) plus a per-session overhead that puts the {CLINE_THRESHOLD}-token threshold \
          near a seeded request (the 5th to the 25th, within the turn), completion tokens = the reply's own; the run stops at the request \
-         after the first compaction"
+         after the first compaction; our crate gets each tool result whole from the CLI's `--json` tool events (its requests send them \
+         cut to 8,000 characters)"
     )
 }
 

@@ -238,7 +238,8 @@ pub struct Run {
     pub boundaries: Vec<Value>,
     /// OpenCode's `tool_use` events (a finished tool part each, with the output the next request
     /// sends): the results of a reply the CLI compacted after, which no recorded request holds
-    /// whole.
+    /// whole. Cline's `content_end` events of its tools (each with the whole output, which its
+    /// requests send cut to 8,000 characters a string).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Value>,
     /// How the CLI ended (`exit 0`, `killed after 300 s`, ...).
@@ -593,7 +594,7 @@ pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, p
     let server = Server::start(Box::new(Player::new(script, work.clone(), flavor)), limits)?;
     (per_turn.prepare)(&home, &work, &server.url())?;
     let start = Instant::now();
-    let run = Run::default();
+    let mut run = Run::default();
     let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
     let mut ended = String::from("no turn");
     for (turn, prompt) in users.iter().enumerate() {
@@ -621,6 +622,11 @@ pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, p
         let (status, lines) = result?;
         for line in lines {
             let _ = writeln!(events, "{line}");
+            if flavor == Flavor::Cline {
+                if let Some(event) = cline_tool_result(&line) {
+                    run.tools.push(event);
+                }
+            }
         }
         ended = status;
         if run_is_over(&ended, &server) {
@@ -628,6 +634,14 @@ pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, p
         }
     }
     finish(run, ended, server, scratch)
+}
+
+/// A finished tool of Cline's `--json` events (`agent_event` `content_end` of a tool: its call
+/// id and its whole output, which the requests send cut at the CLI's per-result limit).
+fn cline_tool_result(line: &str) -> Option<Value> {
+    let event = serde_json::from_str::<Value>(line).ok()?;
+    let event = &event["event"];
+    (event["type"] == "content_end" && event["contentType"] == "tool").then(|| event.clone())
 }
 
 /// Kills (by pid) every process whose command line names `scratch`: what a CLI started in a

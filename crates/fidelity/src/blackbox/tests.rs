@@ -417,3 +417,23 @@ fn a_recorded_kimi_cli_run_yields_its_facts_and_ours() {
     under.records.truncate(2);
     assert_eq!(super::analyze::chat_session("parallel-calls/s0", &under, &super::analyze::kimi_chat()).ours.compacted_at, None);
 }
+
+#[test]
+fn a_recorded_cline_run_is_analysed_on_its_whole_tool_results() {
+    // A recorded Cline 3.0.65 run (`pressure/s1`), trimmed to its last main request, the
+    // compaction request and the request after it: tools named only, scratch paths renamed; its
+    // `--json` tool events hold the results whole (two over 8,000 characters, which the
+    // requests send cut).
+    let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/cline-3.0.65-pressure-s1.json")).unwrap();
+    let result = super::analyze::chat_session("pressure/s1", &run, &super::analyze::cline_chat());
+    assert_eq!(result.problem, None);
+    // The CLI kept the newest call and its 24,000-character result: its stored transcript
+    // counts the whole result, past the 20,000 tokens it preserves at most.
+    assert_eq!(result.theirs.kept.as_deref(), Some(&["call:call_cb0003".to_owned(), "result:call_cb0003".to_owned()][..]));
+    assert!(result.differing().is_empty(), "{result:#?}");
+    // On the results as sent, our crate would count the newest one cut and keep one call more.
+    let mut cut = run.clone();
+    cut.tools.clear();
+    let ours = super::analyze::chat_session("pressure/s1", &cut, &super::analyze::cline_chat()).ours;
+    assert_eq!(ours.kept.map(|k| k.len()), Some(4));
+}

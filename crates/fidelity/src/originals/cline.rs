@@ -1,12 +1,12 @@
 //! Exporter: our log as the request `@cline/core`'s `prepareTurn` hook receives before a model
 //! call (checks `cline/sdk`). The session is an object:
 //! - `systemPrompt`: the leading system messages, joined by a blank line;
-//! - `messages`: one SDK message (`MessageWithMetadata`, as the runtime's `toMessageWithMetadata`
-//!   writes it, without the ids, timestamps and metrics our log does not hold) per log message
-//!   after them: assistant messages are `assistant`, every other role `user` (tool results are
-//!   user messages of `tool_result` blocks, as the agent runtime stores them). Blocks: `text`,
-//!   `thinking`, `tool_use` (`id`, `name`, `input`), `tool_result` (`tool_use_id`, `name`, text
-//!   `content`, `is_error`), `image` (empty data, the MIME type);
+//! - `messages`: the log messages after them as the CLI's runtime stores them and hands them to
+//!   the hook, our crate's `stored_messages` (ids, timestamps, model info and metrics of their
+//!   formats' lengths, one message per tool result): assistant messages are `assistant`, every
+//!   other role `user`;
+//! - `apiMessages`: the same as sent, our crate's `api_transcript` (the typed prompt unwrapped,
+//!   a reply's tool results in one message);
 //! - `previousRequestInputTokens`: the provider's input count (uncached + cache reads) of the
 //!   newest reply with usage since the newest user message, the runtime's
 //!   `lastRequestInputTokens` (reset when a run starts); null when there is none;
@@ -20,15 +20,18 @@
 //!
 //! Checkpoints are refused: our cases are cut from fresh replays only (`history: false`).
 
-use compactbench_core::{Entry, EntryId, Part, Role};
-use compactbench_strategy_cline::SdkConfig;
+use compactbench_core::{Entry, EntryId, Role};
+use compactbench_strategy_cline::{api_transcript, stored_messages, SdkConfig};
 use serde_json::{json, Value};
 
 use crate::{Case, Export};
 
 pub(crate) fn export(case: &Case) -> Result<Export, String> {
+    let config = SdkConfig::default();
+    let (model, provider) = (case.model.name.as_str(), config.provider_id.as_str());
     let mut system = Vec::new();
     let mut messages = Vec::new();
+    let mut sent = Vec::new();
     let mut ids: Vec<EntryId> = Vec::new();
     for (id, entry) in case.log.entries() {
         let Entry::Message(m) = entry else { return Err("checkpoints of ours are not exported to the SDK's compaction state".into()) };
@@ -36,11 +39,13 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             system.push(m.text());
             continue;
         }
-        let content: Vec<Value> = m.parts.iter().map(block).collect();
-        let role = if m.role == Role::Assistant { "assistant" } else { "user" };
-        messages.push(json!({ "role": role, "content": content }));
-        ids.push(id);
+        for stored in stored_messages(m, model, provider) {
+            messages.push(stored);
+            ids.push(id);
+        }
+        sent.push(m);
     }
+    let api = api_transcript(sent, model, provider);
     let mut previous = Value::Null;
     for (_, m) in case.log.messages().rev() {
         if m.role == Role::User {
@@ -51,12 +56,12 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             break;
         }
     }
-    let config = SdkConfig::default();
     let tools = tools(config.tool_definitions_chars)?;
     let max_input = if config.max_input_is_window { json!(case.model.window) } else { Value::Null };
     let session = json!({
         "systemPrompt": system.join("\n\n"),
         "messages": messages,
+        "apiMessages": api,
         "previousRequestInputTokens": previous,
         "tools": tools,
         "maxInputTokens": max_input,
@@ -75,21 +80,9 @@ fn tools(chars: usize) -> Result<Value, String> {
     }
 }
 
-fn block(p: &Part) -> Value {
-    match p {
-        Part::Text { text } => json!({ "type": "text", "text": text }),
-        Part::Reasoning { text } => json!({ "type": "thinking", "thinking": text }),
-        Part::ToolCall { id, name, args } => json!({ "type": "tool_use", "id": id, "name": name, "input": args }),
-        Part::ToolResult { call_id, name, text, is_error } => {
-            json!({ "type": "tool_result", "tool_use_id": call_id, "name": name, "content": text, "is_error": is_error })
-        }
-        Part::Media { mime, .. } => json!({ "type": "image", "data": "", "mediaType": mime }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use compactbench_core::{Checkpoint, CheckpointKind, Log, Message, ModelProfile, Pricing, Shape, Usage, Window};
+    use compactbench_core::{Checkpoint, CheckpointKind, Log, Message, ModelProfile, Part, Pricing, Shape, Usage, Window};
     use expect_test::expect;
 
     use super::*;
@@ -115,7 +108,7 @@ mod tests {
         assert_eq!(tools.to_string().len(), compactbench_strategy_cline::CLI_TOOL_DEFINITIONS_CHARS);
         assert_eq!(super::tools(2).unwrap().to_string(), "[]");
         assert_eq!(e.session.as_object_mut().unwrap().remove("maxInputTokens").unwrap(), json!(1000));
-        expect![[r#"{"systemPrompt":"sys","messages":[{"role":"user","content":[{"type":"text","text":"Fix it."}]},{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"read_files","input":{"files":[{"path":"a.rs"}]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","name":"read_files","content":"fn main() {}","is_error":false}]}],"previousRequestInputTokens":150}"#]]
+        expect![[r#"{"systemPrompt":"sys","messages":[{"id":"00000000-0000-4000-8000-000000000000","role":"user","content":[{"type":"text","text":"<user_input mode=\"act\">Fix it.</user_input>"}],"ts":1700000000000},{"id":"msg_00000000","role":"assistant","content":[{"type":"tool_use","id":"c1","name":"read_files","input":{"files":[{"path":"a.rs"}]}}],"ts":1700000000000,"modelInfo":{"id":"m","provider":"openai-compatible"},"metrics":{"inputTokens":100,"outputTokens":20,"cacheReadTokens":50,"cacheWriteTokens":0}},{"id":"msg_00000000","role":"user","content":[{"type":"tool_result","tool_use_id":"c1","name":"read_files","content":"fn main() {}"}],"ts":1700000000000}],"apiMessages":[{"id":"00000000-0000-4000-8000-000000000000","role":"user","content":[{"type":"text","text":"Fix it."}],"ts":1700000000000},{"id":"msg_00000000","role":"assistant","content":[{"type":"tool_use","id":"c1","name":"read_files","input":{"files":[{"path":"a.rs"}]}}],"ts":1700000000000,"modelInfo":{"id":"m","provider":"openai-compatible"},"metrics":{"inputTokens":100,"outputTokens":20,"cacheReadTokens":50,"cacheWriteTokens":0}},{"id":"msg_00000000","role":"user","content":[{"type":"tool_result","tool_use_id":"c1","name":"read_files","content":"fn main() {}"}],"ts":1700000000000}],"previousRequestInputTokens":150}"#]]
         .assert_eq(&e.session.to_string());
         // A new prompt starts a run: no input count yet.
         log.push_message(Message::new(Role::User, vec![Part::text("Next.")]));

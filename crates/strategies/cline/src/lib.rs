@@ -124,7 +124,7 @@ use std::collections::HashMap;
 
 use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, EntryId, Error, ErrorKind, Fidelity, Log, Message, ModelProfile, Moment, Part, Replacement, Replay, Role, Strategy, StrategyInfo, Summary, SummarizerUsage, SummaryPosition, View, Window, default_projection};
 
-pub use crate::sdk::{SdkConfig, SdkStrategy, CLI_TOOL_DEFINITIONS_CHARS};
+pub use crate::sdk::{api_messages, api_transcript, stored_messages, SdkConfig, SdkStrategy, CLI_TOOL_DEFINITIONS_CHARS};
 
 use crate::history::{speakers, Src};
 use crate::replay::ClineReplay;

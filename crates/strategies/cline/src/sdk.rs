@@ -6,14 +6,30 @@
 //!
 //! # Estimator
 //! Its own: `max(1, ceil(chars / 3))` of the JSON text of a message (`JSON.stringify`, UTF-16
-//! units), and of `{systemPrompt, messages, tools}` for the whole request. `tools` is the
-//! session's tool objects as the runtime hands them over (`createRuntimePrepareTurn` passes its
-//! own tool list, each tool's `name`, `description`, `inputSchema`, `timeoutMs`, `retryable`,
-//! `maxRetries` and, where set, `executionMode`): their JSON length is a setting,
-//! [`SdkConfig::tool_definitions_chars`], by default that of the CLI 3.0.65's 25 tools in its
-//! default (act) mode. A message is as the runtime hands it to the hook: role `user` or `assistant`, content blocks `text`, `thinking`,
-//! `tool_use` (`id`, `name`, `input`), `tool_result` (`tool_use_id`, `name`, text `content`,
-//! `is_error`) and `image`; a compaction summary also carries its metadata.
+//! units), and of `{systemPrompt, messages: apiMessages, tools}` for the whole request. The hook
+//! gets the transcript twice: `messages`, as the agent runtime stores them (the message estimate
+//! and the cut count these), and `apiMessages`, as they are sent (the request estimate and its
+//! overhead count these). A stored message is `{id, role, content, ts}`, an assistant message
+//! with `modelInfo` and `metrics`, one message per tool result ([`stored_messages`]); the sent
+//! ones differ in the typed prompt, which the CLI stores wrapped in `<user_input mode="act">`
+//! and sends bare, in the tool results of one reply, which go as one message, and in each
+//! result's strings, sent cut in the middle to 8,000 characters ([`api_messages`]). What our log
+//! does not hold has the length its format always has (ids of 12 characters, `msg_` and a
+//! nanoid, 36 for a prompt's UUID; `ts` 13 digits); `modelInfo` names the model profile and
+//! [`SdkConfig::provider_id`]; `metrics` are the reply's usage. Content blocks are `text`,
+//! `thinking`, `tool_use` (`id`, `name`, `input`), `tool_result` (`tool_use_id`, `name`,
+//! `content`, `is_error` only for an error) and `image`; a tool result whose text is a JSON
+//! array is that array (the CLI's tools return arrays of `{query, result, success}`, which the
+//! Chat Completions wire sends as their JSON text), any other text a string. A compaction
+//! summary is `{role, content, metadata}`. Checked against the CLI 3.0.65's own "Context
+//! compaction diagnostics" (`CLINE_LOG_LEVEL=debug`) on its 55 black-box runs: its request,
+//! sent-message and stored-message estimates equal ours on all 314 requests up to a compaction.
+//!
+//! `tools` is the session's tool objects as the runtime hands them over
+//! (`createRuntimePrepareTurn` passes its own tool list, each tool's `name`, `description`,
+//! `inputSchema`, `timeoutMs`, `retryable`, `maxRetries` and, where set, `executionMode`): their
+//! JSON length is a setting, [`SdkConfig::tool_definitions_chars`], by default that of the CLI
+//! 3.0.65's 25 tools in its default (act) mode.
 //!
 //! # Trigger (before every model request)
 //! `maxInput` is the model's `maxInputTokens` (at most its window) where its model info has one,
@@ -44,12 +60,14 @@
 //! the trigger's message budget); text typed after the command is not used.
 //!
 //! # Deviations
-//! - Message ids, timestamps, model info and metrics the runtime stores on each message (and
-//!   its estimate counts) are not in our log: they are left out of every estimate. So is the
-//!   shape of the CLI's tool results (arrays of `{query, result, success}`, which our log holds
-//!   as their JSON text, a string). Measured on the CLI 3.0.65: about 60 estimated tokens per
-//!   assistant message, 13 per tool-result message; near a threshold the CLI then compacts a
-//!   request earlier or keeps a message less than we do.
+//! - Message ids and timestamps are placeholders of their formats' fixed lengths; `metrics`
+//!   has no `cost` (the CLI writes one only for a priced model) and `cacheWriteTokens` 0 (our
+//!   usage has no cache writes); a typed prompt is wrapped as in the CLI's default act mode.
+//!   `modelInfo` has no `family` (the CLI writes one only for a catalog provider that has one).
+//! - Of `buildForApi`'s other rewrites of the sent messages, none is reproduced: an older read
+//!   of a file read again replaced by a note (only once 64 KiB would be reclaimed), assistant
+//!   text cut at 200,000 characters, images over the media budget, and the 6 MB cap on the
+//!   request's text. A cut never splits a surrogate pair (the CLI's may).
 //! - Tool definitions are not in our log: the request estimate counts a tool list of the JSON
 //!   length [`SdkConfig::tool_definitions_chars`] (the CLI's by default), whatever the tools
 //!   the log calls.
@@ -101,6 +119,10 @@ pub struct SdkConfig {
     /// `JSON.stringify(tools).length` of the tool definitions every request carries, which the
     /// request estimate counts ([`CLI_TOOL_DEFINITIONS_CHARS`]; 2, `[]`, for none).
     pub tool_definitions_chars: usize,
+    /// The CLI's provider id, which each stored assistant message names in its `modelInfo`
+    /// (`openai-compatible`, the provider of any OpenAI-compatible endpoint; the model id is
+    /// the model profile's name).
+    pub provider_id: String,
     /// The model info's `maxInputTokens` is the window (true, as the CLI 3.0.65 fills it from
     /// the provider settings' `contextWindow`); false: the model reports none and the SDK takes
     /// `CONTEXT_WINDOW_INPUT_RATIO` of the window.
@@ -114,7 +136,7 @@ pub struct SdkConfig {
 
 impl Default for SdkConfig {
     fn default() -> SdkConfig {
-        SdkConfig { preserve_recent_tokens: 20_000, manual_target_ratio: 0.5, tool_definitions_chars: CLI_TOOL_DEFINITIONS_CHARS, max_input_is_window: true, max_tokens_in_model_info: true }
+        SdkConfig { preserve_recent_tokens: 20_000, manual_target_ratio: 0.5, tool_definitions_chars: CLI_TOOL_DEFINITIONS_CHARS, provider_id: "openai-compatible".into(), max_input_is_window: true, max_tokens_in_model_info: true }
     }
 }
 
@@ -151,31 +173,259 @@ fn json_len(value: &Value) -> usize {
     value.to_string().encode_utf16().count()
 }
 
-/// A message as the SDK's runtime hands it to the hook.
+/// A content block of a message, as the SDK's runtime hands it to the hook.
+fn block_json(p: &Part) -> Value {
+    match p {
+        Part::Text { text } => json!({ "type": "text", "text": text }),
+        Part::Reasoning { text } => json!({ "type": "thinking", "thinking": text }),
+        Part::ToolCall { id, name, args } => json!({ "type": "tool_use", "id": id, "name": name, "input": args }),
+        Part::ToolResult { call_id, name, text, is_error } => {
+            json!({ "type": "tool_result", "tool_use_id": call_id, "name": name, "content": text, "is_error": is_error })
+        }
+        Part::Media { mime, .. } => json!({ "type": "image", "data": "", "mediaType": mime }),
+    }
+}
+
+/// A message's role and content blocks, as the SDK's strategy reads them.
 fn message_json(m: &Message) -> Value {
-    let content: Vec<Value> = m
-        .parts
-        .iter()
-        .map(|p| match p {
-            Part::Text { text } => json!({ "type": "text", "text": text }),
-            Part::Reasoning { text } => json!({ "type": "thinking", "thinking": text }),
-            Part::ToolCall { id, name, args } => json!({ "type": "tool_use", "id": id, "name": name, "input": args }),
-            Part::ToolResult { call_id, name, text, is_error } => {
-                json!({ "type": "tool_result", "tool_use_id": call_id, "name": name, "content": text, "is_error": is_error })
-            }
-            Part::Media { mime, .. } => json!({ "type": "image", "data": "", "mediaType": mime }),
-        })
-        .collect();
+    let content: Vec<Value> = m.parts.iter().map(block_json).collect();
     let role = if m.role == Role::Assistant { "assistant" } else { "user" };
     json!({ "role": role, "content": content })
+}
+
+/// The `id` of a message the agent runtime creates (`createMessage` of `@cline/agents` 0.0.86:
+/// `msg_` and an 8-character nanoid, always 12 characters); ours is a placeholder of that length.
+const MESSAGE_ID: &str = "msg_00000000";
+/// The `id` of a typed prompt (`SessionRuntime.executeRunInternal` of `@cline/core` 0.0.86:
+/// `crypto.randomUUID()`, always 36 characters).
+const PROMPT_ID: &str = "00000000-0000-4000-8000-000000000000";
+/// The `ts` of a stored message (`Date.now()`: thirteen digits until the year 2286).
+const STORED_AT: u64 = GENERATED_AT;
+/// The CLI's wrapping of a typed prompt (`formatUserInputBlock` of `@cline/shared` 0.0.86 in
+/// its default act mode), which the stored message keeps and `apiMessages` strip
+/// (`normalizeUserInput`).
+const PROMPT_OPEN: &str = "<user_input mode=\"act\">";
+const PROMPT_CLOSE: &str = "</user_input>";
+
+/// Which of the hook's two transcripts a message is laid out for.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    /// `messages`: as the runtime stores them (the message estimate, the cut).
+    Stored,
+    /// `apiMessages`: as `MessageBuilder.buildForApi` sends them (the request estimate).
+    Api,
+}
+
+/// A tool result's `content` as the runtime keeps it (`toSdkContent`'s `normalizeToolOutput`
+/// in `@cline/core` 0.0.86): a tool's array output stays an array, which the Chat Completions
+/// wire sends as its JSON text (the CLI's `read_files` and `run_commands` return arrays of
+/// `{query, result, success}`), so a text that is a JSON array is that array; any other text
+/// is the string.
+fn tool_result_content(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(array @ Value::Array(_)) => array,
+        _ => Value::String(text.to_owned()),
+    }
+}
+
+/// `maxToolResultChars` of the CLI's `MessageBuilder` (`@cline/core` 0.0.86; 8,000 unless
+/// `CLINE_MESSAGE_BUILDER_MAX_TOOL_RESULT_CHARS` says otherwise).
+const MAX_TOOL_RESULT_CHARS: usize = 8_000;
+
+/// `truncateMiddle` of the CLI's `MessageBuilder` (`@cline/core` 0.0.86, its `truncateToLength`):
+/// a text over `limit` UTF-16 units keeps as much of its head and tail as fits around a note of
+/// how many units it left out, the whole at most `limit` long. (A surrogate pair the CLI would
+/// cut in two is left out whole.)
+fn truncate_middle(text: &str, limit: usize) -> String {
+    let units = text.encode_utf16().count();
+    if units <= limit {
+        return text.to_owned();
+    }
+    let note = |left_out: usize| format!("\n\n...[truncated {left_out} chars]...\n\n");
+    let first_guess = limit.saturating_sub(note(units - limit).len()) / 2;
+    let note = note(units.saturating_sub(first_guess * 2));
+    let keep = limit.saturating_sub(note.len()) / 2;
+    let (mut head, mut head_units) = (0, 0);
+    for c in text.chars() {
+        if head_units + c.len_utf16() > keep {
+            break;
+        }
+        head_units += c.len_utf16();
+        head += c.len_utf8();
+    }
+    let (mut tail, mut tail_units) = (text.len(), 0);
+    for c in text.chars().rev() {
+        if keep == 0 || tail_units + c.len_utf16() > keep {
+            break;
+        }
+        tail_units += c.len_utf16();
+        tail -= c.len_utf8();
+    }
+    format!("{}{note}{}", &text[..head], &text[tail..])
+}
+
+/// `truncateNestedStrings`: every string in `value` cut by [`truncate_middle`], images apart.
+fn truncate_nested(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(truncate_middle(s, MAX_TOOL_RESULT_CHARS)),
+        Value::Array(items) => Value::Array(items.iter().map(truncate_nested).collect()),
+        Value::Object(o) if o.get("type").and_then(Value::as_str) == Some("image") => value.clone(),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), truncate_nested(v))).collect()),
+        _ => value.clone(),
+    }
+}
+
+/// A tool result's content as `apiMessages` send it (`truncateToolResultContent`): a string cut
+/// to [`MAX_TOOL_RESULT_CHARS`]; in an array, a `text` block's text, a `file` block's content
+/// and every string of any other object but an image.
+fn truncate_tool_result(content: Value) -> Value {
+    match content {
+        Value::String(s) => Value::String(truncate_middle(&s, MAX_TOOL_RESULT_CHARS)),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|mut item| {
+                    let key = match item["type"].as_str() {
+                        Some("text") => "text",
+                        Some("file") => "content",
+                        Some("image") => return item,
+                        _ if item.is_object() => return truncate_nested(&item),
+                        _ => return item,
+                    };
+                    if let Some(s) = item[key].as_str() {
+                        item[key] = Value::String(truncate_middle(s, MAX_TOOL_RESULT_CHARS));
+                    }
+                    item
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// A content block as the runtime keeps it (`toSdkContent` of `@cline/core` 0.0.86).
+fn runtime_block(p: &Part, form: Form, prompt: bool) -> Value {
+    match p {
+        Part::Text { text } if prompt && form == Form::Stored => json!({ "type": "text", "text": format!("{PROMPT_OPEN}{text}{PROMPT_CLOSE}") }),
+        Part::ToolResult { call_id, name, text, is_error } => {
+            let content = match form {
+                Form::Stored => tool_result_content(text),
+                Form::Api => truncate_tool_result(tool_result_content(text)),
+            };
+            let mut block = json!({ "type": "tool_result", "tool_use_id": call_id, "name": name, "content": content });
+            if *is_error {
+                block["is_error"] = Value::Bool(true);
+            }
+            block
+        }
+        _ => block_json(p),
+    }
+}
+
+/// A log message as the CLI 3.0.65's runtime hands it to the `prepareTurn` hook (`toHookMessage`
+/// of `@cline/core` 0.0.86's `createRuntimePrepareTurn`: `{id, role, content, ts, metadata,
+/// modelInfo, metrics}`, undefined fields left out by `JSON.stringify`): one message, or one per
+/// tool result for a message of tool results (the agent runtime stores each finished tool as its
+/// own message). What our log does not hold has the length its format always has: the ids
+/// ([`MESSAGE_ID`], [`PROMPT_ID`] for a typed prompt), `ts` (13 digits); an assistant message's
+/// `modelInfo` is `{id, provider}` of `model_id` and `provider_id`, and its `metrics`
+/// (`{inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}` of the reply's usage; no
+/// `cost` where the model has no pricing) are there when the reply reported any usage. A tool
+/// result's `is_error` is written only for an error (the runtime's `isError` is undefined for a
+/// tool that returned); a typed prompt's first text is wrapped as the CLI wraps it.
+fn runtime_messages(m: &Message, model_id: &str, provider_id: &str, form: Form) -> Vec<Value> {
+    let message = |content: Vec<Value>, id: &str| json!({ "id": id, "role": if m.role == Role::Assistant { "assistant" } else { "user" }, "content": content, "ts": STORED_AT });
+    match m.role {
+        // `MessageBuilder.addMissingToolResults` merges consecutive tool-result messages into
+        // the first for `apiMessages`.
+        Role::Tool if form == Form::Api => vec![message(m.parts.iter().map(|p| runtime_block(p, form, false)).collect(), MESSAGE_ID)],
+        // Stored, each finished tool is a message of its own; what else a tool message holds
+        // (an image the tool returned) goes with the result before it.
+        Role::Tool => {
+            let mut groups: Vec<Vec<Value>> = Vec::new();
+            for p in &m.parts {
+                match groups.last_mut() {
+                    Some(group) if !matches!(p, Part::ToolResult { .. }) => group.push(runtime_block(p, form, false)),
+                    _ => groups.push(vec![runtime_block(p, form, false)]),
+                }
+            }
+            groups.into_iter().map(|content| message(content, MESSAGE_ID)).collect()
+        }
+        Role::User => {
+            let first_text = m.parts.iter().position(|p| matches!(p, Part::Text { .. }));
+            let content = m.parts.iter().enumerate().map(|(i, p)| runtime_block(p, form, Some(i) == first_text)).collect();
+            vec![message(content, PROMPT_ID)]
+        }
+        Role::Assistant | Role::System => {
+            let mut json = message(m.parts.iter().map(|p| runtime_block(p, form, false)).collect(), MESSAGE_ID);
+            if m.role == Role::Assistant {
+                json["modelInfo"] = json!({ "id": model_id, "provider": provider_id });
+                if let Some(u) = m.usage.filter(|u| u.total() > 0) {
+                    json["metrics"] = json!({ "inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read, "cacheWriteTokens": 0 });
+                }
+            }
+            vec![json]
+        }
+    }
+}
+
+/// A log message as the runtime stores it and hands it to the hook as `messages`.
+pub fn stored_messages(m: &Message, model_id: &str, provider_id: &str) -> Vec<Value> {
+    runtime_messages(m, model_id, provider_id, Form::Stored)
+}
+
+/// A log message as the hook's `apiMessages` hold it (`MessageBuilder.buildForApi`): as stored,
+/// its typed prompt unwrapped, its tool results cut to 8,000 characters a string and in one
+/// message (a user message right after tool results joins that message: [`api_transcript`]).
+pub fn api_messages(m: &Message, model_id: &str, provider_id: &str) -> Vec<Value> {
+    runtime_messages(m, model_id, provider_id, Form::Api)
+}
+
+/// The `apiMessages` of a transcript: each message's [`api_messages`], a user message right
+/// after a message of tool results only joining it (`shouldMergeUserAfterToolResults`).
+pub fn api_transcript<'m>(messages: impl IntoIterator<Item = &'m Message>, model_id: &str, provider_id: &str) -> Vec<Value> {
+    let results_only = |m: &Value| m["role"] == "user" && m["content"].as_array().is_some_and(|c| !c.is_empty() && c.iter().all(|b| b["type"] == "tool_result"));
+    let mut out: Vec<Value> = Vec::new();
+    for m in messages {
+        for next in api_messages(m, model_id, provider_id) {
+            let blocks = next["content"].as_array().cloned().unwrap_or_default();
+            match out.last_mut() {
+                Some(last) if results_only(last) && next["role"] == "user" && !blocks.is_empty() => {
+                    last["content"].as_array_mut().expect("a results message has content").extend(blocks);
+                }
+                _ => out.push(next),
+            }
+        }
+    }
+    out
+}
+
+/// `JSON.stringify` lengths and estimates of a log message's runtime messages.
+#[derive(Clone, Copy, Default)]
+struct Sizes {
+    /// How many runtime messages.
+    count: usize,
+    chars: usize,
+    /// The sum of their estimates (`estimateMessageTokens` each).
+    tokens: u64,
+}
+
+impl Sizes {
+    fn of(messages: &[Value]) -> Sizes {
+        let lens = messages.iter().map(json_len);
+        Sizes { count: messages.len(), chars: lens.clone().sum(), tokens: lens.map(estimate).sum() }
+    }
 }
 
 /// One message of the transcript the hook sees, with what the SDK reads off it.
 struct Item {
     origin: Origin,
+    /// The message's role and content blocks (what the SDK's strategy reads).
     json: Value,
-    /// `JSON.stringify(json).length`.
-    chars: usize,
+    /// Its runtime messages as stored (`messages`).
+    stored: Sizes,
+    /// Its runtime messages as sent (`apiMessages`).
+    api: Sizes,
     /// `metadata.summary` of a compaction summary.
     summary: Option<String>,
 }
@@ -196,9 +446,16 @@ impl Item {
         !self.is_assistant() && !self.tool_results_only() && self.summary.is_none()
     }
 
+    /// The stored messages' estimate (`estimateMessageTokens` of `messages`).
     fn tokens(&self) -> u64 {
-        estimate(self.chars)
+        self.stored.tokens
     }
+}
+
+/// What an assistant message's `modelInfo` names: the model and the CLI's provider.
+struct Model<'a> {
+    id: &'a str,
+    provider: &'a str,
 }
 
 /// The request as the hook sees it: the system prompt and the transcript.
@@ -208,24 +465,28 @@ struct Request {
     items: Vec<Item>,
     /// How many of the view's messages are in `system` and `items`.
     seen: usize,
+    /// `JSON.stringify` length of the last message of `apiMessages` while it holds only tool
+    /// results (a user message after it joins it there).
+    open_results: Option<usize>,
 }
 
 impl Request {
-    fn of(log: &Log, view: &View) -> Request {
+    fn of(log: &Log, view: &View, model: &Model<'_>) -> Request {
         let mut req = Request::default();
-        req.extend(log, view);
+        req.extend(log, view, model);
         req
     }
 
     /// Takes in the messages of `view` after the first `seen` (a view that only grew since).
-    fn extend(&mut self, log: &Log, view: &View) {
+    fn extend(&mut self, log: &Log, view: &View, model: &Model<'_>) {
         for vm in &view.messages[self.seen..] {
             self.seen += 1;
             if self.items.is_empty() && vm.message.role == Role::System {
                 self.system.push(vm.message.text());
                 continue;
             }
-            let (json, summary) = match vm.origin {
+            let item = match vm.origin {
+                // The summary message the SDK writes: `{role, content, metadata}`, no id or time.
                 Origin::Summary(cp) => {
                     let metadata = match log.get(cp) {
                         Some(Entry::Checkpoint(c)) => c.details.clone(),
@@ -234,25 +495,62 @@ impl Request {
                     let mut json = message_json(&vm.message);
                     let summary = metadata["summary"].as_str().map(str::to_owned);
                     json["metadata"] = metadata;
-                    (json, summary)
+                    let sizes = Sizes::of(std::slice::from_ref(&json));
+                    Item { origin: vm.origin, json, stored: sizes, api: sizes, summary }
                 }
-                _ => (message_json(&vm.message), None),
+                _ => {
+                    let stored = Sizes::of(&stored_messages(&vm.message, model.id, model.provider));
+                    let api = self.api_sizes(&vm.message, model);
+                    Item { origin: vm.origin, json: message_json(&vm.message), stored, api, summary: None }
+                }
             };
-            self.items.push(Item { origin: vm.origin, chars: json_len(&json), json, summary });
+            if item.summary.is_some() {
+                self.open_results = None;
+            }
+            self.items.push(item);
+        }
+    }
+
+    /// The sizes `m` adds to `apiMessages`: its own message, or, after a message of tool results
+    /// only, its content blocks appended to that message (`shouldMergeUserAfterToolResults` of
+    /// `MessageBuilder.addMissingToolResults`), the merged message's estimate growing by the
+    /// difference.
+    fn api_sizes(&mut self, m: &Message, model: &Model<'_>) -> Sizes {
+        let messages = api_messages(m, model.id, model.provider);
+        let blocks: Vec<&Value> = messages.iter().filter_map(|j| j["content"].as_array()).flatten().collect();
+        let results_only = !blocks.is_empty() && blocks.iter().all(|b| b["type"] == "tool_result");
+        match self.open_results {
+            Some(chars) if m.role != Role::Assistant && !blocks.is_empty() => {
+                let added: usize = blocks.iter().map(|b| json_len(b) + 1).sum();
+                self.open_results = results_only.then_some(chars + added);
+                Sizes { count: 0, chars: added, tokens: estimate(chars + added) - estimate(chars) }
+            }
+            _ => {
+                let sizes = Sizes::of(&messages);
+                self.open_results = (m.role != Role::Assistant && results_only).then_some(sizes.chars);
+                sizes
+            }
         }
     }
 
     /// `estimateRequestInputTokens` with tool definitions of `tools` JSON characters: the JSON
-    /// of `{systemPrompt, messages, tools}` is its frame with empty lists, plus the tools in
+    /// of `{systemPrompt, messages: apiMessages, tools}` is its frame with empty lists, plus the tools in
     /// place of `[]`, each message and the commas between them.
     fn tokens(&self, tools: usize) -> u64 {
         let frame = json_len(&json!({ "systemPrompt": self.system.join("\n\n"), "messages": [], "tools": [] }));
-        let messages: usize = self.items.iter().map(|i| i.chars).sum();
-        estimate(frame - 2 + tools.max(2) + messages + self.items.len().saturating_sub(1))
+        let messages: usize = self.items.iter().map(|i| i.api.chars).sum();
+        let count: usize = self.items.iter().map(|i| i.api.count).sum();
+        estimate(frame - 2 + tools.max(2) + messages + count.saturating_sub(1))
     }
 
+    /// The stored messages' estimate (`messageInputTokens`).
     fn message_tokens(&self) -> u64 {
         self.items.iter().map(Item::tokens).sum()
+    }
+
+    /// The sent messages' estimate (`apiMessageTokens`).
+    fn api_message_tokens(&self) -> u64 {
+        self.items.iter().map(|i| i.api.tokens).sum()
     }
 
     /// User→assistant pairs (`countUserAssistantPairs`).
@@ -304,7 +602,8 @@ struct Budget {
 fn budget(req: &Request, log: &Log, cx: &Cx<'_>, config: &SdkConfig, manual: bool) -> Budget {
     let request = req.tokens(config.tool_definitions_chars);
     let messages = req.message_tokens();
-    let overhead = request.saturating_sub(messages) as f64;
+    // `requestOverheadTokens`: the request's estimate beyond its sent messages' own.
+    let overhead = request.saturating_sub(req.api_message_tokens()) as f64;
     // `resolveMaxInputTokens`: `min(maxInputTokens, contextWindow)`, else a share of the window.
     let raw_max = if config.max_input_is_window { cx.model.window as f64 } else { cx.model.window as f64 * CONTEXT_WINDOW_INPUT_RATIO };
     let previous = previous_input(log);
@@ -484,6 +783,11 @@ fn instructions(read: &[String], modified: &[String]) -> String {
 }
 
 impl SdkStrategy {
+    /// The model the stored assistant messages name.
+    fn model<'a>(&'a self, cx: &'a Cx<'_>) -> Model<'a> {
+        Model { id: &cx.model.name, provider: &self.config.provider_id }
+    }
+
     /// The hook's decision before a model request.
     fn decide_on(&self, req: &Request, log: &Log, at: Moment, cx: &Cx<'_>) -> Decision {
         match at {
@@ -583,11 +887,11 @@ impl Strategy for SdkStrategy {
     }
 
     fn decide(&self, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
-        self.decide_on(&Request::of(log, view), log, at, cx)
+        self.decide_on(&Request::of(log, view, &self.model(cx)), log, at, cx)
     }
 
     fn compact(&self, log: &Log, view: &View, at: Moment, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-        self.compact_on(&Request::of(log, view), log, at, cx)
+        self.compact_on(&Request::of(log, view, &self.model(cx)), log, at, cx)
     }
 
     fn project(&self, log: &Log) -> View {
@@ -605,9 +909,9 @@ struct SdkReplay<'s> {
 }
 
 impl SdkReplay<'_> {
-    fn request(&mut self, log: &Log) -> &Request {
+    fn request(&mut self, log: &Log, cx: &Cx<'_>) -> &Request {
         let view = self.view.view(log);
-        self.req.extend(log, view);
+        self.req.extend(log, view, &self.strategy.model(cx));
         &self.req
     }
 }
@@ -628,14 +932,14 @@ impl Replay for SdkReplay<'_> {
 
     fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
         let strategy = self.strategy;
-        let decision = strategy.decide_on(self.request(log), log, at, cx);
+        let decision = strategy.decide_on(self.request(log, cx), log, at, cx);
         Plan::from_decision(log, at, decision)
     }
 
     fn compact(&mut self, log: &Log, plan: Plan, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
         plan.check(log);
         let strategy = self.strategy;
-        strategy.compact_on(self.request(log), log, plan.at(), cx)
+        strategy.compact_on(self.request(log, &*cx), log, plan.at(), cx)
     }
 }
 
@@ -645,6 +949,9 @@ mod tests {
     use compactbench_testkit::{assert_replay_law, json, model, Harness};
 
     use super::*;
+
+    /// The model info of the tests' stored messages (the testkit's `model()`).
+    const MODEL: Model<'static> = Model { id: "test-model", provider: "openai-compatible" };
 
     fn sdk() -> SdkStrategy {
         SdkStrategy::new(SdkConfig::default())
@@ -674,14 +981,70 @@ mod tests {
     }
 
     #[test]
+    fn stored_messages_are_as_long_as_the_clis() {
+        // Messages the CLI 3.0.65 stored in its black-box runs (`~/.cline/data/sessions/*/
+        // *.messages.json`, `JSON.stringify` lengths): a reply with a call, a tool result, a
+        // typed prompt.
+        let len = |m: &Message| stored_messages(m, "compactbench", "openai-compatible").iter().map(json_len).sum::<usize>();
+        let mut reply = Message::tool_call("call_cb0000", "run_commands", json!({ "commands": ["cat .compactbench/0000.out"] }));
+        reply.usage = Some(Usage { input: 9173, output: 15, cache_read: 0 });
+        assert_eq!(len(&reply), 339);
+        let output = r#"[{"query":"cat .compactbench/0000.out","result":"No matches found for `parse_query_e5k4` in 148 files.","success":true}]"#;
+        let result = Message::tool_result("call_cb0000", "run_commands", output, false);
+        assert_eq!(len(&result), 270);
+        let prompt = Message::user("Next: write the handling in src/parser.rs so the span path works; run the tests when done.");
+        assert_eq!(len(&prompt), 244);
+        // Sent, the prompt is bare and the results of one reply are one message.
+        let sent = |m: &Message| api_messages(m, "compactbench", "openai-compatible");
+        assert_eq!(json_len(&sent(&prompt)[0]), 244 - r#"<user_input mode=\"act\"></user_input>"#.len());
+        let two = Message::new(Role::Tool, [result.parts.clone(), result.parts.clone()].concat());
+        assert_eq!((stored_messages(&two, "compactbench", "openai-compatible").len(), sent(&two).len()), (2, 1));
+        // An image a tool returned stays in its result's message.
+        let image = Message::new(Role::Tool, vec![result.parts[0].clone(), Part::Media { mime: "image/png".into(), tokens: 10 }]);
+        assert_eq!(stored_messages(&image, "compactbench", "openai-compatible").len(), 1);
+        // A reply without usage has no metrics; a failed tool's result says so.
+        assert_eq!(len(&Message::tool_call("call_cb0000", "run_commands", json!({ "commands": ["cat .compactbench/0000.out"] }))), 339 - r#","metrics":{"inputTokens":9173,"outputTokens":15,"cacheReadTokens":0,"cacheWriteTokens":0}"#.len());
+        assert_eq!(len(&Message::tool_result("call_cb0000", "run_commands", output, true)), 270 + r#","is_error":true"#.len());
+    }
+
+    #[test]
+    fn results_are_sent_cut_to_8000_characters_and_stored_whole() {
+        // `truncateMiddle`: head and tail around a note of the units left out, 8,000 in all.
+        let cut = truncate_middle(&"x".repeat(10_000), MAX_TOOL_RESULT_CHARS);
+        assert_eq!(cut, format!("{}\n\n...[truncated 2032 chars]...\n\n{}", "x".repeat(3_984), "x".repeat(3_984)));
+        assert_eq!(truncate_middle(&cut, MAX_TOOL_RESULT_CHARS), cut);
+        // In the CLI's arrays, every string of an entry is cut.
+        let output = json!([{ "query": "cat big.out", "result": "y".repeat(30_000), "success": true }]).to_string();
+        let result = Message::tool_result("c1", "run_commands", &output, false);
+        let sent = api_messages(&result, "m", "openai-compatible");
+        let sent_result = sent[0]["content"][0]["content"][0]["result"].as_str().unwrap();
+        // 33 characters of note leave 7,967 for head and tail: 3,983 each.
+        assert_eq!((sent_result.len(), sent_result.contains("...[truncated 22034 chars]...")), (7_999, true));
+        assert_eq!(sent[0]["content"][0]["content"][0]["query"], "cat big.out");
+        // The request counts the cut result; the messages' total and the cut count it whole.
+        let log = Harness::new(vec![Message::system("s"), Message::user("p"), Message::tool_call("c1", "run_commands", json!({})), result], model(1_000_000, 4_096)).log;
+        let req = Request::of(&log, &default_projection(&log), &MODEL);
+        assert!(req.message_tokens() > 10_000 && req.api_message_tokens() < 3_000, "{} {}", req.message_tokens(), req.api_message_tokens());
+    }
+
+    #[test]
     fn the_request_estimate_counts_the_tool_definitions() {
         let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
-        let req = Request::of(&h.log, &h.view(&sdk()));
-        // The JSON of `{systemPrompt, messages, tools}` with a list of tools spliced in.
+        let req = Request::of(&h.log, &h.view(&sdk()), &MODEL);
+        // The JSON of `{systemPrompt, messages: apiMessages, tools}` with a list of tools
+        // spliced in.
         let tools = json!([{ "name": "read_files", "description": "Read files.", "inputSchema": { "type": "object" }, "timeoutMs": 30_000 }]);
-        let messages: Vec<Value> = req.items.iter().map(|i| i.json.clone()).collect();
+        let messages = api_transcript(h.log.messages().skip(1).map(|(_, m)| m), MODEL.id, MODEL.provider);
         let whole = json!({ "systemPrompt": "sys", "messages": messages, "tools": tools });
         assert_eq!(req.tokens(json_len(&tools)), estimate(json_len(&whole)));
+        // A prompt after tool results joins their message there, the two estimated as one.
+        let mut log = h.log.clone();
+        log.push_message(Message::user("Next."));
+        let joined = Request::of(&log, &default_projection(&log), &MODEL);
+        let messages = api_transcript(log.messages().skip(1).map(|(_, m)| m), MODEL.id, MODEL.provider);
+        assert_eq!(messages.len(), 9);
+        assert_eq!(joined.tokens(json_len(&tools)), estimate(json_len(&json!({ "systemPrompt": "sys", "messages": messages, "tools": tools }))));
+        assert_eq!(joined.api_message_tokens(), messages.iter().map(|m| estimate(json_len(m))).sum::<u64>());
         // The CLI's tools are about 5,900 tokens of the estimate: a window whose trigger lies
         // between the two estimates fires with them only.
         let (with, without) = (req.tokens(CLI_TOOL_DEFINITIONS_CHARS), req.tokens(2));
@@ -695,7 +1058,7 @@ mod tests {
     #[test]
     fn fires_at_90_percent_of_the_window_on_the_request_estimate() {
         let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
-        let req = Request::of(&h.log, &h.view(&sdk()));
+        let req = Request::of(&h.log, &h.view(&sdk()), &MODEL);
         let tokens = req.tokens(CLI_TOOL_DEFINITIONS_CHARS) as f64;
         // The window is the CLI's input limit: the trigger is 0.9 x window. A model with no
         // input limit of its own gets 0.9 x 0.9 x window.
@@ -732,7 +1095,7 @@ mod tests {
         let s = sdk();
         let estimate = {
             let h = Harness::new(rounds(4, 3_000, 100), model(1_000_000, 4_096));
-            Request::of(&h.log, &h.view(&s)).tokens(CLI_TOOL_DEFINITIONS_CHARS) as f64
+            Request::of(&h.log, &h.view(&s), &MODEL).tokens(CLI_TOOL_DEFINITIONS_CHARS) as f64
         };
         let fires = |scale: f64, input: f64| {
             let window = (estimate * scale / 0.9) as u64;
