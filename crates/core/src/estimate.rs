@@ -28,19 +28,30 @@ fn utf16_units(bytes: &[u8]) -> u64 {
 /// `utf16_len` of `value` serialized as compact JSON (`JSON.stringify` of a tool call's
 /// arguments), without building the string.
 pub fn json_utf16_len(value: &serde_json::Value) -> u64 {
-    struct Units(u64);
-    impl std::io::Write for Units {
+    json_measure(value, utf16_units)
+}
+
+/// The byte length of `value` serialized as compact JSON (`serde_json::to_string(value).len()`,
+/// what Codex's estimator divides by four), without building the string.
+pub fn json_byte_len(value: &serde_json::Value) -> u64 {
+    json_measure(value, |bytes| bytes.len() as u64)
+}
+
+/// `value` serialized as compact JSON, each written run of bytes measured by `units` and summed.
+fn json_measure(value: &serde_json::Value, units: fn(&[u8]) -> u64) -> u64 {
+    struct Measure(u64, fn(&[u8]) -> u64);
+    impl std::io::Write for Measure {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += utf16_units(buf);
+            self.0 += (self.1)(buf);
             Ok(buf.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
     }
-    let mut units = Units(0);
-    serde_json::to_writer(&mut units, value).expect("a Value always serializes");
-    units.0
+    let mut measure = Measure(0, units);
+    serde_json::to_writer(&mut measure, value).expect("a Value always serializes");
+    measure.0
 }
 
 /// `utf16_len` of `s` written as a JSON string literal (its quotes and escapes, as
@@ -156,6 +167,7 @@ mod tests {
         }
         let args = serde_json::json!({"path": "src/é😀.rs", "n": 3, "nested": {"quote": "a\"b\\c\n", "list": [1, null, true]}});
         assert_eq!(json_utf16_len(&args), utf16_len(&args.to_string()));
+        assert_eq!(json_byte_len(&args), args.to_string().len() as u64);
         let json_len = |s: &str| utf16_len(&serde_json::Value::from(s).to_string());
         for s in ["", "plain", "q\"b\\s/", "\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}", "é😀\u{2028}"] {
             assert_eq!(json_str_utf16_len(s), json_len(s), "{s:?}");

@@ -7,6 +7,7 @@
 //! everything here works item by item. The same JSON is what the compaction request sends, so
 //! the summarizer transcript is these items, one per line.
 
+use compactbench_core::estimate::json_byte_len;
 use compactbench_core::{Message, Part, Role};
 use serde_json::{json, Value};
 
@@ -48,7 +49,7 @@ pub(crate) struct Item {
 
 impl Item {
     fn new(json: Value, images: u64, pairing: Pairing, codex_generated: bool) -> Item {
-        let bytes = serialized_len(&json) + images * IMAGE_BYTES_ESTIMATE;
+        let bytes = json_byte_len(&json) + images * IMAGE_BYTES_ESTIMATE;
         let content_bytes = content_len(&json, "") + images * IMAGE_BYTES_ESTIMATE;
         Item { json, bytes, content_bytes, pairing, codex_generated, owner: 0 }
     }
@@ -62,24 +63,6 @@ impl Item {
     pub(crate) fn content_tokens(&self) -> u64 {
         self.content_bytes.div_ceil(4)
     }
-}
-
-/// `serde_json::to_string(value).len()`, counted as it is written rather than built: a
-/// compaction sizes every item of the history, tool outputs of megabytes among them.
-fn serialized_len(value: &Value) -> u64 {
-    struct Counter(u64);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, value).expect("a JSON value always serializes");
-    counter.0
 }
 
 /// Total length of the string values under content keys.
