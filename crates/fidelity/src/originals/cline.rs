@@ -19,6 +19,12 @@
 //!   on (the default), else null (the model reports none).
 //!
 //! Checkpoints are refused: our cases are cut from fresh replays only (`history: false`).
+//!
+//! Circular part: `messages` and `apiMessages` are written by our crate's own functions, so this
+//! check does not test how the crate lays a message out, only what the SDK's estimator and cut do
+//! with the layout. The layout is checked apart, against the CLI itself: in its 55 black-box runs
+//! the CLI's own compaction diagnostics (`CLINE_LOG_LEVEL=debug`: request, sent-message and
+//! stored-message estimates) equal our crate's on all 314 requests up to a compaction.
 
 use compactbench_core::{Entry, EntryId, Role};
 use compactbench_strategy_cline::{api_transcript, stored_messages, SdkConfig};
