@@ -21,10 +21,12 @@ injected exact tokenizer), or with `--tokens estimate` the same code over `ceil(
 (see _Chars4).
 """
 
-import json
 import os
 import socket
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from protocol import serve  # noqa: E402  (fidelity/protocol.py)
 
 # Nothing may reach the network: litellm's bundled cost map, and no sockets at all.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -156,19 +158,7 @@ def answer(req):
 
 
 def main():
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
-        try:
-            out = answer(req)
-        except Exception as err:  # the original threw: report it
-            import traceback
-
-            traceback.print_exc(file=sys.stderr)
-            out = {"id": req.get("id"), "error": f"{type(err).__name__}: {err}"}
-        sys.stdout.write(json.dumps(out) + "\n")
-        sys.stdout.flush()
+    serve(answer)
 
 
 if __name__ == "__main__":

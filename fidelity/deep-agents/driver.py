@@ -26,6 +26,9 @@ import sys
 import tempfile
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from protocol import serve  # noqa: E402  (fidelity/protocol.py)
+
 from deepagents.backends.filesystem import FilesystemBackend
 from deepagents.middleware._message_eviction import _extract_text_from_message
 from deepagents.middleware.filesystem import TOOLS_EXCLUDED_FROM_EVICTION, FilesystemMiddleware
@@ -138,19 +141,14 @@ def answer(case, backend):
 def main():
     with tempfile.TemporaryDirectory() as root:
         backend = FilesystemBackend(root_dir=root, virtual_mode=True)
-        for line in sys.stdin:
-            if not line.strip():
-                continue
-            case = json.loads(line)
+
+        def answer_dumped(case):
             if os.environ.get("DA_DUMP"):  # keep the input, to replay cases by hand
                 with open(os.environ["DA_DUMP"], "a") as dump:
-                    dump.write(line)
-            try:
-                out = answer(case, backend)
-            except Exception as exc:  # the original threw: report it, keep serving
-                out = {"id": case["id"], "error": f"{type(exc).__name__}: {exc}"}
-            sys.stdout.write(json.dumps(out) + "\n")
-            sys.stdout.flush()
+                    dump.write(json.dumps(case) + "\n")
+            return answer(case, backend)
+
+        serve(answer_dumped)
 
 
 if __name__ == "__main__":

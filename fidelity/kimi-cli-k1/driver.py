@@ -30,11 +30,14 @@ the approval queue and D-Mail's checkpoint counter.
 """
 
 import asyncio
-import json
 import sys
+import os
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from protocol import serve  # noqa: E402  (fidelity/protocol.py)
 
 from kimi_cli.config import LoopControl
 from kimi_cli.soul import kimisoul
@@ -170,16 +173,7 @@ async def answer(case, folder):
 
 def main():
     with tempfile.TemporaryDirectory() as folder:
-        for line in sys.stdin:
-            if not line.strip():
-                continue
-            case = json.loads(line)
-            try:
-                out = asyncio.run(answer(case, folder))
-            except Exception as e:  # the original threw: report it, keep serving
-                print(f"{case['id']}: {type(e).__name__}: {e}", file=sys.stderr)
-                out = {"id": case["id"], "error": f"{type(e).__name__}: {e}"}
-            print(json.dumps(out), flush=True)
+        serve(lambda case: asyncio.run(answer(case, folder)))
 
 
 if __name__ == "__main__":

@@ -41,11 +41,13 @@ forced tool call is not made, so it keeps an empty state summary, as ours does o
 is not the call's JSON).
 """
 
-import json
 import logging
 import os
 import sys
 from types import SimpleNamespace
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from protocol import serve  # noqa: E402  (fidelity/protocol.py)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LOG_LEVEL", "ERROR")
@@ -246,10 +248,4 @@ def answer(case):
     return out
 
 
-for line in sys.stdin:
-    case = json.loads(line)
-    try:
-        out = answer(case)
-    except Exception as e:  # the original threw: report it, keep serving
-        out = {"id": case["id"], "compact": False, "error": f"{type(e).__name__}: {e}"}
-    print(json.dumps(out), flush=True)
+serve(answer)

@@ -22,10 +22,12 @@ SDK's own: `get_total_token_count` (LiteLLM `token_counter` with the model's tik
 encoding), as it ships.
 """
 
-import json
 import os
 import sys
 from types import SimpleNamespace
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from protocol import serve  # noqa: E402  (fidelity/protocol.py)
 
 # No network: LiteLLM's bundled model map, no banner, windows under 16k allowed.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -86,10 +88,4 @@ def answer(case):
     return out
 
 
-for line in sys.stdin:
-    case = json.loads(line)
-    try:
-        out = answer(case)
-    except Exception as e:  # the original threw: report it, keep serving
-        out = {"id": case["id"], "compact": False, "error": f"{type(e).__name__}: {e}"}
-    print(json.dumps(out), flush=True)
+serve(answer)
