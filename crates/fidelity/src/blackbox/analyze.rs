@@ -89,6 +89,17 @@ pub struct SessionResult {
 }
 
 impl SessionResult {
+    /// What the run alone says of a session: its requests by kind, in order, and how it ended.
+    fn of_run(id: &str, run: &Run) -> SessionResult {
+        SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() }
+    }
+
+    /// This result, not analysed: no model request reached the server.
+    fn no_request(mut self, run: &Run) -> SessionResult {
+        self.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
+        self
+    }
+
     /// The parts that differ.
     pub fn differing(&self) -> Vec<&'static str> {
         if self.problem.is_some() {
@@ -433,7 +444,7 @@ fn fires(strategy: &dyn Strategy, log: &Log, model: &ModelProfile) -> bool {
 fn ours(run: &Run, compacted: Option<&(Value, Vec<Value>)>, work: &str) -> Facts {
     let (strategy, model) = claude_strategy();
     let mut facts = Facts::default();
-    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
+    let mains = run.mains_before_compaction();
     let reported = reported_usage(&mains);
     let usage = |m: &Value| m["content"].as_array().and_then(|b| reported.get(&reply_key(b)).copied());
     let mut histories: Vec<Log> = mains.iter().map(|r| to_log(&r.body["system"], r.body["messages"].as_array().map_or(&[][..], |m| m), &usage)).collect();
@@ -482,10 +493,9 @@ fn view_facts(facts: &mut Facts, view: &compactbench_core::View, cp: &Checkpoint
 
 /// Analyzes one Claude Code run.
 pub fn claude_session(id: &str, run: &Run, work: &str) -> SessionResult {
-    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    let mut result = SessionResult::of_run(id, run);
     if !run.records.iter().any(|r| r.kind == "main") {
-        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
-        return result;
+        return result.no_request(run);
     }
     let (theirs, compacted) = theirs(run, work);
     result.ours = ours(run, compacted.as_ref(), work);
@@ -629,11 +639,10 @@ fn codex_moment(items: &[Value]) -> (Moment, usize) {
 
 /// Analyzes one Codex run.
 pub fn codex_session(id: &str, run: &Run) -> SessionResult {
-    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
-    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
+    let mut result = SessionResult::of_run(id, run);
+    let mains = run.mains_before_compaction();
     if mains.is_empty() {
-        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
-        return result;
+        return result.no_request(run);
     }
     let input = |r: &Record| r.body["input"].as_array().cloned().unwrap_or_default();
     // Theirs.
@@ -822,11 +831,10 @@ pub fn opencode_strategy() -> (compactbench_strategy_opencode_v1::OpencodeV1Stra
 /// reply with the reply's tool results; our crate is asked on each main request's history and
 /// on that one.
 pub fn opencode_session(id: &str, run: &Run) -> SessionResult {
-    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
-    let mains: Vec<&Record> = run.records.iter().filter(|r| r.kind == "main").take_while(|r| !run.records.iter().any(|c| c.kind == "compaction" && c.index < r.index)).collect();
+    let mut result = SessionResult::of_run(id, run);
+    let mains = run.mains_before_compaction();
     let Some(last) = mains.last() else {
-        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
-        return result;
+        return result.no_request(run);
     };
     let messages = |r: &Record| r.body["messages"].as_array().cloned().unwrap_or_default();
     // Theirs.
@@ -1080,12 +1088,11 @@ fn gemini_compression(strategy: &dyn Strategy, log: &Log, model: &ModelProfile) 
 /// compressed: its last main request's contents, that request's reply and the function
 /// responses the request after the compression sends.
 pub fn gemini_session(id: &str, run: &Run, _work: &str) -> SessionResult {
-    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    let mut result = SessionResult::of_run(id, run);
     let first_compaction = run.records.iter().position(|r| r.kind == "compaction");
-    let mains: Vec<&Record> = run.records[..first_compaction.unwrap_or(run.records.len())].iter().filter(|r| r.kind == "main").collect();
+    let mains = run.mains_before_compaction();
     let Some(last) = mains.last() else {
-        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
-        return result;
+        return result.no_request(run);
     };
     let contents = |r: &Record| r.body["contents"].as_array().cloned().unwrap_or_default();
     let after = run.records.iter().find(|r| r.kind == "after_compaction");
@@ -1327,12 +1334,11 @@ fn chat_starts_turn(messages: &[Value]) -> bool {
 /// the request after the compaction sends after its last assistant message (the reply's results,
 /// or a new turn's user message).
 pub fn chat_session(id: &str, run: &Run, cli: &ChatCli) -> SessionResult {
-    let mut result = SessionResult { id: id.into(), requests: run.records.iter().map(|r| r.kind.clone()).collect(), ended: run.ended.clone(), ..SessionResult::default() };
+    let mut result = SessionResult::of_run(id, run);
     let first_compaction = run.records.iter().position(|r| r.kind == "compaction");
-    let mains: Vec<&Record> = run.records[..first_compaction.unwrap_or(run.records.len())].iter().filter(|r| r.kind == "main").collect();
+    let mains = run.mains_before_compaction();
     let Some(last) = mains.last() else {
-        result.problem = Some(format!("no model request reached the server; stderr: {}", run.stderr_tail.trim()));
-        return result;
+        return result.no_request(run);
     };
     let messages = |r: &Record| r.body["messages"].as_array().cloned().unwrap_or_default();
     let non_system = |all: Vec<Value>| all.into_iter().filter(|m| !matches!(m["role"].as_str(), Some("system" | "developer"))).collect::<Vec<_>>();

@@ -248,6 +248,14 @@ pub struct Run {
     pub stderr_tail: String,
 }
 
+impl Run {
+    /// The main requests the CLI made before its first compaction request, in order (a
+    /// record's index is its place in `records`).
+    pub fn mains_before_compaction(&self) -> Vec<&Record> {
+        self.records.iter().take_while(|r| r.kind != "compaction").filter(|r| r.kind == "main").collect()
+    }
+}
+
 /// Runs Claude Code (`claude -p --input-format stream-json`) on `script` in `scratch` (HOME
 /// and work dir made fresh there), typing each turn's user message after the previous turn's
 /// result, until the run compacted and made its next request, or the turns ran out.
