@@ -2,17 +2,26 @@
 //! answers otherwise than its original on purpose, each with its reason. A disagreement the list
 //! does not cover fails `cargo xtask fidelity`; one it covers is counted and shown with its
 //! reason in the report.
+//!
+//! An entry covers every disagreement on its part of its strategy's answers, unless it names
+//! `lines`: then it covers a `rewrites` disagreement only where both sides rewrote the same
+//! entries and every line a line diff of the two texts written at an entry finds on one side
+//! only matches one of its patterns, so a new kind of rewrite difference is not counted as
+//! reviewed.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use regex::RegexSet;
 use serde::Deserialize;
+
+use crate::Answer;
 
 /// The parts of an answer a difference can cover.
 pub const PARTS: [&str; 4] = ["trigger", "selection", "tokens_before", "rewrites"];
 
 /// One reviewed difference.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Difference {
     /// Our strategy id.
@@ -21,6 +30,13 @@ pub struct Difference {
     pub part: String,
     /// Why, as the report shows it: what each side does and why ours is kept.
     pub reason: String,
+    /// For `rewrites` only: regular expressions, each matched against a whole line; the entry
+    /// covers only texts that differ in such lines alone (see the module docs).
+    #[serde(default)]
+    pub lines: Vec<String>,
+    /// `lines`, compiled when the list is read.
+    #[serde(skip)]
+    matcher: Option<RegexSet>,
 }
 
 #[derive(Deserialize)]
@@ -42,37 +58,106 @@ pub fn load_parts(path: &Path, parts: &[&str]) -> Result<Vec<Difference>> {
 }
 
 fn parse_parts(path: &Path, text: &str, parts: &[&str]) -> Result<Vec<Difference>> {
-    let file: File = toml::from_str(text).with_context(|| format!("{}", path.display()))?;
-    for (i, d) in file.difference.iter().enumerate() {
+    let mut file: File = toml::from_str(text).with_context(|| format!("{}", path.display()))?;
+    for (i, d) in file.difference.iter_mut().enumerate() {
+        let at = || format!("{}: difference {} (`{}`)", path.display(), i + 1, d.strategy);
         if !parts.contains(&d.part.as_str()) {
-            bail!("{}: difference {} (`{}`): field `part` is {:?}, not one of {parts:?}", path.display(), i + 1, d.strategy, d.part);
+            bail!("{}: field `part` is {:?}, not one of {parts:?}", at(), d.part);
         }
         if d.reason.trim().is_empty() {
-            bail!("{}: difference {} (`{}`): field `reason` is empty", path.display(), i + 1, d.strategy);
+            bail!("{}: field `reason` is empty", at());
+        }
+        if !d.lines.is_empty() {
+            if d.part != "rewrites" {
+                bail!("{}: field `lines` narrows texts written, so only a `rewrites` difference may have it", at());
+            }
+            let whole = d.lines.iter().map(|l| format!("^(?:{l})$"));
+            d.matcher = Some(RegexSet::new(whole).with_context(|| format!("{}: field `lines`", at()))?);
         }
     }
     Ok(file.difference)
 }
 
-/// The reviewed difference covering `part` of `strategy`'s answers, if any.
-pub fn covering<'a>(list: &'a [Difference], strategy: &str, part: &str) -> Option<&'a Difference> {
-    list.iter().find(|d| d.strategy == strategy && d.part == part)
+/// The reviewed difference covering `part` of one case of `strategy`'s answers (`ours`, then
+/// the original's), if any. Without the answers, only entries that name no `lines` cover.
+pub fn covering<'a>(list: &'a [Difference], strategy: &str, part: &str, answers: Option<(&Answer, &Answer)>) -> Option<&'a Difference> {
+    list.iter().filter(|d| d.strategy == strategy && d.part == part).find(|d| match &d.matcher {
+        None => true,
+        Some(lines) => answers.is_some_and(|(ours, theirs)| texts_differ_in(lines, ours, theirs)),
+    })
+}
+
+/// Both sides rewrote the same entries, wrote a text at each, and the texts differ only in
+/// lines that `lines` matches.
+fn texts_differ_in(lines: &RegexSet, ours: &Answer, theirs: &Answer) -> bool {
+    let entries = |a: &Answer| a.rewritten.clone().unwrap_or_default();
+    let (Some(a), Some(b)) = (&ours.rewritten_text, &theirs.rewritten_text) else { return false };
+    entries(ours) == entries(theirs)
+        && a.keys().eq(b.keys())
+        && a.values().zip(b.values()).all(|(x, y)| {
+            // Lines one side has and the other lacks, by a line diff: a preview cut elsewhere
+            // by a longer pointer sentence still shares the lines after it.
+            similar::TextDiff::from_lines(x.as_str(), y.as_str())
+                .iter_all_changes()
+                .filter(|c| c.tag() != similar::ChangeTag::Equal)
+                .all(|c| lines.is_match(c.value().strip_suffix('\n').unwrap_or(c.value())))
+        })
+}
+
+/// Where the report counts the cases `d` covered: its part, and its place among its
+/// strategy's entries for that part after the first (`rewrites`, `rewrites 2`, ...).
+pub fn key(list: &[Difference], d: &Difference) -> String {
+    let place = list.iter().filter(|e| e.strategy == d.strategy && e.part == d.part).position(|e| std::ptr::eq(e, d)).unwrap_or(0);
+    if place == 0 {
+        d.part.clone()
+    } else {
+        format!("{} {}", d.part, place + 1)
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use compactbench_core::EntryId;
+
     use super::*;
 
     #[test]
     fn the_list_names_a_part_and_a_reason_or_is_refused() {
         let ok = "[[difference]]\nstrategy = \"x\"\npart = \"tokens_before\"\nreason = \"because\"\n";
         let list = parse_parts(Path::new("d.toml"), ok, &PARTS).unwrap();
-        assert_eq!(covering(&list, "x", "tokens_before").map(|d| d.reason.as_str()), Some("because"));
-        assert!(covering(&list, "x", "trigger").is_none());
+        assert_eq!(covering(&list, "x", "tokens_before", None).map(|d| d.reason.as_str()), Some("because"));
+        assert!(covering(&list, "x", "trigger", None).is_none());
         let e = parse_parts(Path::new("d.toml"), &ok.replace("tokens_before", "cut"), &PARTS).unwrap_err().to_string();
         assert!(e.contains("field `part`"), "{e}");
         let e = parse_parts(Path::new("d.toml"), &ok.replace("because", " "), &PARTS).unwrap_err().to_string();
         assert!(e.contains("field `reason` is empty"), "{e}");
         assert!(parse_parts(Path::new("d.toml"), "[[difference]]\nstrategy = \"x\"\n", &PARTS).is_err());
+        let e = parse_parts(Path::new("d.toml"), &format!("{ok}lines = [\"a\"]\n"), &PARTS).unwrap_err().to_string();
+        assert!(e.contains("field `lines`"), "{e}");
+        let bad = ok.replace("tokens_before", "rewrites") + "lines = [\"(\"]\n";
+        let e = format!("{:#}", parse_parts(Path::new("d.toml"), &bad, &PARTS).unwrap_err());
+        assert!(e.contains("field `lines`") && e.contains("regex"), "{e}");
+    }
+
+    /// An entry with `lines` covers texts that differ in matching lines alone: not another line,
+    /// not other entries, not a text one side lacks.
+    #[test]
+    fn an_entry_with_lines_covers_only_texts_that_differ_in_those_lines() {
+        let toml = "[[difference]]\nstrategy = \"x\"\npart = \"rewrites\"\nreason = \"pointer\"\nlines = [\"Saved at: .*\", \"Full output: \\\\S+\"]\n";
+        let list = parse_parts(Path::new("d.toml"), toml, &PARTS).unwrap();
+        let wrote = |entries: &[u32], text: &str| Answer {
+            rewritten: Some(entries.iter().map(|&i| EntryId(i)).collect()),
+            rewritten_text: Some(entries.iter().map(|&i| (EntryId(i), text.to_owned())).collect()),
+            ..Answer::default()
+        };
+        let theirs = wrote(&[3], "<masked>\nhead\nFull output: /tmp/a_x1.txt\n</masked>");
+        let covers = |ours: &Answer| covering(&list, "x", "rewrites", Some((ours, &theirs))).is_some();
+        assert!(covers(&wrote(&[3], "<masked>\nhead\nSaved at: ~/out/a_e3.txt\n</masked>")));
+        assert!(!covers(&wrote(&[3], "<masked>\nother head\nSaved at: ~/out/a_e3.txt\n</masked>")), "a preview line differs too");
+        assert!(covers(&wrote(&[3], "<masked>\nSaved at: ~/a\nhead\nSaved at: ~/out/a_e3.txt\n</masked>")), "a pointer line more");
+        assert!(!covers(&wrote(&[3, 5], "<masked>\nhead\nSaved at: ~/out/a_e3.txt\n</masked>")), "other entries");
+        assert!(!covers(&Answer { rewritten_text: None, ..wrote(&[3], "") }), "no text on our side");
+        assert!(covering(&list, "x", "rewrites", None).is_none());
+        assert_eq!(key(&list, &list[0]), "rewrites");
     }
 }

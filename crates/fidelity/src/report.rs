@@ -66,6 +66,9 @@ pub struct Agreement {
     /// Cases that disagree on each part (`trigger`, `selection`, `tokens_before`).
     #[serde(default)]
     pub differing: std::collections::BTreeMap<String, u32>,
+    /// Cases each reviewed difference covered, by [`crate::deliberate::key`].
+    #[serde(default)]
+    pub covered: std::collections::BTreeMap<String, u32>,
     /// Cases whose every disagreeing part is in the reviewed list of deliberate differences.
     #[serde(default)]
     pub reviewed: u32,
@@ -232,8 +235,15 @@ fn deliberate_section(md: &mut String, reports: &[OriginalReport], deliberate: &
     }
     let _ = writeln!(md, "| strategy | part | cases now | reason |\n|---|---|---:|---|");
     for d in deliberate {
-        let n = reports.iter().find(|r| r.agreement.strategy == d.strategy).and_then(|r| r.agreement.differing.get(&d.part)).copied().unwrap_or(0);
-        let _ = writeln!(md, "| `{}` | {} | {n} | {} |", d.strategy, d.part, d.reason.replace('\n', " "));
+        let key = crate::deliberate::key(deliberate, d);
+        let n = reports.iter().find(|r| r.agreement.strategy == d.strategy).and_then(|r| r.agreement.covered.get(&key)).copied().unwrap_or(0);
+        let narrowed = if d.lines.is_empty() {
+            String::new()
+        } else {
+            let lines: Vec<String> = d.lines.iter().map(|l| format!("`{}`", l.replace('|', "\\|"))).collect();
+            format!(" Covers texts that differ only in lines matching {}.", lines.join(", "))
+        };
+        let _ = writeln!(md, "| `{}` | {} | {n} | {}{narrowed} |", d.strategy, d.part, d.reason.replace('\n', " "));
     }
 }
 

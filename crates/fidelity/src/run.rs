@@ -11,7 +11,7 @@ use compactbench_tokens::TokenCounter;
 use crate::cases::{build, Plan};
 use crate::classes::SETTINGS_CLASS;
 use crate::compare::{compare, Verdict};
-use crate::deliberate::{covering, Difference, PARTS};
+use crate::deliberate::{covering, key, Difference, PARTS};
 use crate::driver::Driver;
 use crate::minimize::minimize;
 use crate::report::{render_log, Agreement, Disagreement, OriginalReport};
@@ -127,7 +127,8 @@ pub fn check_strategy(
             ..Agreement::default()
         };
     let mut problems: BTreeMap<String, u32> = BTreeMap::new();
-    let mut failing: Vec<(Case, Verdict)> = Vec::new();
+    // Disagreeing cases, with whether the reviewed list covers them.
+    let mut failing: Vec<(Case, Verdict, bool)> = Vec::new();
     for case in &cases {
         agreement.cases += 1;
         let (ours, theirs) = ask(&mut driver, original, &strategies, case)?;
@@ -170,25 +171,36 @@ pub fn check_strategy(
             }
         }
         if !v.agrees() {
-            let parts = v.disagreeing();
-            if parts.iter().all(|part| covering(options.deliberate, original.strategy, part).is_some()) {
+            let reviews = reviews(options.deliberate, original.strategy, &ours, &theirs, &v);
+            for (part, covered) in &reviews {
+                *agreement.differing.entry((*part).to_owned()).or_default() += 1;
+                if let Some(d) = covered {
+                    *agreement.covered.entry(key(options.deliberate, d)).or_default() += 1;
+                }
+            }
+            let reviewed = reviews.iter().all(|(_, d)| d.is_some());
+            if reviewed {
                 agreement.reviewed += 1;
             } else {
                 agreement.unreviewed += 1;
             }
-            for part in parts {
-                *agreement.differing.entry(part.to_owned()).or_default() += 1;
-            }
-            failing.push((case.clone(), v));
+            failing.push((case.clone(), v, reviewed));
         }
     }
     let mut disagreements = Vec::new();
     for part in PARTS {
-        let picked = failing.iter().filter(|(_, v)| v.disagreeing().first() == Some(&part)).take(SHOWN_PER_KIND);
-        for (case, verdict) in picked {
+        // Those the list does not cover first: they are what a reader must act on.
+        let mut picked: Vec<_> = failing.iter().filter(|(_, v, _)| v.disagreeing().first() == Some(&part)).collect();
+        picked.sort_by_key(|(_, _, reviewed)| *reviewed);
+        for (case, verdict, reviewed) in picked.into_iter().take(SHOWN_PER_KIND) {
             let same_kind = |v: &Verdict| v.disagreeing().contains(&part);
+            // An unreviewed case shrinks to one that is still unreviewed.
+            let same_review = |o: &Answer, t: &Answer, v: &Verdict| *reviewed || reviews(options.deliberate, original.strategy, o, t, v).iter().any(|(_, d)| d.is_none());
             let small = if options.minimize {
-                minimize(case, |c| matches!(ask(&mut driver, original, &strategies, c), Ok((o, Ok(t))) if same_kind(&compare(&o, &t)))).0
+                minimize(case, |c| {
+                    matches!(ask(&mut driver, original, &strategies, c), Ok((o, Ok(t))) if { let v = compare(&o, &t); same_kind(&v) && same_review(&o, &t, &v) })
+                })
+                .0
             } else {
                 case.clone()
             };
@@ -207,6 +219,11 @@ pub fn check_strategy(
         }
     }
     Ok(OriginalReport { agreement, problems: problems.into_iter().collect(), disagreements })
+}
+
+/// Each disagreeing part of one case, with the reviewed difference covering it, if any.
+fn reviews<'a>(list: &'a [Difference], strategy: &str, ours: &Answer, theirs: &Answer, v: &Verdict) -> Vec<(&'static str, Option<&'a Difference>)> {
+    v.disagreeing().into_iter().map(|part| (part, covering(list, strategy, part, Some((ours, theirs))))).collect()
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ impl HarnessReport {
 
     /// Sessions with a difference the reviewed list does not cover.
     pub fn unreviewed(&self, reviewed: &[Difference]) -> usize {
-        self.analysed().filter(|s| s.differing().iter().any(|p| covering(reviewed, &self.strategy, p).is_none())).count()
+        self.analysed().filter(|s| s.differing().iter().any(|p| covering(reviewed, &self.strategy, p, None).is_none())).count()
     }
 }
 
@@ -133,7 +133,7 @@ pub fn section(reports: &[HarnessReport], reviewed: &[Difference]) -> String {
                 continue;
             }
             let _ = writeln!(md, "\n**{part}** differs in {} sessions.", differing.len());
-            match covering(reviewed, &r.strategy, part) {
+            match covering(reviewed, &r.strategy, part, None) {
                 Some(d) => {
                     let _ = writeln!(md, "Reviewed: {}", d.reason);
                 }
