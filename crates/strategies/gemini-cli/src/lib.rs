@@ -117,8 +117,10 @@
 //! - Deliberate: summarizer retries (`retryWithBackoff`, up to 5 attempts) are the
 //!   summarizer's business; one failed call fails the compaction.
 //! - Deliberate: file names use a fixed project temp dir and session id, and the random part of
-//!   masked-output names is the log entry id; the pointer sentences in truncated and masked
-//!   outputs are paraphrased (their literal markers are kept).
+//!   masked-output names is the log entry id. The pointer sentences in truncated and masked
+//!   outputs are the original's short literal markers, as masking keeps a snippet only where it
+//!   saves tokens: a paraphrase of another length flipped a 706-character output in the
+//!   fidelity check.
 //! - Deliberate: the shell tool is recognized through [`compactbench_core::tools::tool_kind`],
 //!   as sessions use other harnesses' tool names.
 //! - Not modelled: the `PreCompress` hook, IDE context, `countTokens` calls for media (the

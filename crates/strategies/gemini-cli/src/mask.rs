@@ -104,9 +104,10 @@ pub(crate) fn mask(contents: &[Content], view: &View, config: &MaskConfig) -> Ma
         } else {
             content.clone()
         };
-        // Tags literal; the pointer sentence is paraphrased.
+        // Tags and pointer sentence literal: whether masking saves tokens turns on the
+        // snippet's length, so a paraphrase of another length flips outputs near the margin.
         let snippet = format!(
-            "<{MASKING_INDICATOR_TAG}>\n{preview}\n\nThe output was too large; the full output is saved at: {file}\n</{MASKING_INDICATOR_TAG}>"
+            "<{MASKING_INDICATOR_TAG}>\n{preview}\n\nOutput too large. Full output available at: {file}\n</{MASKING_INDICATOR_TAG}>"
         );
         let new_tokens =
             ((utf16_len(p.name) + response_json_len(ResponseKey::Output, &snippet)) as f64 / 4.0).floor() as u64;

@@ -819,7 +819,7 @@ fn tool_time_truncation_cuts_new_shell_output() {
     // The stored call id `bash__s1` starts with the tool's name, so it is the file name as is.
     let path = "~/.gemini/tmp/project/tool-outputs/session-compactbench/bash__s1.txt";
     assert!(text.starts_with(&format!(
-        "Output too large. Showing first 8,000 and last 32,000 characters. The full output is saved at: {path}\n"
+        "Output too large. Showing first 8,000 and last 32,000 characters. For full output see: {path}\n"
     )));
     assert_eq!(h.store.read(path), Some(out.as_str()));
     // Not cut again; a non-shell tool is never cut at tool time.
@@ -915,14 +915,14 @@ fn truncated_format_follows_javascript_slicing() {
     let s = "0123456789".repeat(10);
     assert_eq!(format_truncated_tool_output(&s, "f", 100), s);
     let t = format_truncated_tool_output(&s, "f", 10);
-    assert_eq!(t, format!("Output too large. Showing first 2 and last 8 characters. The full output is saved at: f\n01\n\n... [90 characters omitted] ...\n\n23456789"));
+    assert_eq!(t, format!("Output too large. Showing first 2 and last 8 characters. For full output see: f\n01\n\n... [90 characters omitted] ...\n\n23456789"));
     // A prompt count above the window gives a negative size; JavaScript's slice semantics
     // make the "truncated" text longer than the original, as upstream.
     let t = format_truncated_tool_output(&s, "f", -10);
     assert_eq!(
         t,
         format!(
-            "Output too large. Showing first -2 and last -8 characters. The full output is saved at: f\n{}\n\n... [110 characters omitted] ...\n\n{}",
+            "Output too large. Showing first -2 and last -8 characters. For full output see: f\n{}\n\n... [110 characters omitted] ...\n\n{}",
             &s[..98],
             &s[8..]
         )

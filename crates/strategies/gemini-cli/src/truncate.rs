@@ -101,10 +101,10 @@ pub(crate) fn format_truncated_tool_output(content: &str, file: &str, max_chars:
     // `slice(-tailChars)`: `-0` is `0`, so a zero tail keeps the whole text, as in the original.
     let tail = js_slice(&units, -tail_chars, None);
     let omitted = len - head_chars - tail_chars;
-    // "Output too large. Showing first" and the omission marker are literal (spec (c));
-    // the pointer sentence is paraphrased.
+    // "Output too large. Showing first" and the omission marker are literal (spec (c)), and so
+    // is the pointer sentence: the budget walk counts the replacement's tokens.
     format!(
-        "Output too large. Showing first {} and last {} characters. The full output is saved at: {file}\n{head}\n\n... [{} characters omitted] ...\n\n{tail}",
+        "Output too large. Showing first {} and last {} characters. For full output see: {file}\n{head}\n\n... [{} characters omitted] ...\n\n{tail}",
         locale(head_chars),
         locale(tail_chars),
         locale(omitted),
