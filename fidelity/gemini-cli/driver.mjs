@@ -15,16 +15,28 @@
 // the high-fidelity decision, `getTruncateToolOutputThreshold`) sees the same window as ours.
 import { createInterface } from 'node:readline';
 import { register } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
+//
+// A masked output's file name ends in a random suffix (`Math.random().toString(36)
+// .substring(7)`, five or six characters mostly). The same hook puts our crate's suffix for the
+// part there (`globalThis.fidelitySuffix(callId)`, from the exporter's `fileSuffixes`: glue),
+// since masking keeps a snippet only where it saves tokens, and the name's length is in it.
 const hook = `export async function load(url, context, next) {
   if (url.endsWith('/dist/src/core/tokenLimits.js')) {
     return { format: 'module', shortCircuit: true, source:
       'export const DEFAULT_TOKEN_LIMIT = 1048576; export const GEMMA_4_TOKEN_LIMIT = 256000;' +
       'export function tokenLimit(model) { return globalThis.fidelityWindow; }' };
+  }
+  if (url.endsWith('/dist/src/context/toolOutputMaskingService.js')) {
+    const loaded = await next(url, context);
+    const random = /Math\\.random\\(\\)\\s*\\.toString\\(36\\)\\s*\\.substring\\(7\\)/;
+    const source = String(loaded.source);
+    if (!random.test(source)) throw new Error('fidelity hook: the masked file suffix is not where 0.61.0 has it');
+    return { ...loaded, source: source.replace(random, 'globalThis.fidelitySuffix(callId)') };
   }
   return next(url, context);
 }`;
@@ -38,6 +50,9 @@ console.debug = console.log = (...args) => console.error(...args);
 const tmp = mkdtempSync(join(tmpdir(), 'fidelity-gemini-cli-'));
 // Telemetry code reads and writes ~/.gemini (installation id): keep it in a scratch home.
 process.env.HOME = tmp;
+// The project temp dir and session id are our crate's fixed ones (crate docs: deliberate), as a
+// path relative to the scratch dir, so that pointer lines name the same files.
+process.chdir(tmp);
 process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
 const home = process.env.COMPACTBENCH_FIDELITY_HOME;
 const src = join(home, 'node_modules/@google/gemini-cli-core/dist/src');
@@ -64,7 +79,7 @@ function stubConfig(model, settings) {
     getActiveModel: () => model,
     isContextManagementEnabled: () => false,
     getProjectRoot: () => tmp,
-    getSessionId: () => 'fidelity',
+    getSessionId: () => 'compactbench',
     getHookSystem: () => undefined,
     // `model.compressionThreshold` unset and no experiment flag: `compress` uses its default.
     getCompressionThreshold: async () => settings.compressionThreshold,
@@ -76,7 +91,7 @@ function stubConfig(model, settings) {
     }),
     getNextCompressionTruncationId: () => ++truncationId,
     getTruncateToolOutputThreshold: Config.prototype.getTruncateToolOutputThreshold,
-    storage: { getProjectTempDir: () => tmp },
+    storage: { getProjectTempDir: () => '~/.gemini/tmp/project' },
     getBaseLlmClient: () => ({ generateContent: async () => reply }),
     getContentGenerator: () => ({ countTokens: async () => { throw new Error('offline'); } }),
     getApprovedPlanPath: () => undefined,
@@ -98,7 +113,7 @@ function stubConfig(model, settings) {
 }
 
 async function answer(c) {
-  const { contents, pending, usage, systemInstruction, shellTools } = c.session;
+  const { contents, pending, usage, systemInstruction, shellTools, fileSuffixes } = c.session;
   globalThis.fidelityWindow = c.model.context_window;
   const config = stubConfig(c.model.name, c.settings ?? {});
   // Native index i keeps id String(i); the part objects are kept by reference through the
@@ -112,7 +127,7 @@ async function answer(c) {
       const id = p.functionCall?.id ?? p.functionResponse?.id;
       if (id !== undefined) byCallId.set(`${p.functionCall ? 'c' : 'r'}:${id}`, i);
     }));
-  const chat = new GeminiChat({ config, promptId: 'fidelity' }, systemInstruction, [], history);
+  const chat = new GeminiChat({ config, promptId: 'compactbench' }, systemInstruction, [], history);
   const last = usage.filter((u) => u.index < pending).at(-1);
   if (last?.usageMetadata.promptTokenCount !== undefined) {
     chat.lastPromptTokenCount = last.usageMetadata.promptTokenCount;
@@ -157,7 +172,21 @@ async function answer(c) {
   // function response: its call id leads back to the native index.
   const compressed = info.compressionStatus === CompressionStatus.COMPRESSED && newHistory;
   const before = compressed ? newHistory : getHistory(false);
-  const masking = await new ToolOutputMaskingService().mask(before, config);
+  // The service previews a masked output the shell's way (`formatShellPreview`) only for its
+  // own shell tool's name; the same glue as the truncation below gives that preview to the
+  // tools the exporter names (`shellTools`). The preview is built from the response the
+  // service has just saved at `filePath` (`JSON.stringify(response, null, 2)`), by the
+  // service's own method, before the service weighs what masking saves.
+  globalThis.fidelitySuffix = (callId) => fileSuffixes[byCallId.get(`r:${callId}`)];
+  const service = new ToolOutputMaskingService();
+  service.formatMaskedSnippet = function (params) {
+    if (shellTools.includes(params.toolName)) {
+      const response = JSON.parse(readFileSync(params.filePath, 'utf8'));
+      params = { ...params, preview: this.formatShellPreview(response) };
+    }
+    return ToolOutputMaskingService.prototype.formatMaskedSnippet.call(this, params);
+  };
+  const masking = await service.mask(before, config);
   const rewritten = new Set();
   // The pending tool results entered the history at tool time, cut by
   // `ToolExecutor.truncateOutputIfNeeded` when the shell tool printed more than
@@ -180,8 +209,8 @@ async function answer(c) {
       if (!fr || !shellTools.includes(fr.name)) continue;
       const content = fr.response?.output ?? fr.response?.error;
       if (typeof content !== 'string') continue;
-      const call = { request: { name: SHELL_TOOL_NAME, callId: fr.id, prompt_id: 'fidelity' } };
-      const executor = { config, context: { promptId: 'fidelity' } };
+      const call = { request: { name: SHELL_TOOL_NAME, callId: fr.id, prompt_id: 'compactbench' } };
+      const executor = { config, context: { promptId: 'compactbench' } };
       const { truncatedContent } = await ToolExecutor.prototype.truncateOutputIfNeeded.call(executor, call, content);
       if (truncatedContent !== content) {
         rewritten.add(i);

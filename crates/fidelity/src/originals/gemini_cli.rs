@@ -23,7 +23,10 @@
 //! - `shellTools`: the tool names of the session that Gemini CLI's shell tool
 //!   (`run_shell_command`) stands for. Glue of ours, stated here: our sessions name the shell
 //!   tool as other harnesses do, and our crate maps them through `tool_kind`, so the driver
-//!   runs the original's tool-time truncation on exactly those results.
+//!   runs the original's tool-time truncation on exactly those results;
+//! - `fileSuffixes`: per content, the suffix our crate gives a masked output's file in place of
+//!   the original's random one (the entry id). Glue of ours: the driver names the original's
+//!   files so, since whether masking saves tokens turns on the snippet's length.
 //!
 //! A model reply is recorded the way `GeminiChat.processStreamResponse` records it: thought
 //! parts are filtered out of the stream and adjacent text parts are joined into one.
@@ -84,6 +87,7 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
         "pending": pending,
         "usage": usage,
         "shellTools": shell_tools(&view.messages),
+        "fileSuffixes": ids.iter().map(ToString::to_string).collect::<Vec<_>>(),
     });
     Ok(Export { session, ids: ids.into_iter().collect::<Vec<EntryId>>(), settings: json!({}) })
 }
@@ -210,7 +214,7 @@ mod tests {
         ));
         let e = export(&case(log)).unwrap();
         assert_eq!(e.ids, vec![EntryId(1), EntryId(2), EntryId(3)]);
-        expect![[r#"{"systemInstruction":"You are a coding agent.","contents":[{"role":"user","parts":[{"text":"Fix the bug."}]},{"role":"model","parts":[{"text":"Looking now."},{"functionCall":{"id":"read_file__c1","name":"read_file","args":{"path":"a.rs"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"read_file__c1","name":"read_file","response":{"output":"fn main() {}"}}}]}],"pending":2,"usage":[{"index":1,"usageMetadata":{"promptTokenCount":150,"candidatesTokenCount":20,"cachedContentTokenCount":50}}],"shellTools":[]}"#]]
+        expect![[r#"{"systemInstruction":"You are a coding agent.","contents":[{"role":"user","parts":[{"text":"Fix the bug."}]},{"role":"model","parts":[{"text":"Looking now."},{"functionCall":{"id":"read_file__c1","name":"read_file","args":{"path":"a.rs"}}}]},{"role":"user","parts":[{"functionResponse":{"id":"read_file__c1","name":"read_file","response":{"output":"fn main() {}"}}}]}],"pending":2,"usage":[{"index":1,"usageMetadata":{"promptTokenCount":150,"candidatesTokenCount":20,"cachedContentTokenCount":50}}],"shellTools":[],"fileSuffixes":["e1","e2","e3"]}"#]]
         .assert_eq(&e.session.to_string());
     }
 
@@ -232,7 +236,7 @@ mod tests {
         let e = export(&case(log.clone())).unwrap();
         // The reply before the compression no longer counts: no usage.
         assert_eq!(e.ids, vec![EntryId(4), EntryId(4), EntryId(3)]);
-        expect![[r#"{"systemInstruction":"sys","contents":[{"role":"user","parts":[{"text":"<state_snapshot>s</state_snapshot>"}]},{"role":"model","parts":[{"text":"Got it. Thanks for the additional context!"}]},{"role":"user","parts":[{"text":"new task"}]}],"pending":2,"usage":[],"shellTools":[]}"#]]
+        expect![[r#"{"systemInstruction":"sys","contents":[{"role":"user","parts":[{"text":"<state_snapshot>s</state_snapshot>"}]},{"role":"model","parts":[{"text":"Got it. Thanks for the additional context!"}]},{"role":"user","parts":[{"text":"new task"}]}],"pending":2,"usage":[],"shellTools":[],"fileSuffixes":["e4","e4","e3"]}"#]]
         .assert_eq(&e.session.to_string());
 
         let mut reply = Message::assistant("done");
