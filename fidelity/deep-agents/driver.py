@@ -113,7 +113,6 @@ def answer(case, backend):
         return ModelResponse(result=[AIMessage("ok")])
 
     out = {
-        "id": case["id"],
         "compact": False,
         "first_kept": None,
         "kept": None,
@@ -121,7 +120,6 @@ def answer(case, backend):
         "tokens_before": tokens_before,
         "rewritten": sorted(rewritten),
         "rewritten_text": {str(i): _extract_text_from_message(m) for i, m in rewritten.items()},
-        "error": None,
     }
     try:
         response = middleware.wrap_model_call(request, handler)

@@ -168,7 +168,7 @@ async def answer(case, folder):
     # `clear()` rotated the file aside (`context-N_1.jsonl`, ...).
     for f in Path(folder).glob(f"{path.stem}*"):
         f.unlink()
-    return {"id": case["id"], "compact": compact, "first_kept": first_kept, "kept": None, "split_turn": None, "tokens_before": count, "error": None}
+    return {"compact": compact, "first_kept": first_kept, "kept": None, "split_turn": None, "tokens_before": count}
 
 
 def main():

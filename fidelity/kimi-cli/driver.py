@@ -91,7 +91,7 @@ async def answer(case, folder):
     if compact_message is not None:
         first_kept = origin[len(history) - len(to_preserve)]
     path.unlink(missing_ok=True)
-    return {"id": case["id"], "compact": compact, "first_kept": first_kept, "kept": None, "split_turn": None, "tokens_before": count, "error": None}
+    return {"compact": compact, "first_kept": first_kept, "kept": None, "split_turn": None, "tokens_before": count}
 
 
 def main():

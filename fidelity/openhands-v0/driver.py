@@ -223,7 +223,7 @@ def answer(case):
         request = {"id": max(native, default=-1) + 1, "source": "agent", "action": "condensation_request", "args": {}, "message": ""}
         events.append(event_from_dict(request))
     view = View.from_events(events)
-    out = {"id": case["id"], "first_kept": None, "kept": None, "split_turn": None, "tokens_before": None, "error": None}
+    out = {"first_kept": None, "kept": None, "split_turn": None, "tokens_before": None}
     result = CONDENSER.condense(view)
     out["compact"] = isinstance(result, Condensation)
     if REWRITES:

@@ -68,7 +68,7 @@ def answer(case):
     if case.get("settings"):
         params = {"max_size": condenser.max_size, "keep_first": condenser.keep_first, "max_tokens": condenser.max_tokens}
         condenser = LLMSummarizingCondenser(llm=llm, **(params | case["settings"]))
-    out = {"id": case["id"], "first_kept": None, "kept": None, "split_turn": None, "error": None}
+    out = {"first_kept": None, "kept": None, "split_turn": None}
     out["compact"] = condenser.condensation_requirement(view, agent_llm=agent_llm) is not None
     out["tokens_before"] = count(view.events, agent_llm)
     reasons = condenser.get_condensation_reasons(view, agent_llm=agent_llm)
