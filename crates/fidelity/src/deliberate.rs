@@ -7,7 +7,8 @@
 //! `lines`: then it covers a `rewrites` disagreement only where both sides rewrote the same
 //! entries and every line a line diff of the two texts written at an entry finds on one side
 //! only matches one of its patterns, so a new kind of rewrite difference is not counted as
-//! reviewed.
+//! reviewed. An entry that names `with` (another part) covers only cases where that part
+//! differs too and a reviewed entry covers it: a difference caused by one already explained.
 
 use std::path::Path;
 
@@ -15,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use regex::RegexSet;
 use serde::Deserialize;
 
+use crate::compare::compare;
 use crate::Answer;
 
 /// The parts of an answer a difference can cover.
@@ -34,6 +36,10 @@ pub struct Difference {
     /// covers only texts that differ in such lines alone (see the module docs).
     #[serde(default)]
     pub lines: Vec<String>,
+    /// Another part: the entry covers only cases where that part differs as well, covered by
+    /// a reviewed entry of its own (see the module docs).
+    #[serde(default)]
+    pub with: Option<String>,
     /// `lines`, compiled when the list is read.
     #[serde(skip)]
     matcher: Option<RegexSet>,
@@ -67,6 +73,11 @@ fn parse_parts(path: &Path, text: &str, parts: &[&str]) -> Result<Vec<Difference
         if d.reason.trim().is_empty() {
             bail!("{}: field `reason` is empty", at());
         }
+        if let Some(with) = &d.with {
+            if !parts.contains(&with.as_str()) || *with == d.part {
+                bail!("{}: field `with` is {with:?}, not another of {parts:?}", at());
+            }
+        }
         if !d.lines.is_empty() {
             if d.part != "rewrites" {
                 bail!("{}: field `lines` narrows texts written, so only a `rewrites` difference may have it", at());
@@ -81,9 +92,18 @@ fn parse_parts(path: &Path, text: &str, parts: &[&str]) -> Result<Vec<Difference
 /// The reviewed difference covering `part` of one case of `strategy`'s answers (`ours`, then
 /// the original's), if any. Without the answers, only entries that name no `lines` cover.
 pub fn covering<'a>(list: &'a [Difference], strategy: &str, part: &str, answers: Option<(&Answer, &Answer)>) -> Option<&'a Difference> {
-    list.iter().filter(|d| d.strategy == strategy && d.part == part).find(|d| match &d.matcher {
-        None => true,
-        Some(lines) => answers.is_some_and(|(ours, theirs)| texts_differ_in(lines, ours, theirs)),
+    list.iter().filter(|d| d.strategy == strategy && d.part == part).find(|d| {
+        let lines = match &d.matcher {
+            None => true,
+            Some(lines) => answers.is_some_and(|(ours, theirs)| texts_differ_in(lines, ours, theirs)),
+        };
+        let with = match &d.with {
+            None => true,
+            Some(with) => answers.is_some_and(|(ours, theirs)| {
+                compare(ours, theirs).disagreeing().contains(&with.as_str()) && covering(list, strategy, with, answers).is_some()
+            }),
+        };
+        lines && with
     })
 }
 
@@ -159,5 +179,28 @@ mod tests {
         assert!(!covers(&Answer { rewritten_text: None, ..wrote(&[3], "") }), "no text on our side");
         assert!(covering(&list, "x", "rewrites", None).is_none());
         assert_eq!(key(&list, &list[0]), "rewrites");
+    }
+
+    /// An entry `with` another part covers only cases where that part differs, reviewed.
+    #[test]
+    fn an_entry_with_another_part_covers_only_alongside_it() {
+        let toml = "[[difference]]\nstrategy = \"x\"\npart = \"tokens_before\"\nreason = \"stub\"\nwith = \"rewrites\"\n\n[[difference]]\nstrategy = \"x\"\npart = \"rewrites\"\nreason = \"stub\"\nlines = [\"stub .*\"]\n";
+        let list = parse_parts(Path::new("d.toml"), toml, &PARTS).unwrap();
+        let answer = |tokens: u64, text: &str| Answer {
+            compact: true,
+            first_kept: Some(EntryId(2)),
+            tokens_before: Some(tokens),
+            rewritten: Some(vec![EntryId(1)]),
+            rewritten_text: Some([(EntryId(1), text.to_owned())].into()),
+            ..Answer::default()
+        };
+        let theirs = answer(100, "stub theirs\nkept");
+        let covers = |ours: &Answer| covering(&list, "x", "tokens_before", Some((ours, &theirs))).is_some();
+        assert!(covers(&answer(90, "stub ours\nkept")));
+        assert!(!covers(&answer(90, "stub theirs\nkept")), "the rewrites agree: nothing explains the estimate");
+        assert!(!covers(&answer(90, "stub ours\nother")), "the rewrites differ unreviewed");
+        assert!(covering(&list, "x", "tokens_before", None).is_none());
+        let e = parse_parts(Path::new("d.toml"), &toml.replace("with = \"rewrites\"", "with = \"tokens_before\""), &PARTS).unwrap_err().to_string();
+        assert!(e.contains("field `with`"), "{e}");
     }
 }

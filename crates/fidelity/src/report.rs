@@ -237,12 +237,14 @@ fn deliberate_section(md: &mut String, reports: &[OriginalReport], deliberate: &
     for d in deliberate {
         let key = crate::deliberate::key(deliberate, d);
         let n = reports.iter().find(|r| r.agreement.strategy == d.strategy).and_then(|r| r.agreement.covered.get(&key)).copied().unwrap_or(0);
-        let narrowed = if d.lines.is_empty() {
-            String::new()
-        } else {
+        let mut narrowed = String::new();
+        if !d.lines.is_empty() {
             let lines: Vec<String> = d.lines.iter().map(|l| format!("`{}`", l.replace('|', "\\|"))).collect();
-            format!(" Covers texts that differ only in lines matching {}.", lines.join(", "))
-        };
+            let _ = write!(narrowed, " Covers texts that differ only in lines matching {}.", lines.join(", "));
+        }
+        if let Some(with) = &d.with {
+            let _ = write!(narrowed, " Covers only cases whose {with} differ too, reviewed.");
+        }
         let _ = writeln!(md, "| `{}` | {} | {n} | {}{narrowed} |", d.strategy, d.part, d.reason.replace('\n', " "));
     }
 }
