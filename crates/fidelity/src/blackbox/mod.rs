@@ -428,7 +428,9 @@ pub fn cline_settings() -> String {
         "`cline --json -c WORK PROMPT` (the first turn only: 3.0.65 resumes a session, `--id`, only interactively); \
          `~/.cline/data/settings/providers.json`: provider `openai-compatible` (Chat Completions) with `baseUrl` on the scripted \
          server, model `{CLINE_MODEL}` with `contextWindow: {CLINE_CONTEXT}`, `maxTokens: {CLINE_MAX_TOKENS}`; compaction defaults \
-         (`agentic`); scratch `HOME`; the hub daemon it starts is killed after the run"
+         (`agentic`); scratch `HOME`, where its session's compaction record gives tokens_before (the summary metadata's `tokensBefore`, \
+         the stored messages' estimate; its `--json` notice `auto-compacted` states the request estimate); the hub daemon it starts is \
+         killed after the run"
     )
 }
 
@@ -459,7 +461,7 @@ pub fn cline_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
 /// How Cline runs its one turn: `cline --json -c WORK PROMPT`, in a process group of its own
 /// (killed after it, with the hub daemon it starts with `--cwd` on the work dir), with
 /// `~/.cline/data/settings/providers.json` from [`cline_config`]. Its tool events give each
-/// tool's whole output.
+/// tool's whole output; its session's compaction record, the size it compacted at.
 pub fn cline_turns() -> run::PerTurn {
     run::PerTurn {
         prepare: Box::new(|at| {
@@ -473,6 +475,11 @@ pub fn cline_turns() -> run::PerTurn {
         }),
         leftovers: run::Leftovers::GroupAndScratch,
         event: Box::new(|event, run| run.tools.extend(run::cline_tool_result(event))),
+        // Its compaction summary's `tokensBefore`, the stored messages' estimate, is the size our
+        // crate's checkpoint records. (Its `--json` notice `auto-compacted` and its telemetry
+        // event `task.compaction_executed` give another `tokensBefore`: the request estimate,
+        // system prompt and tool definitions included, the one its trigger compares.)
+        after: Box::new(|at, run| run.boundaries.extend(run::cline_summaries(at.home))),
         ..run::PerTurn::default()
     }
 }

@@ -234,7 +234,8 @@ pub struct Run {
     pub records: Vec<Record>,
     /// The CLI's own word on its compactions, in order: Claude Code's `compact_boundary` events
     /// (stream-json), the attributes of Gemini CLI's `gemini_cli.chat_compression` telemetry
-    /// events.
+    /// events, the metadata of Cline's compaction summaries (from its session's compaction
+    /// record).
     pub boundaries: Vec<Value>,
     /// OpenCode's `tool_use` events (a finished tool part each, with the output the next request
     /// sends): the results of a reply the CLI compacted after, which no recorded request holds
@@ -458,6 +459,28 @@ pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, p
 pub fn is_compaction_event(event: &Value, field: &str) -> bool {
     let kind = |v: &Value| v.as_str().is_some_and(|t| t.contains("compact"));
     kind(&event["type"]) || kind(&event[field]["type"])
+}
+
+/// The metadata of the compaction summaries in Cline's session compaction records under
+/// `home` (`.cline/data/sessions/ID/ID.compaction.json`: `messages[].metadata` of kind
+/// `compaction_summary`, with `tokensBefore`, the estimate of the stored messages it
+/// compacted), in the records' name order.
+pub fn cline_summaries(home: &Path) -> Vec<Value> {
+    let Ok(sessions) = std::fs::read_dir(home.join(".cline/data/sessions")) else { return Vec::new() };
+    let mut records: Vec<PathBuf> = sessions
+        .flatten()
+        .filter_map(|session| std::fs::read_dir(session.path()).ok())
+        .flat_map(|files| files.flatten().map(|f| f.path()))
+        .filter(|path| path.to_string_lossy().ends_with(".compaction.json"))
+        .collect();
+    records.sort();
+    records
+        .iter()
+        .filter_map(|path| serde_json::from_str::<Value>(&std::fs::read_to_string(path).ok()?).ok())
+        .flat_map(|record| record["messages"].as_array().cloned().unwrap_or_default())
+        .map(|message| message["metadata"].clone())
+        .filter(|metadata| metadata["kind"] == "compaction_summary")
+        .collect()
 }
 
 /// A finished tool of Cline's `--json` events (`agent_event` `content_end` of a tool: its call
