@@ -360,23 +360,32 @@ pub enum Leftovers {
     GroupAndScratch,
 }
 
+/// [`PerTurn::prepare`]: writes settings into the scratch folder.
+pub type Prepare = Box<dyn Fn(&Scratch<'_>) -> Result<()> + Sync>;
+/// [`PerTurn::command`]: adds a turn's arguments and environment (turn index, user message).
+pub type TurnCommand = Box<dyn Fn(&mut Command, &Scratch<'_>, usize, &str) + Sync>;
+/// [`PerTurn::event`]: keeps what the run needs of one stdout event.
+pub type OnEvent = Box<dyn Fn(&Value, &mut Run) + Sync>;
+/// [`PerTurn::after`]: keeps what the run needs from the scratch folder.
+pub type After = Box<dyn Fn(&Scratch<'_>, &mut Run) + Sync>;
+
 /// What differs between the CLIs [`run_per_turn`] runs one process per turn: their settings,
 /// command line and environment, where the user message goes, what they leave running, and
 /// where their own word on a compaction (or anything else the analysis needs) is read.
 pub struct PerTurn {
     /// Writes the settings into the scratch folder, before the first turn.
-    pub prepare: Box<dyn Fn(&Scratch<'_>) -> Result<()> + Sync>,
+    pub prepare: Prepare,
     /// Adds turn `turn`'s arguments (after the CLI's own) and environment (on top of PATH and
     /// HOME, under the CLI's own); `prompt` is the turn's user message.
-    pub command: Box<dyn Fn(&mut Command, &Scratch<'_>, usize, &str) + Sync>,
+    pub command: TurnCommand,
     /// Whether the user message goes on stdin (otherwise stdin is empty).
     pub prompt_on_stdin: bool,
     /// What is killed after each turn.
     pub leftovers: Leftovers,
     /// Takes what the run keeps of one JSON event the CLI printed on stdout.
-    pub event: Box<dyn Fn(&Value, &mut Run) + Sync>,
+    pub event: OnEvent,
     /// Takes what the run keeps from the scratch folder after the last turn.
-    pub after: Box<dyn Fn(&Scratch<'_>, &mut Run) + Sync>,
+    pub after: After,
 }
 
 impl Default for PerTurn {
