@@ -3,7 +3,8 @@
 //! `fidelity/black-box.toml`. CLIs not installed (`cargo xtask fidelity --setup` was not run)
 //! are skipped with a message; the full run is `cargo xtask fidelity --black-box`.
 
-use std::path::Path;
+mod common;
+
 use std::time::Duration;
 
 use compactbench_eval::scenario::load_dir;
@@ -13,15 +14,14 @@ use compactbench_tokens::{Encoding, TokenCounter};
 
 #[test]
 fn installed_harness_clis_agree_on_two_sessions() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let root = common::root();
     let installs = root.join("target/fidelity");
     let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "giant-outputs" || s.name == "stale-values").collect();
     let reviewed = load_reviewed(&root).unwrap();
     let scratch = tempfile::tempdir().unwrap();
     let options = Options { installs: installs.clone(), scenarios: &scenarios, sessions: 2, scratch: scratch.path().to_path_buf(), timeout: Duration::from_secs(180), jobs: 1, recorded: false };
     for h in HARNESSES.iter().filter(|h| matches!(h.strategy, "claude-code" | "opencode-v1" | "gemini-cli")) {
-        if !installs.join(h.dir).join(".installed").exists() {
-            eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", h.name);
+        if !common::harness_installed(&root, h) {
             continue;
         }
         let report = check(h, &options, &TokenCounter::new(Encoding::O200kBase), &|line| eprintln!("{line}")).unwrap();

@@ -6,13 +6,13 @@
 //! windows on either side of the trigger. Every answer must agree with our crate. Skipped with a
 //! message when `cargo xtask fidelity --setup --only cline/sdk` was not run.
 
-use std::path::Path;
+mod common;
 
 use compactbench_core::{Log, Message, ModelProfile, Moment, Part, Pricing, Role, Shape, Usage};
 use compactbench_fidelity::compare::compare;
-use compactbench_fidelity::driver::{installed, Driver};
+use compactbench_fidelity::driver::Driver;
 use compactbench_fidelity::ours::answer;
-use compactbench_fidelity::{Case, ORIGINALS};
+use compactbench_fidelity::Case;
 use serde_json::json;
 
 fn reply(parts: Vec<Part>, input: u64) -> Message {
@@ -50,12 +50,8 @@ fn session(turns: usize, rounds: usize, size: usize, input: u64) -> Log {
 
 #[test]
 fn cline_core_agrees_on_handmade_sessions() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let original = ORIGINALS.iter().find(|o| o.strategy == "cline/sdk").expect("cline/sdk has an original");
-    if !installed(&root, original) {
-        eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup --only cline/sdk`)", original.name);
-        return;
-    }
+    let root = common::root();
+    let Some(original) = common::installed_original(&root, "cline/sdk") else { return };
     let strategy = compactbench_registry::find("cline/sdk").unwrap();
     let mut driver = Driver::start(&root, original).unwrap();
     let (mut fired, mut kept, mut scaled) = (0, 0, 0);

@@ -6,13 +6,13 @@
 //! must agree with our crate, except one pinned crate bug (see the end of the test). Skipped with a message when `cargo xtask fidelity --setup --only
 //! oh-my-pi-18.3.4-turn-end` was not run.
 
-use std::path::Path;
+mod common;
 
 use compactbench_core::{Log, Message, ModelProfile, Moment, Part, Pricing, Role, Shape, Strategy, Usage};
 use compactbench_fidelity::compare::compare;
-use compactbench_fidelity::driver::{installed, Driver};
+use compactbench_fidelity::driver::Driver;
 use compactbench_fidelity::ours::answer;
-use compactbench_fidelity::{Answer, Case, Original, ORIGINALS};
+use compactbench_fidelity::{Answer, Case, Original};
 use serde_json::json;
 
 fn reply(parts: Vec<Part>, input: u64) -> Message {
@@ -52,12 +52,8 @@ fn session(groups: &[&[(&str, usize)]], last_usage: Option<u64>) -> Log {
 
 #[test]
 fn oh_my_pi_prunes_as_its_original_on_handmade_sessions() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let original = ORIGINALS.iter().find(|o| o.dir == "oh-my-pi-18.3.4-turn-end").expect("oh-my-pi has a turn-end original");
-    if !installed(&root, original) {
-        eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup --only oh-my-pi-18.3.4-turn-end`)", original.name);
-        return;
-    }
+    let root = common::root();
+    let Some(original) = common::installed_original(&root, "oh-my-pi-18.3.4-turn-end") else { return };
     let strategy = compactbench_registry::find("oh-my-pi").unwrap();
     let mut driver = Driver::start(&root, original).unwrap();
     let big = 40_000; // 10,000 tokens: over the 8,000-token cache guard on its own

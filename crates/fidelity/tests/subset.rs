@@ -5,17 +5,16 @@
 //! fidelity --setup` was not run, as on a fresh clone or in CI) are skipped with a message;
 //! the full run is `cargo xtask fidelity`.
 
-use std::path::Path;
+mod common;
 
 use compactbench_eval::scenario::load_dir;
-use compactbench_fidelity::driver::installed;
 use compactbench_fidelity::run::{check, check_strategy, Options};
 use compactbench_fidelity::ORIGINALS;
 use compactbench_tokens::{Encoding, TokenCounter};
 
 #[test]
 fn installed_originals_agree_on_a_few_cases() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let root = common::root();
     let scenarios = load_dir(&root.join("scenarios")).unwrap();
     // Two scenarios keep it fast: one with parallel calls, one long session.
     let scenarios: Vec<_> = scenarios.into_iter().filter(|s| s.name == "parallel-calls" || s.name == "drift").collect();
@@ -24,8 +23,7 @@ fn installed_originals_agree_on_a_few_cases() {
     let options = Options { root: &root, scenarios: &scenarios, sessions: 4, minimize: false, deliberate: &deliberate };
     let mut checked = 0;
     for original in ORIGINALS {
-        if !installed(&root, original) {
-            eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", original.name);
+        if !common::installed(&root, original) {
             continue;
         }
         let report = check(original, &options, &counter, &|_| {}).unwrap_or_else(|e| panic!("{}: {e:#}", original.name));
@@ -42,12 +40,8 @@ fn installed_originals_agree_on_a_few_cases() {
 #[test]
 fn a_changed_copy_of_a_crate_fails_the_check() {
     use compactbench_strategy_pi::{PiConfig, PiStrategy};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let original = ORIGINALS.iter().find(|o| o.dir == "pi-1.6.0").expect("Pi 1.6.0 is an original");
-    if !installed(&root, original) {
-        eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", original.name);
-        return;
-    }
+    let root = common::root();
+    let Some(original) = common::installed_original(&root, "pi-1.6.0") else { return };
     let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "drift").collect();
     let counter = TokenCounter::new(Encoding::O200kBase);
     let options = Options { root: &root, scenarios: &scenarios, sessions: 6, minimize: false, deliberate: &[] };
@@ -65,12 +59,8 @@ fn a_changed_copy_of_a_crate_fails_the_check() {
 #[test]
 fn a_changed_reserve_fails_the_k1_check() {
     use compactbench_strategy_kimi_cli::{KimiCliConfig, KimiCliStrategy};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let original = ORIGINALS.iter().find(|o| o.dir == "kimi-cli-1.15.0").expect("kimi-cli 1.15.0 is an original");
-    if !installed(&root, original) {
-        eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", original.name);
-        return;
-    }
+    let root = common::root();
+    let Some(original) = common::installed_original(&root, "kimi-cli-1.15.0") else { return };
     let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "drift").collect();
     let counter = TokenCounter::new(Encoding::O200kBase);
     let options = Options { root: &root, scenarios: &scenarios, sessions: 2, minimize: false, deliberate: &[] };
@@ -87,12 +77,8 @@ fn a_changed_reserve_fails_the_k1_check() {
 #[test]
 fn a_changed_prune_fails_the_oh_my_pi_turn_end_check() {
     use compactbench_strategy_oh_my_pi::{OhMyPiConfig, OhMyPiStrategy};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
-    let original = ORIGINALS.iter().find(|o| o.dir == "oh-my-pi-18.3.4-turn-end").expect("oh-my-pi has a turn-end original");
-    if !installed(&root, original) {
-        eprintln!("skip {}: not installed (run `cargo xtask fidelity --setup`)", original.name);
-        return;
-    }
+    let root = common::root();
+    let Some(original) = common::installed_original(&root, "oh-my-pi-18.3.4-turn-end") else { return };
     let scenarios: Vec<_> = load_dir(&root.join("scenarios")).unwrap().into_iter().filter(|s| s.name == "repeated-reads").collect();
     let counter = TokenCounter::new(Encoding::O200kBase);
     let options = Options { root: &root, scenarios: &scenarios, sessions: 8, minimize: false, deliberate: &[] };

@@ -1348,6 +1348,8 @@ pub fn chat_session(id: &str, run: &Run, cli: &ChatCli) -> SessionResult {
     if let Some(at) = first_compaction {
         let compaction = &run.records[at];
         theirs.compacted_at = Some(mains.len());
+        // Cline's compaction summary's own `tokensBefore` (Kimi CLI states none).
+        theirs.tokens_before = run.boundaries.first().and_then(|b| b["tokensBefore"].as_u64());
         theirs.instruction = Some(instruction_kind(&super::run::compaction_text(Wire::Chat, &compaction.body)));
         let before = messages(last);
         theirs.prefix_reused =
@@ -1405,7 +1407,8 @@ pub fn chat_session(id: &str, run: &Run, cli: &ChatCli) -> SessionResult {
         ours.compacted_at = Some(at);
         let log = &histories[at];
         if let Some(checkpoints) = compact_noting_request(&mut ours, strategy, log, &cli.model, Moment::BeforeRequest) {
-            if checkpoints.iter().any(|cp| cp.summary.is_some()) {
+            if let Some(cp) = checkpoints.iter().find(|cp| cp.summary.is_some()) {
+                ours.tokens_before = theirs.tokens_before.and(Some(cp.tokens_before));
                 summary_and_kept(&mut ours, strategy, log, &checkpoints, &chat_user_text, &plain_result);
             }
         }

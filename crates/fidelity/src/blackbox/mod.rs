@@ -84,9 +84,33 @@ pub fn codex_script() -> String {
 pub fn codex_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
     Cli {
         program: installs.join(harness.dir).join(harness.bin),
-        args: ["--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--json"].map(str::to_owned).into(),
+        args: ["exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "--json"].map(str::to_owned).into(),
         env: [("OPENAI_API_KEY", "sk-compactbench-scripted"), ("LANG", "C.UTF-8"), ("TZ", "UTC")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
         timeout,
+    }
+}
+
+/// How Codex runs a turn: `codex exec ... PROMPT`, later turns `codex exec ... resume --last
+/// PROMPT`, with `CODEX_HOME` (its `config.toml` from [`codex_config`]) under the scratch HOME.
+pub fn codex_turns() -> run::PerTurn {
+    run::PerTurn {
+        prepare: Box::new(|at| {
+            let codex_home = at.home.join(".codex");
+            std::fs::create_dir_all(&codex_home)?;
+            Ok(std::fs::write(codex_home.join("config.toml"), codex_config().replace("{BASE_URL}", &format!("{}/v1", at.url)))?)
+        }),
+        command: Box::new(|cmd, at, turn, prompt| {
+            if turn > 0 {
+                cmd.args(["resume", "--last"]);
+            }
+            cmd.arg(prompt).env("CODEX_HOME", at.home.join(".codex"));
+        }),
+        event: Box::new(|event, run| {
+            if run::is_compaction_event(event, "item") {
+                run.boundaries.push(event.clone());
+            }
+        }),
+        ..run::PerTurn::default()
     }
 }
 
@@ -153,9 +177,45 @@ pub fn opencode_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cl
     ];
     Cli {
         program: installs.join(harness.dir).join(harness.bin),
-        args: ["--pure", "--format", "json", "-m", &format!("anthropic/{OPENCODE_MODEL}")].map(str::to_owned).into(),
+        args: ["run", "--pure", "--format", "json", "-m", &format!("anthropic/{OPENCODE_MODEL}")].map(str::to_owned).into(),
         env: env.iter().map(|k| ((*k).to_owned(), "1".to_owned())).chain([("LANG", "C.UTF-8"), ("TZ", "UTC")].map(|(k, v)| (k.to_owned(), v.to_owned()))).collect(),
         timeout,
+    }
+}
+
+/// How OpenCode runs a turn: `opencode run ...`, later turns `opencode run ... --continue`, the
+/// user message on stdin (`opencode run` quotes a positional message that has spaces), the XDG
+/// dirs (the global `opencode.json` from [`opencode_config`]) under the scratch HOME.
+pub fn opencode_turns() -> run::PerTurn {
+    run::PerTurn {
+        prepare: Box::new(|at| {
+            std::fs::create_dir_all(at.home.join(".config/opencode"))?;
+            Ok(std::fs::write(at.home.join(".config/opencode/opencode.json"), opencode_config().replace("{BASE_URL}", &format!("{}/v1", at.url)))?)
+        }),
+        command: Box::new(|cmd, at, turn, _| {
+            if turn > 0 {
+                cmd.arg("--continue");
+            }
+            cmd.env("PWD", at.work)
+                // OpenCode takes the enclosing git work tree for the project (the scratch lies in
+                // ours): stop its search at the scratch folder.
+                .env("GIT_CEILING_DIRECTORIES", at.dir)
+                .env("XDG_CONFIG_HOME", at.home.join(".config"))
+                .env("XDG_DATA_HOME", at.home.join(".local/share"))
+                .env("XDG_CACHE_HOME", at.home.join(".cache"))
+                .env("XDG_STATE_HOME", at.home.join(".local/state"));
+        }),
+        prompt_on_stdin: true,
+        // Its `tool_use` events: the results of a reply it compacted after, which no recorded
+        // request holds whole.
+        event: Box::new(|event, run| {
+            if run::is_compaction_event(event, "part") {
+                run.boundaries.push(event.clone());
+            } else if event["type"] == "tool_use" {
+                run.tools.push(event.clone());
+            }
+        }),
+        ..run::PerTurn::default()
     }
 }
 
@@ -223,6 +283,34 @@ pub fn gemini_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli 
     }
 }
 
+/// How Gemini CLI runs a turn: `gemini ... --prompt=PROMPT`, later turns `gemini ... --resume
+/// latest --prompt=PROMPT`, in a process group of its own (killed after it), with
+/// `~/.gemini/settings.json` from [`gemini_config`]. Its compression events are read back from
+/// the telemetry file (it prints none on stdout), and the file removed (it holds every
+/// request's system prompt).
+pub fn gemini_turns() -> run::PerTurn {
+    let telemetry = |at: &run::Scratch<'_>| at.dir.join("telemetry.log");
+    run::PerTurn {
+        prepare: Box::new(move |at| {
+            std::fs::create_dir_all(at.home.join(".gemini"))?;
+            Ok(std::fs::write(at.home.join(".gemini/settings.json"), gemini_config().replace("{TELEMETRY}", &telemetry(at).to_string_lossy()))?)
+        }),
+        command: Box::new(|cmd, at, turn, prompt| {
+            if turn > 0 {
+                cmd.args(["--resume", "latest"]);
+            }
+            // `--prompt=` keeps a message that starts with a dash a value.
+            cmd.arg(format!("--prompt={prompt}")).env("GOOGLE_GEMINI_BASE_URL", at.url);
+        }),
+        leftovers: run::Leftovers::Group,
+        after: Box::new(move |at, run| {
+            run.boundaries = run::gemini_compressions(&std::fs::read_to_string(telemetry(at)).unwrap_or_default());
+            let _ = std::fs::remove_file(telemetry(at));
+        }),
+        ..run::PerTurn::default()
+    }
+}
+
 /// The model the Kimi CLI runs name (`default_model`, a model entry of its own).
 pub const KIMI_MODEL: &str = "compactbench";
 /// `max_context_size` of that model.
@@ -277,6 +365,35 @@ pub fn kimi_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
     }
 }
 
+/// `GIT_CEILING_DIRECTORIES` at the scratch folder: it lies in our git work tree, which a CLI
+/// would take for the project.
+fn git_ceiling(cmd: &mut std::process::Command, at: &run::Scratch<'_>) {
+    cmd.env("GIT_CEILING_DIRECTORIES", at.dir);
+}
+
+/// How Kimi CLI runs a turn: `python -m kimi_cli.cli ... -w WORK --prompt=PROMPT`, later turns
+/// with `--continue`, in a process group of its own (killed after it, with whatever names the
+/// scratch folder), with `~/.kimi/config.toml` from [`kimi_config`].
+pub fn kimi_turns() -> run::PerTurn {
+    run::PerTurn {
+        prepare: Box::new(|at| {
+            std::fs::create_dir_all(at.home.join(".kimi"))?;
+            Ok(std::fs::write(at.home.join(".kimi/config.toml"), kimi_config().replace("{BASE_URL}", &format!("{}/v1", at.url)))?)
+        }),
+        command: Box::new(|cmd, at, turn, prompt| {
+            cmd.arg("-w").arg(at.work);
+            if turn > 0 {
+                cmd.arg("--continue");
+            }
+            // `--prompt=` keeps a message that starts with a dash a value.
+            cmd.arg(format!("--prompt={prompt}"));
+            git_ceiling(cmd, at);
+        }),
+        leftovers: run::Leftovers::GroupAndScratch,
+        ..run::PerTurn::default()
+    }
+}
+
 /// The model the Cline runs name, under the `openai-compatible` provider.
 pub const CLINE_MODEL: &str = "compactbench";
 /// `contextWindow` of that model.
@@ -311,7 +428,9 @@ pub fn cline_settings() -> String {
         "`cline --json -c WORK PROMPT` (the first turn only: 3.0.65 resumes a session, `--id`, only interactively); \
          `~/.cline/data/settings/providers.json`: provider `openai-compatible` (Chat Completions) with `baseUrl` on the scripted \
          server, model `{CLINE_MODEL}` with `contextWindow: {CLINE_CONTEXT}`, `maxTokens: {CLINE_MAX_TOKENS}`; compaction defaults \
-         (`agentic`); scratch `HOME`; the hub daemon it starts is killed after the run"
+         (`agentic`); scratch `HOME`, where its session's compaction record gives tokens_before (the summary metadata's `tokensBefore`, \
+         the stored messages' estimate; its `--json` notice `auto-compacted` states the request estimate); the hub daemon it starts is \
+         killed after the run"
     )
 }
 
@@ -339,6 +458,32 @@ pub fn cline_cli(installs: &Path, harness: &Harness, timeout: Duration) -> Cli {
     }
 }
 
+/// How Cline runs its one turn: `cline --json -c WORK PROMPT`, in a process group of its own
+/// (killed after it, with the hub daemon it starts with `--cwd` on the work dir), with
+/// `~/.cline/data/settings/providers.json` from [`cline_config`]. Its tool events give each
+/// tool's whole output; its session's compaction record, the size it compacted at.
+pub fn cline_turns() -> run::PerTurn {
+    run::PerTurn {
+        prepare: Box::new(|at| {
+            let settings = at.home.join(".cline/data/settings");
+            std::fs::create_dir_all(&settings)?;
+            Ok(std::fs::write(settings.join("providers.json"), cline_config().replace("{BASE_URL}", &format!("{}/v1", at.url)))?)
+        }),
+        command: Box::new(|cmd, at, _, prompt| {
+            cmd.arg("-c").arg(at.work).arg(prompt);
+            git_ceiling(cmd, at);
+        }),
+        leftovers: run::Leftovers::GroupAndScratch,
+        event: Box::new(|event, run| run.tools.extend(run::cline_tool_result(event))),
+        // Its compaction summary's `tokensBefore`, the stored messages' estimate, is the size our
+        // crate's checkpoint records. (Its `--json` notice `auto-compacted` and its telemetry
+        // event `task.compaction_executed` give another `tokensBefore`: the request estimate,
+        // system prompt and tool definitions included, the one its trigger compares.)
+        after: Box::new(|at, run| run.boundaries.extend(run::cline_summaries(at.home))),
+        ..run::PerTurn::default()
+    }
+}
+
 /// What differs between the harness CLIs' checks: the tool names their scripts call, the usage
 /// they compact at, their settings as the report shows them, and how one session is run and
 /// analyzed (`work` is the session's work dir).
@@ -358,88 +503,66 @@ pub fn check(harness: &Harness, options: &Options<'_>, counter: &TokenCounter, p
     let (installs, timeout) = (&options.installs, options.timeout);
     match harness.strategy {
         "codex" => {
-            let cli = codex_cli(installs, harness, timeout);
+            let (cli, turns) = (codex_cli(installs, harness, timeout), codex_turns());
             let kit = Kit {
                 tools: Tools::Codex,
                 threshold: CODEX_AUTO_COMPACT_LIMIT,
                 turns: usize::MAX,
                 settings: codex_settings(),
                 script: codex_script(),
-                run: &|script, scratch, limits| run::run_codex(&cli, script, scratch, &codex_config(), limits),
+                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::Codex, &turns, limits),
                 analyze: &|id, run, _| analyze::codex_session(id, run),
             };
             check_with(harness, kit, options, counter, progress)
         }
         "gemini-cli" => {
-            let cli = gemini_cli(installs, harness, timeout);
+            let (cli, turns) = (gemini_cli(installs, harness, timeout), gemini_turns());
             let kit = Kit {
                 tools: Tools::Gemini,
                 threshold: GEMINI_THRESHOLD,
                 turns: usize::MAX,
                 settings: gemini_settings(),
                 script: gemini_script(),
-                run: &|script, scratch, limits| run::run_gemini(&cli, script, scratch, &gemini_config(), limits),
+                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::Gemini, &turns, limits),
                 analyze: &|id, run, work| analyze::gemini_session(id, run, work),
             };
             check_with(harness, kit, options, counter, progress)
         }
         "kimi-cli" => {
-            let cli = kimi_cli(installs, harness, timeout);
-            let prepare = |home: &Path, _: &Path, url: &str| -> Result<()> {
-                std::fs::create_dir_all(home.join(".kimi"))?;
-                Ok(std::fs::write(home.join(".kimi/config.toml"), kimi_config().replace("{BASE_URL}", &format!("{url}/v1")))?)
-            };
-            let command = |cmd: &mut std::process::Command, turn: usize, prompt: &str, work: &Path| {
-                cmd.arg("-w").arg(work);
-                if turn > 0 {
-                    cmd.arg("--continue");
-                }
-                // `--prompt=` keeps a message that starts with a dash a value.
-                cmd.arg(format!("--prompt={prompt}"));
-            };
-            let per_turn = run::PerTurn { prepare: &prepare, command: &command };
+            let (cli, turns) = (kimi_cli(installs, harness, timeout), kimi_turns());
             let kit = Kit {
                 tools: Tools::Kimi,
                 threshold: KIMI_THRESHOLD,
                 turns: usize::MAX,
                 settings: kimi_settings(),
                 script: kimi_script(),
-                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::Kimi, &per_turn, limits),
+                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::Kimi, &turns, limits),
                 analyze: &|id, run, _| analyze::chat_session(id, run, &analyze::kimi_chat()),
             };
             check_with(harness, kit, options, counter, progress)
         }
         "cline/sdk" => {
-            let cli = cline_cli(installs, harness, timeout);
-            let prepare = |home: &Path, _: &Path, url: &str| -> Result<()> {
-                let settings = home.join(".cline/data/settings");
-                std::fs::create_dir_all(&settings)?;
-                Ok(std::fs::write(settings.join("providers.json"), cline_config().replace("{BASE_URL}", &format!("{url}/v1")))?)
-            };
-            let command = |cmd: &mut std::process::Command, _: usize, prompt: &str, work: &Path| {
-                cmd.arg("-c").arg(work).arg(prompt);
-            };
-            let per_turn = run::PerTurn { prepare: &prepare, command: &command };
+            let (cli, turns) = (cline_cli(installs, harness, timeout), cline_turns());
             let kit = Kit {
                 tools: Tools::Cline,
                 threshold: CLINE_THRESHOLD,
                 turns: 1,
                 settings: cline_settings(),
                 script: cline_script(),
-                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::Cline, &per_turn, limits),
+                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::Cline, &turns, limits),
                 analyze: &|id, run, _| analyze::chat_session(id, run, &analyze::cline_chat()),
             };
             check_with(harness, kit, options, counter, progress)
         }
         "opencode-v1" => {
-            let cli = opencode_cli(installs, harness, timeout);
+            let (cli, turns) = (opencode_cli(installs, harness, timeout), opencode_turns());
             let kit = Kit {
                 tools: Tools::OpenCode,
                 threshold: OPENCODE_THRESHOLD,
                 turns: usize::MAX,
                 settings: opencode_settings(),
                 script: opencode_script(),
-                run: &|script, scratch, limits| run::run_opencode(&cli, script, scratch, &opencode_config(), limits),
+                run: &|script, scratch, limits| run::run_per_turn(&cli, script, scratch, run::Flavor::OpenCode, &turns, limits),
                 analyze: &|id, run, _| analyze::opencode_session(id, run),
             };
             check_with(harness, kit, options, counter, progress)

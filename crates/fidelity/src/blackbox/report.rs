@@ -168,7 +168,7 @@ fn shape(part: &str, facts: &super::analyze::Facts) -> String {
 fn meaning(part: &str) -> &'static str {
     match part {
         "trigger" => "the main-loop request the compaction came before",
-        "tokens_before" => "the context size measured then (Claude Code's `compact_boundary` `pre_tokens`, Gemini CLI's `chat_compression` telemetry `tokens_before`)",
+        "tokens_before" => "the context size measured then (Claude Code's `compact_boundary` `pre_tokens`, Gemini CLI's `chat_compression` telemetry `tokens_before`, Cline's compaction summary's `tokensBefore`)",
         "compaction_request" => "conversation reused as the prefix or sent fresh; what the instruction asks for",
         "summary_placement" => "role and position of the message holding the summary in the next request",
         "kept" => "tool calls, results (pruned ones apart) and assistant text of before kept verbatim in the next request, and user messages for Codex, OpenCode and Gemini CLI",

@@ -234,7 +234,8 @@ pub struct Run {
     pub records: Vec<Record>,
     /// The CLI's own word on its compactions, in order: Claude Code's `compact_boundary` events
     /// (stream-json), the attributes of Gemini CLI's `gemini_cli.chat_compression` telemetry
-    /// events.
+    /// events, the metadata of Cline's compaction summaries (from its session's compaction
+    /// record).
     pub boundaries: Vec<Value>,
     /// OpenCode's `tool_use` events (a finished tool part each, with the output the next request
     /// sends): the results of a reply the CLI compacted after, which no recorded request holds
@@ -334,79 +335,89 @@ pub fn run_claude(cli: &Cli, script: Script, scratch: &Path, limits: Limits) -> 
     finish(run, ended, server, scratch)
 }
 
-/// Runs Codex (`codex exec --json`, then `codex exec resume --last` for each later turn) on
-/// `script` in `scratch` (HOME, `CODEX_HOME` with the given `config.toml` and work dir made fresh
-/// there), until the run compacted and made its next request, or the turns ran out. `config`
-/// gets the server's base URL for `{BASE_URL}`.
-pub fn run_codex(cli: &Cli, script: Script, scratch: &Path, config: &str, limits: Limits) -> Result<Run> {
-    let _ = std::fs::remove_dir_all(scratch);
-    let home = scratch.join("home");
-    let codex_home = home.join(".codex");
-    let work = scratch.join("work");
-    std::fs::create_dir_all(&codex_home)?;
-    std::fs::create_dir_all(work.join(OUT_DIR))?;
-    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
-    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::Codex)), limits)?;
-    std::fs::write(codex_home.join("config.toml"), config.replace("{BASE_URL}", &format!("{}/v1", server.url())))?;
-    let start = Instant::now();
-    let mut run = Run::default();
-    let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
-    let mut ended = String::from("no turn");
-    for (turn, prompt) in users.iter().enumerate() {
-        let left = cli.timeout.saturating_sub(start.elapsed());
-        if left.is_zero() {
-            ended = format!("stopped after {} s", cli.timeout.as_secs());
-            break;
-        }
-        let mut cmd = Command::new(&cli.program);
-        cmd.arg("exec").args(&cli.args);
-        if turn > 0 {
-            cmd.args(["resume", "--last"]);
-        }
-        cmd.arg(prompt)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("CODEX_HOME", &codex_home)
-            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .current_dir(&work)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
-        let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
-        let (status, lines) = wait_for_exit(child, start, cli.timeout)?;
-        for line in lines {
-            let _ = writeln!(events, "{line}");
-            // Codex's own word on a compaction, if its JSON events carry one (0.171.0's do not).
-            if let Ok(event) = serde_json::from_str::<Value>(&line) {
-                let kind = |v: &Value| v.as_str().is_some_and(|t| t.contains("compact"));
-                if kind(&event["type"]) || kind(&event["item"]["type"]) {
-                    run.boundaries.push(event);
-                }
-            }
-        }
-        ended = status;
-        if run_is_over(&ended, &server) {
-            break;
-        }
-    }
-    finish(run, ended, server, scratch)
+/// The folders of a one-process-per-turn run and the scripted server's base URL.
+pub struct Scratch<'a> {
+    /// The run's scratch folder.
+    pub dir: &'a Path,
+    /// The CLI's HOME, made fresh (`dir/home`).
+    pub home: &'a Path,
+    /// Its work dir, made fresh (`dir/work`).
+    pub work: &'a Path,
+    /// The scripted server's base URL.
+    pub url: &'a str,
 }
 
-/// Runs OpenCode (`opencode run`, then `opencode run --continue` for each later turn, the user
-/// message on stdin) on `script` in `scratch` (HOME, XDG dirs with the given `opencode.json` as
-/// the global config, and work dir made fresh there), until the run compacted and made its next
-/// request, or the turns ran out. `config` gets the server's base URL for `{BASE_URL}`.
-pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, limits: Limits) -> Result<Run> {
+/// Which processes of a turn are killed once its process has exited (or was killed at the
+/// timeout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leftovers {
+    /// None: the process runs in our process group.
+    Keep,
+    /// Its group: the process leads a group of its own (`process_group(0)`).
+    Group,
+    /// Its group, and every process whose command line names the scratch folder (what the CLI
+    /// started in a group of its own).
+    GroupAndScratch,
+}
+
+/// [`PerTurn::prepare`]: writes settings into the scratch folder.
+pub type Prepare = Box<dyn Fn(&Scratch<'_>) -> Result<()> + Sync>;
+/// [`PerTurn::command`]: adds a turn's arguments and environment (turn index, user message).
+pub type TurnCommand = Box<dyn Fn(&mut Command, &Scratch<'_>, usize, &str) + Sync>;
+/// [`PerTurn::event`]: keeps what the run needs of one stdout event.
+pub type OnEvent = Box<dyn Fn(&Value, &mut Run) + Sync>;
+/// [`PerTurn::after`]: keeps what the run needs from the scratch folder.
+pub type After = Box<dyn Fn(&Scratch<'_>, &mut Run) + Sync>;
+
+/// What differs between the CLIs [`run_per_turn`] runs one process per turn: their settings,
+/// command line and environment, where the user message goes, what they leave running, and
+/// where their own word on a compaction (or anything else the analysis needs) is read.
+pub struct PerTurn {
+    /// Writes the settings into the scratch folder, before the first turn.
+    pub prepare: Prepare,
+    /// Adds turn `turn`'s arguments (after the CLI's own) and environment (on top of PATH and
+    /// HOME, under the CLI's own); `prompt` is the turn's user message.
+    pub command: TurnCommand,
+    /// Whether the user message goes on stdin (otherwise stdin is empty).
+    pub prompt_on_stdin: bool,
+    /// What is killed after each turn.
+    pub leftovers: Leftovers,
+    /// Takes what the run keeps of one JSON event the CLI printed on stdout.
+    pub event: OnEvent,
+    /// Takes what the run keeps from the scratch folder after the last turn.
+    pub after: After,
+}
+
+impl Default for PerTurn {
+    /// No settings, arguments or environment of its own, stdin empty, nothing killed, nothing
+    /// read.
+    fn default() -> PerTurn {
+        PerTurn {
+            prepare: Box::new(|_| Ok(())),
+            command: Box::new(|_, _, _, _| {}),
+            prompt_on_stdin: false,
+            leftovers: Leftovers::Keep,
+            event: Box::new(|_, _| {}),
+            after: Box::new(|_, _| {}),
+        }
+    }
+}
+
+/// Runs a CLI one process per turn on `script` in `scratch` (HOME and work dir made fresh
+/// there), as `per_turn` says, until the run compacted and made its next request, or the turns
+/// ran out.
+pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, per_turn: &PerTurn, limits: Limits) -> Result<Run> {
+    use std::os::unix::process::CommandExt;
     let _ = std::fs::remove_dir_all(scratch);
     let home = scratch.join("home");
     let work = scratch.join("work");
-    let xdg = |dir: &str| home.join(dir);
-    std::fs::create_dir_all(xdg(".config/opencode"))?;
+    std::fs::create_dir_all(&home)?;
     std::fs::create_dir_all(work.join(OUT_DIR))?;
     let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
-    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::OpenCode)), limits)?;
-    std::fs::write(xdg(".config/opencode/opencode.json"), config.replace("{BASE_URL}", &format!("{}/v1", server.url())))?;
+    let server = Server::start(Box::new(Player::new(script, work.clone(), flavor)), limits)?;
+    let url = server.url();
+    let place = Scratch { dir: scratch, home: &home, work: &work, url: &url };
+    (per_turn.prepare)(&place)?;
     let start = Instant::now();
     let mut run = Run::default();
     let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
@@ -417,42 +428,29 @@ pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, lim
             break;
         }
         let mut cmd = Command::new(&cli.program);
-        cmd.arg("run").args(&cli.args);
-        if turn > 0 {
-            cmd.arg("--continue");
-        }
-        // The message goes on stdin: `opencode run` quotes a positional message that has spaces.
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("PWD", &work)
-            // OpenCode takes the enclosing git work tree for the project (the scratch lies in
-            // ours): stop its search at the scratch folder.
-            .env("GIT_CEILING_DIRECTORIES", scratch)
-            .env("XDG_CONFIG_HOME", xdg(".config"))
-            .env("XDG_DATA_HOME", xdg(".local/share"))
-            .env("XDG_CACHE_HOME", xdg(".cache"))
-            .env("XDG_STATE_HOME", xdg(".local/state"))
-            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        cmd.args(&cli.args).env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).env("HOME", &home);
+        (per_turn.command)(&mut cmd, &place, turn, prompt);
+        cmd.envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .current_dir(&work)
-            .stdin(Stdio::piped())
+            .stdin(if per_turn.prompt_on_stdin { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
+        if per_turn.leftovers != Leftovers::Keep {
+            cmd.process_group(0);
+        }
         let mut child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
         if let Some(mut input) = child.stdin.take() {
             input.write_all(prompt.as_bytes())?;
         }
-        let (status, lines) = wait_for_exit(child, start, cli.timeout)?;
+        let result = wait_for_exit(child, start, cli.timeout);
+        if per_turn.leftovers == Leftovers::GroupAndScratch {
+            kill_left_behind(scratch);
+        }
+        let (status, lines) = result?;
         for line in lines {
             let _ = writeln!(events, "{line}");
             if let Ok(event) = serde_json::from_str::<Value>(&line) {
-                // OpenCode's own word on a compaction, if its JSON events carry one.
-                let kind = |v: &Value| v.as_str().is_some_and(|t| t.contains("compact"));
-                if kind(&event["type"]) || kind(&event["part"]["type"]) {
-                    run.boundaries.push(event);
-                } else if event["type"] == "tool_use" {
-                    run.tools.push(event);
-                }
+                (per_turn.event)(&event, &mut run);
             }
         }
         ended = status;
@@ -460,7 +458,45 @@ pub fn run_opencode(cli: &Cli, script: Script, scratch: &Path, config: &str, lim
             break;
         }
     }
+    (per_turn.after)(&place, &mut run);
     finish(run, ended, server, scratch)
+}
+
+/// Whether a JSON event of Codex or OpenCode is their own word on a compaction: its `type`, or
+/// that of its `field` (Codex's `item`, OpenCode's `part`), names one. (Codex 0.171.0's events
+/// carry none.)
+pub fn is_compaction_event(event: &Value, field: &str) -> bool {
+    let kind = |v: &Value| v.as_str().is_some_and(|t| t.contains("compact"));
+    kind(&event["type"]) || kind(&event[field]["type"])
+}
+
+/// The metadata of the compaction summaries in Cline's session compaction records under
+/// `home` (`.cline/data/sessions/ID/ID.compaction.json`: `messages[].metadata` of kind
+/// `compaction_summary`, with `tokensBefore`, the estimate of the stored messages it
+/// compacted), in the records' name order.
+pub fn cline_summaries(home: &Path) -> Vec<Value> {
+    let Ok(sessions) = std::fs::read_dir(home.join(".cline/data/sessions")) else { return Vec::new() };
+    let mut records: Vec<PathBuf> = sessions
+        .flatten()
+        .filter_map(|session| std::fs::read_dir(session.path()).ok())
+        .flat_map(|files| files.flatten().map(|f| f.path()))
+        .filter(|path| path.to_string_lossy().ends_with(".compaction.json"))
+        .collect();
+    records.sort();
+    records
+        .iter()
+        .filter_map(|path| serde_json::from_str::<Value>(&std::fs::read_to_string(path).ok()?).ok())
+        .flat_map(|record| record["messages"].as_array().cloned().unwrap_or_default())
+        .map(|message| message["metadata"].clone())
+        .filter(|metadata| metadata["kind"] == "compaction_summary")
+        .collect()
+}
+
+/// A finished tool of Cline's `--json` events (`agent_event` `content_end` of a tool: its call
+/// id and its whole output, which the requests send cut at the CLI's per-result limit).
+pub fn cline_tool_result(event: &Value) -> Option<Value> {
+    let event = &event["event"];
+    (event["type"] == "content_end" && event["contentType"] == "tool").then(|| event.clone())
 }
 
 /// Whether a run of one process per turn stops after a process that ended `ended`: it failed,
@@ -517,139 +553,6 @@ pub fn gemini_compressions(telemetry: &str) -> Vec<Value> {
         .filter(|record| record["attributes"]["event.name"] == "gemini_cli.chat_compression")
         .map(|record| record["attributes"].clone())
         .collect()
-}
-
-/// Runs Gemini CLI (`gemini -p PROMPT`, then `gemini --resume latest -p PROMPT` for each later
-/// turn) on `script` in `scratch` (HOME with the given `settings.json` and work dir made fresh
-/// there), until the run compacted and made its next request, or the turns ran out. `settings`
-/// gets the telemetry file's path for `{TELEMETRY}`; the CLI's compression events are read back
-/// from it (it prints none on stdout) and the file removed (it holds every request's system
-/// prompt).
-pub fn run_gemini(cli: &Cli, script: Script, scratch: &Path, settings: &str, limits: Limits) -> Result<Run> {
-    use std::os::unix::process::CommandExt;
-    let _ = std::fs::remove_dir_all(scratch);
-    let home = scratch.join("home");
-    let work = scratch.join("work");
-    let telemetry = scratch.join("telemetry.log");
-    std::fs::create_dir_all(home.join(".gemini"))?;
-    std::fs::create_dir_all(work.join(OUT_DIR))?;
-    std::fs::write(home.join(".gemini/settings.json"), settings.replace("{TELEMETRY}", &telemetry.to_string_lossy()))?;
-    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
-    let server = Server::start(Box::new(Player::new(script, work.clone(), Flavor::Gemini)), limits)?;
-    let start = Instant::now();
-    let mut run = Run::default();
-    let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
-    let mut ended = String::from("no turn");
-    for (turn, prompt) in users.iter().enumerate() {
-        if start.elapsed() >= cli.timeout {
-            ended = format!("stopped after {} s", cli.timeout.as_secs());
-            break;
-        }
-        let mut cmd = Command::new(&cli.program);
-        cmd.args(&cli.args);
-        if turn > 0 {
-            cmd.args(["--resume", "latest"]);
-        }
-        // `--prompt=` keeps a message that starts with a dash a value.
-        cmd.arg(format!("--prompt={prompt}"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            .env("GOOGLE_GEMINI_BASE_URL", server.url())
-            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .current_dir(&work)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
-        let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
-        let (status, lines) = wait_for_exit(child, start, cli.timeout)?;
-        for line in lines {
-            let _ = writeln!(events, "{line}");
-        }
-        ended = status;
-        if run_is_over(&ended, &server) {
-            break;
-        }
-    }
-    run.boundaries = gemini_compressions(&std::fs::read_to_string(&telemetry).unwrap_or_default());
-    let _ = std::fs::remove_file(&telemetry);
-    finish(run, ended, server, scratch)
-}
-
-/// How a one-process-per-turn CLI is laid out and started: `prepare` writes its settings into
-/// the scratch HOME (given the server's base URL), `command` sets the arguments of turn `turn`
-/// (its user message `prompt`).
-pub struct PerTurn<'a> {
-    /// Writes the settings: (home, work, base URL).
-    pub prepare: &'a (dyn Fn(&Path, &Path, &str) -> Result<()> + Sync),
-    /// Adds the per-turn arguments: (command, turn, prompt, work).
-    pub command: &'a (dyn Fn(&mut Command, usize, &str, &Path) + Sync),
-}
-
-/// Runs a CLI one process per turn on `script` in `scratch` (HOME and work dir made fresh there,
-/// the process in its own group, killed with it, and whatever it left running under the scratch
-/// folder killed after it), until the run compacted and made its next request, or the turns ran
-/// out.
-pub fn run_per_turn(cli: &Cli, script: Script, scratch: &Path, flavor: Flavor, per_turn: &PerTurn<'_>, limits: Limits) -> Result<Run> {
-    use std::os::unix::process::CommandExt;
-    let _ = std::fs::remove_dir_all(scratch);
-    let home = scratch.join("home");
-    let work = scratch.join("work");
-    std::fs::create_dir_all(&home)?;
-    std::fs::create_dir_all(work.join(OUT_DIR))?;
-    let users: Vec<String> = script.turns.iter().map(|t| t.user.clone()).collect();
-    let server = Server::start(Box::new(Player::new(script, work.clone(), flavor)), limits)?;
-    (per_turn.prepare)(&home, &work, &server.url())?;
-    let start = Instant::now();
-    let mut run = Run::default();
-    let mut events = std::fs::File::create(scratch.join("stdout.jsonl"))?;
-    let mut ended = String::from("no turn");
-    for (turn, prompt) in users.iter().enumerate() {
-        if start.elapsed() >= cli.timeout {
-            ended = format!("stopped after {} s", cli.timeout.as_secs());
-            break;
-        }
-        let mut cmd = Command::new(&cli.program);
-        cmd.args(&cli.args);
-        (per_turn.command)(&mut cmd, turn, prompt, &work);
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &home)
-            // The scratch lies in our git work tree, which a CLI would take for the project.
-            .env("GIT_CEILING_DIRECTORIES", scratch)
-            .envs(cli.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .current_dir(&work)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::OpenOptions::new().create(true).append(true).open(scratch.join("stderr.log"))?);
-        let child = cmd.spawn().with_context(|| format!("starting {}", cli.program.display()))?;
-        let result = wait_for_exit(child, start, cli.timeout);
-        kill_left_behind(scratch);
-        let (status, lines) = result?;
-        for line in lines {
-            let _ = writeln!(events, "{line}");
-            if flavor == Flavor::Cline {
-                if let Some(event) = cline_tool_result(&line) {
-                    run.tools.push(event);
-                }
-            }
-        }
-        ended = status;
-        if run_is_over(&ended, &server) {
-            break;
-        }
-    }
-    finish(run, ended, server, scratch)
-}
-
-/// A finished tool of Cline's `--json` events (`agent_event` `content_end` of a tool: its call
-/// id and its whole output, which the requests send cut at the CLI's per-result limit).
-fn cline_tool_result(line: &str) -> Option<Value> {
-    let event = serde_json::from_str::<Value>(line).ok()?;
-    let event = &event["event"];
-    (event["type"] == "content_end" && event["contentType"] == "tool").then(|| event.clone())
 }
 
 /// Kills (by pid) every process whose command line names `scratch`: what a CLI started in a

@@ -11,7 +11,7 @@ use compactbench_tokens::TokenCounter;
 use serde_json::{json, Value};
 
 use super::analyze::{claude_session, Facts};
-use super::run::{gemini_compressions, Flavor, Player, Run, CLAUDE_COMPACT_MARKER};
+use super::run::{cline_summaries, gemini_compressions, Flavor, Player, Run, CLAUDE_COMPACT_MARKER};
 use super::script::{build, Tools};
 use super::server::{Block, Limits, Reply, Responder, Server, Wire};
 
@@ -209,6 +209,24 @@ fn gemini_cli_compression_events_are_read_from_its_telemetry_file() {
     assert_eq!(events.len(), 1);
     assert_eq!((events[0]["tokens_before"].as_u64(), events[0]["tokens_after"].as_u64()), (Some(524_451), Some(1_682)));
     assert!(gemini_compressions("").is_empty());
+}
+
+#[test]
+fn cline_summary_metadata_is_read_from_its_compaction_record() {
+    let home = tempfile::tempdir().unwrap();
+    assert!(cline_summaries(home.path()).is_empty(), "no sessions folder");
+    let session = home.path().join(".cline/data/sessions/1796677500317_2556b");
+    std::fs::create_dir_all(&session).unwrap();
+    let record = json!({"version": 1, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Context summary:\n\nFixed."}],
+         "metadata": {"kind": "compaction_summary", "displayRole": "system", "userRunSpan": 1, "tokensBefore": 11896}},
+        {"id": "msg_1", "role": "assistant", "content": []},
+    ]});
+    std::fs::write(session.join("1796677500317_2556b.compaction.json"), record.to_string()).unwrap();
+    std::fs::write(session.join("1796677500317_2556b.messages.json"), "{}").unwrap();
+    let summaries = cline_summaries(home.path());
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0]["tokensBefore"].as_u64(), Some(11_896));
 }
 
 fn request(messages: Value, tools: bool) -> Value {
