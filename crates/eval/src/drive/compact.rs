@@ -266,10 +266,14 @@ impl Instructed {
     /// or only in its system prompt or transcript.
     fn see(&mut self, request: &SummaryRequest, typed: Option<&str>, rule: &str) {
         self.summary_calls += 1;
+        // memchr's substring search: std's two-way search over every transcript was a visible
+        // share of the run.
         let place = |text: &str| {
-            if request.instructions.contains(text) {
+            let finder = memchr::memmem::Finder::new(text);
+            let holds = |hay: &str| finder.find(hay.as_bytes()).is_some();
+            if holds(&request.instructions) {
                 (1, 0)
-            } else if request.system.contains(text) || request.transcript.contains(text) {
+            } else if holds(&request.system) || holds(&request.transcript) {
                 (0, 1)
             } else {
                 (0, 0)
