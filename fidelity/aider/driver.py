@@ -16,7 +16,8 @@ messages: earlier summaries, "Ok.").
   anything, runs `move_back_cur_messages`, all as in a session. So `done_messages`,
   `cur_messages` and when they move are aider's own bookkeeping.
 - Trigger: the `summarize_start` (`ChatSummary.too_big(done_messages)`) of any move in the last
-  prompt (the turn that just ended) that started the background worker.
+  prompt (the turn that just ended) that started the background worker; tokens before: done's
+  at the newest such start.
 - Selection: aider's lists at the turn's end after `summarize_end` (the worker's
   `ChatSummary.summarize`, applied when its snapshot still matches, as the next request would),
   or, when the trigger did not fire, `summarize` called directly on `done_messages`, as a
@@ -245,8 +246,9 @@ class Replay:
         before = coder.summarizer_thread
         Coder.summarize_start(coder)
         if coder.summarizer_thread is not None and coder.summarizer_thread is not before:
-            if not self.triggered:
-                self.tokens_before = sum(t for t, _ in coder.summarizer.tokenize(coder.summarizing_messages or coder.done_messages))
+            # The newest worker's: the summary in the lists at the turn's end is the last one
+            # started (an earlier one was applied before it, or discarded by it).
+            self.tokens_before = sum(t for t, _ in coder.summarizer.tokenize(list(coder.done_messages)))
             self.triggered = True
 
     def _restore_reply(self):
