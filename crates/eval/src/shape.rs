@@ -180,8 +180,9 @@ fn new_file(args: &Value) -> Option<(String, String)> {
 }
 
 /// The edits an edit or write call amounts to, `None` for other calls and for
-/// edits whose arguments give no path or no text.
-fn call_edits(name: &str, args: &Value) -> Option<Vec<TextEdit>> {
+/// edits whose arguments give no path or no text. Public for the fidelity check, whose Aider
+/// exporter writes a call's edits as the blocks Aider's model would write for them.
+pub fn call_edits(name: &str, args: &Value) -> Option<Vec<TextEdit>> {
     if !matches!(kind(name, args), ToolKind::Edit | ToolKind::Write) {
         return None;
     }

@@ -529,7 +529,7 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         aider timeout: ok 2, failed 0, calls 4, over-window requests 0
         aider http500: ok 2, failed 0, calls 4, over-window requests 0
         aider empty: ok 2, failed 0, calls 3, over-window requests 0
-        aider over-cap: ok 2, failed 0, calls 4, over-window requests 2, cut off 4 (used 2)
+        aider over-cap: ok 2, failed 0, calls 4, over-window requests 9, cut off 4 (used 2)
         aider garbage: ok 2, failed 0, calls 3, over-window requests 0
         amp timeout: ok 0, failed 39, calls 27, over-window requests 17
         amp http500: ok 0, failed 39, calls 27, over-window requests 17

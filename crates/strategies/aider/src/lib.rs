@@ -13,24 +13,25 @@
 //!   (last changed in `19a786416`). Spec: `shared/specs/aider.md`.
 //!
 //! # Mapping Aider's two lists onto the log
-//! Aider keeps `done_messages` (history) and `cur_messages` (the exchange since the last applied
-//! edit) and only ever summarizes `done_messages`. `cur_messages` move into `done_messages` only
-//! after the model's edits were applied; questions answered without edits stay in
-//! `cur_messages` and are never summarized, however large. Here a *turn* is a user message and
-//! everything up to the next user message that is a request (not one of the messages Aider adds
-//! itself, see Text shape); a turn *applied an edit* when an assistant tool call that
-//! [`tool_kind`](compactbench_core::tools::tool_kind) classifies as an edit or a write got a
-//! non-error result in the same turn (so the behaviour fires whichever harness recorded the
-//! session), or when an assistant message of the turn holds SEARCH/REPLACE blocks Aider parses
-//! (see Text shape). The done part of the view is everything up to the end of the newest turn
-//! that applied an edit (plus what the previous compaction left as done); the rest is cur.
+//! Aider keeps `done_messages` (history) and `cur_messages` (the exchange since the last reply
+//! that edited) and only ever summarizes `done_messages`. `send_message` moves `cur_messages`
+//! into `done_messages` right after a reply whose edits `apply_updates` returned (every block it
+//! parsed, applied or not); what comes after that reply (command output, later replies, the
+//! failed-match reflection) and questions answered without edits stay in `cur_messages` and are
+//! never summarized, however large. Here a reply *writes an edit* when it holds an assistant tool
+//! call that [`tool_kind`](compactbench_core::tools::tool_kind) classifies as an edit or a write,
+//! whatever its result (so the behaviour fires whichever harness recorded the session), or
+//! SEARCH/REPLACE blocks Aider parses (see Text shape). The done part of the view is everything
+//! up to and including the newest reply that wrote an edit (plus what the previous compaction
+//! left as done); the rest is cur. A *turn* is a user message and everything up to the next user
+//! message that is a request (not one of the messages Aider adds itself, see Text shape).
 //!
 //! # Text shape
 //! Aider itself never sends tool calls: its model writes SEARCH/REPLACE blocks and suggests
 //! shell commands in plain text, and Aider adds what happened to the chat as user messages.
 //! Module `chat` writes and reads those formats; the strategy declares them as its chat shape
 //! ([`Strategy::text_chat`]), in which the runner replays sessions (its `+text` rows):
-//! - An assistant message applied an edit when its text parses as Aider's `get_edits` parses a
+//! - An assistant message writes an edit when its text parses as Aider's `get_edits` parses a
 //!   reply (`find_original_update_blocks` in `aider/coders/editblock_coder.py`: file name within
 //!   three lines before `<<<<<<< SEARCH`, then `=======`, then `>>>>>>> REPLACE`; shell fences
 //!   skipped) into at least one block. A malformed reply applies nothing (`get_edits` raises).
@@ -51,12 +52,12 @@
 //! [`Moment::TurnEnd`] only. Aider starts the summarizer in a background thread right after
 //! moving an edit exchange into the history and applies its result when the next prompt is
 //! formatted; the runner's turn end (before the next user message) is the same point, and a
-//! whole agent turn is the analogue of one Aider exchange (one user request, one reply carrying
-//! all edits). The condition is `too_big(done)`: `Σ tokens(msg) > max_tokens` (strict), with
+//! turn whose replies wrote an edit is checked once, on done as its last such reply left it
+//! (see Deviations for a turn with several). The condition is `too_big(done)`: `Σ tokens(msg) > max_tokens` (strict), with
 //! `max_tokens` = `--max-chat-history-tokens` ([`AiderConfig::max_chat_history_tokens`]) or the
 //! main model's `max_chat_history_tokens = min(max(max_input_tokens / 16, 1024), 8192)` (a
-//! float in Aider, kept as one; `max_input_tokens` is the profile's window). A turn without an
-//! applied edit never triggers. [`Moment::BeforeRequest`] and [`Moment::Overflow`] never compact:
+//! float in Aider, kept as one; `max_input_tokens` is the profile's window). A turn none of whose
+//! replies wrote an edit never triggers. [`Moment::BeforeRequest`] and [`Moment::Overflow`] never compact:
 //! Aider has no overflow compaction (it only warns and suggests `/drop` or `/clear`).
 //!
 //! # Selection (`summarize` → `summarize_real`, depth 0)
@@ -150,10 +151,11 @@
 //!   message" is applied to the mapped roles as written, so the tail can start with tool results
 //!   whose call was summarized; the pairing violation this makes is left for the runner to
 //!   record, not repaired.
-//! - Deliberate: Aider moves `cur_messages` after every reply whose edits were applied, even
-//!   within one request's reflection loop; we move at turn ends only (see Trigger), the whole
-//!   turn, replies after the edit included. After a failed match Aider keeps the reflection
-//!   and the replies after it in cur until the next applied edit; here they move with the turn.
+//! - Deliberate: Aider runs `summarize_start` at every reply that edits and applies a finished
+//!   summary before the next request, so in a turn with several such replies it can summarize
+//!   after an earlier one, mid-turn; we check once, at the turn's end, on done as the last one
+//!   left it (our summarization happens between turns only). The lists themselves are Aider's:
+//!   done ends with the newest reply that edited, and what follows it stays in cur.
 //! - Deliberate: start-up summarization of a restored `.aider.chat.history.md`, `/clear` and
 //!   `/reset` have no event in the runner's sessions. The chat-mode switch path
 //!   (`summarize_all` of the done list without `Ok.`, history kept on failure) is implemented
@@ -163,12 +165,25 @@
 //!   error appends nothing.
 //!
 //! # Measured against the original (compactbench-fidelity)
-//! `fidelity/aider/driver.py` runs aider-chat 0.86.2's own `Coder.move_back_cur_messages` →
-//! `summarize_start` (`ChatSummary.too_big`) and `ChatSummary.summarize` (only the model call
-//! mocked) on aider's `done_messages` / `cur_messages` as mapped above, at turn ends, including
+//! `fidelity/aider/driver.py` replays each case's messages through aider-chat 0.86.2's own coder
+//! loop (an `EditBlockCoder`'s `send_message`, with the model returning the log's replies, edit
+//! calls written as SEARCH/REPLACE blocks): aider's own `apply_updates` and
+//! `move_back_cur_messages` build `done_messages` / `cur_messages`, its `summarize_start`
+//! (`ChatSummary.too_big`) triggers and `ChatSummary.summarize` selects, at turn ends, including
 //! lists left by earlier compactions, with aider's own `Model.token_count`.
-//! - With the exact tokenizer (the committed check, 207 cases): trigger 207/207, selection
-//!   138/138, tokens-before 138/138. Trigger, tail walk, assistant snap, head budget,
+//! - That replay found two differences in the lists, fixed here: the crate moved a whole turn at
+//!   its end (results and replies after the edit included) where aider moves right after the
+//!   reply that edits, and it did not count an edit whose result was an error, where aider
+//!   moves for every block it parses. Before the fix: trigger 270/275, selection 59/181,
+//!   tokens-before 6/181.
+//! - After it (277 cases): trigger 277/277, selection 171/181, tokens-before 151/181. Every
+//!   remaining difference is aider summarizing mid-turn (Deviations; `fidelity/deliberate.toml`):
+//!   with the driver's mid-turn `summarize_end` left out, selection and tokens-before agree on
+//!   all 181.
+//! - Earlier, with the lists written by our exporter after the crate's own rules (circular for
+//!   the split; trigger and selection logic checked):
+//!   with the exact tokenizer (207 cases): trigger 207/207, selection 138/138, tokens-before
+//!   138/138. Trigger, tail walk, assistant snap, head budget,
 //!   recursion, `Ok.` and the repeated-compaction list all match.
 //! - Before (the crate estimated `ceil(len / 4)` of the same strings, 202 cases): trigger
 //!   199/202, selection 76/131, tokens-before 0/131; aider's counts were 1.02–1.25× ours
@@ -241,7 +256,7 @@ impl AiderStrategy {
                 id: "aider".into(),
                 harness: "aider".into(),
                 source: "aider-chat 0.86.2 (Aider-AI/aider@5dc9490bb35f9729ef2c95d00a19ccd30c26339c)".into(),
-                summary: "after a turn that applied an edit, history over max_chat_history_tokens is split in half \
+                summary: "after a turn whose replies wrote an edit, history over max_chat_history_tokens is split in half \
                           by tokens; the older half becomes a user summary, the newer half is kept (recursive)"
                     .into(),
                 fidelity: Fidelity::Source,

@@ -55,9 +55,10 @@ impl Replay for AiderReplay<'_> {
     fn decide(&mut self, log: &Log, at: Moment, cx: &Cx<'_>) -> Option<Plan> {
         self.view(log);
         let (history, sizes) = (&self.view.messages[session::leading(&self.view)..], &mut self.sizes);
+        let done = self.exchanges.done();
         let decision = session::summarize_start(self.config, log, at, self.exchanges.edited, cx, |counter| {
-            sizes.extend(history[sizes.len()..].iter().map(|vm| session::size(counter, vm)));
-            sizes.iter().sum()
+            sizes.extend(history[sizes.len()..done.max(sizes.len())].iter().map(|vm| session::size(counter, vm)));
+            sizes[..done].iter().sum()
         });
         Plan::from_decision(log, at, decision)
     }

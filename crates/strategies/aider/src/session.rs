@@ -1,7 +1,6 @@
 //! Aider's `done_messages` / `cur_messages` read from the log, the background summarization
 //! mapped onto turn ends, and the view rebuilt from checkpoints.
 
-use std::collections::HashSet;
 
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{
@@ -76,19 +75,19 @@ pub(crate) fn is_leading(vm: &ViewMessage) -> bool {
 }
 
 /// Aider's `move_back_cur_messages` read off the history, fed message by message: turns start
-/// at user messages from the log ([`opens_turn`]), and done ends with the newest turn that
-/// applied an edit. Positions count history messages.
+/// at user messages from the log ([`opens_turn`]), and done ends right after the newest reply
+/// that wrote an edit ([`writes_edit`]), as `send_message` moves `cur_messages` after each such
+/// reply; what follows it (results, later replies) stays in cur. Positions count history
+/// messages.
 #[derive(Default)]
 pub(crate) struct Exchanges {
-    /// Where the current turn starts, where done ends before it, and how many were fed.
+    /// Where the current turn starts, where done ends, and how many were fed.
     start: usize,
     done: usize,
     len: usize,
-    /// Whether the current turn applied an edit so far: at its end, Aider moved it into done,
-    /// leaving nothing in cur.
+    /// Whether a reply of the current turn wrote an edit: Aider then moved cur into done and
+    /// ran `summarize_start`.
     pub(crate) edited: bool,
-    /// The current turn's edit and write calls.
-    calls: HashSet<String>,
 }
 
 impl Exchanges {
@@ -98,36 +97,32 @@ impl Exchanges {
         Exchanges { start: base, done: base, len: base, ..Exchanges::default() }
     }
 
-    /// Takes in the next history message. Once a turn applied an edit, nothing else in it can
-    /// change that.
+    /// Takes in the next history message.
     pub(crate) fn push(&mut self, vm: &ViewMessage) {
         if self.len > self.start && opens_turn(vm) {
-            let done = if self.edited { self.len } else { self.done };
-            *self = Exchanges { start: self.len, done, len: self.len, ..Exchanges::default() };
+            *self = Exchanges { start: self.len, done: self.done, len: self.len, edited: false };
         }
-        self.edited = self.edited || self.native_edit(&vm.message) || text_edit(&vm.message);
+        if writes_edit(&vm.message) {
+            self.edited = true;
+            self.done = self.len + 1;
+        }
         self.len += 1;
     }
 
-    /// Where done ends: after the current turn when it applied an edit (Aider moved it).
-    fn done(&self) -> usize {
-        if self.edited { self.len } else { self.done }
+    /// Where done ends: after the newest reply that wrote an edit (Aider moved cur then).
+    pub(crate) fn done(&self) -> usize {
+        self.done
     }
+}
 
-    /// Whether `message` holds a non-error result of an edit or write call made earlier in the
-    /// turn (Aider moves an exchange once its edits were applied); records its edit calls.
-    fn native_edit(&mut self, message: &Message) -> bool {
-        message.parts.iter().any(|p| match p {
-            Part::ToolCall { id, name, .. }
-                if message.role == Role::Assistant && matches!(tool_kind(name), ToolKind::Edit | ToolKind::Write) =>
-            {
-                self.calls.insert(id.clone());
-                false
-            }
-            Part::ToolResult { call_id, is_error: false, .. } => self.calls.contains(call_id),
-            _ => false,
-        })
-    }
+/// Whether an assistant message writes an edit: an edit or write call, whatever its result, or
+/// SEARCH/REPLACE blocks Aider parses. Aider moves the exchange for every block it parses, before
+/// and whether or not it applies (`apply_updates` returns the paths collected before
+/// `apply_edits` raises on a failed match; crate docs, Text shape).
+fn writes_edit(message: &Message) -> bool {
+    let native = message.role == Role::Assistant
+        && message.parts.iter().any(|p| matches!(p, Part::ToolCall { name, .. } if matches!(tool_kind(name), ToolKind::Edit | ToolKind::Write)));
+    native || text_edit(message)
 }
 
 /// The exchanges of the view's history (after its leading system messages) since the newest
@@ -169,12 +164,13 @@ fn max_tokens(config: &AiderConfig, cx: &Cx<'_>) -> f64 {
 /// From scratch: [`summarize_start`] on the view's history.
 pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
     let history = &view.messages[leading(view)..];
-    summarize_start(config, log, at, exchanges(log, view).edited, cx, |counter| history.iter().map(|vm| size(counter, vm)).sum())
+    let exchanges = exchanges(log, view);
+    summarize_start(config, log, at, exchanges.edited, cx, |counter| history[..exchanges.done()].iter().map(|vm| size(counter, vm)).sum())
 }
 
-/// `summarize_start`, at a turn end only: compact when the turn just ended applied an edit
-/// (`moved`: everything moved into done and nothing is left in cur) and done, whose total
-/// `done_tokens` counts, is over the limit. Before a request or on overflow Aider never
+/// `summarize_start`, at a turn end only: compact when a reply of the turn just ended wrote an
+/// edit (`moved`: Aider moved cur into done then) and done, whose total `done_tokens` counts, is
+/// over the limit. Before a request or on overflow Aider never
 /// compacts.
 pub(crate) fn summarize_start(config: &AiderConfig, log: &Log, at: Moment, moved: bool, cx: &Cx<'_>, done_tokens: impl FnOnce(&Counter<'_>) -> u64) -> Decision {
     // This turn's move was already handled; sizes are counted only once something moved

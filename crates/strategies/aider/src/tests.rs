@@ -2,8 +2,9 @@
 //!
 //! Message sizes are Aider's per-message counts (`cl100k_base` tokens of `json.dumps(msg)`,
 //! through the testkit's exact tokenizer); `msg` builds a message of an exact size. Every history
-//! needs a turn that applied an edit at its end, or nothing moves into `done_messages`: `edit`
-//! adds an assistant edit call (21 tokens) and its result (12 tokens).
+//! needs a reply that wrote an edit, or nothing moves into `done_messages`: `edit` adds an
+//! assistant edit call (21 tokens), which closes done, and its result (12 tokens), which stays in
+//! cur as in Aider (what follows the editing reply is not moved).
 
 use std::sync::Mutex;
 
@@ -75,8 +76,9 @@ fn with_max(max: u64) -> AiderStrategy {
     AiderStrategy::new(AiderConfig { max_chat_history_tokens: Some(max), ..AiderConfig::default() })
 }
 
-/// The worked example's history (spec (i)), the edit in the last turn: 1,603 tokens (the spec's
-/// 1,595 with our 33-token edit pair in place of its 25).
+/// The worked example's history (spec (i)), the edit in the last turn: done is 1,591 tokens (the
+/// spec's 1,595 with our 21-token edit call in place of its 25-token pair); the call's result
+/// stays in cur.
 fn worked_example() -> Vec<Message> {
     let mut m = vec![
         Message::system("sys"),
@@ -90,8 +92,8 @@ fn worked_example() -> Vec<Message> {
         a("m7", 150),
         u("m8", 120),
     ];
-    m.extend(edit("e1"));
     m.push(a("m9", 200));
+    m.extend(edit("e1"));
     m
 }
 
@@ -131,9 +133,9 @@ fn case_01_history_budget() {
         assert_eq!(history::max_tokens(flag, window), budget as f64, "window {window}");
         let s = AiderStrategy::new(AiderConfig { max_chat_history_tokens: flag, ..AiderConfig::default() });
         for (total, expect) in [(budget, false), (budget + 1, true)] {
-            let mut m = vec![Message::system("sys"), u("q", total - 133)];
-            m.extend(edit("e1"));
+            let mut m = vec![Message::system("sys"), u("q", total - 121)];
             m.push(a("r", 100));
+            m.extend(edit("e1"));
             let mut h = Harness::new(m, model(window, 4_096));
             let d = h.decide(&s, Moment::TurnEnd);
             assert_eq!(matches!(d, Decision::Compact { .. }), expect, "window {window}, total {total}");
@@ -144,20 +146,21 @@ fn case_01_history_budget() {
 #[test]
 fn case_02_strict_trigger() {
     let s = with_max(1_024);
-    for (user, expect) in [(891, Decision::Skip), (892, Decision::compact("max_chat_history_tokens"))] {
-        // user + 33 (edit) + 100 = 1,024 / 1,025.
+    for (user, expect) in [(903, Decision::Skip), (904, Decision::compact("max_chat_history_tokens"))] {
+        // user + 100 + 21 (the edit call; its result is cur) = 1,024 / 1,025.
         let mut m = vec![Message::system("sys"), u("q", user)];
-        m.extend(edit("e1"));
         m.push(a("r", 100));
+        m.extend(edit("e1"));
         let mut h = Harness::new(m, model(128_000, 4_096));
         assert_eq!(h.decide(&s, Moment::TurnEnd), expect);
     }
 }
 
 #[test]
-fn case_03_only_applied_edit_history() {
+fn case_03_only_edit_history() {
     let s = with_max(1_024);
-    // done: one edit turn of 200; cur: a 5,000-token question and answer without edits.
+    // done: the request and the reply that edits (121); cur: the edit's result, the reply after
+    // it and a 5,000-token question and answer without edits.
     let mut m = vec![Message::system("sys"), u("e", 100)];
     m.extend(edit("e1"));
     m.extend([a("done", 67), u("q", 2_500), a("ans", 2_500)]);
@@ -165,28 +168,43 @@ fn case_03_only_applied_edit_history() {
     let before = labels(&h.view(&s));
 
     assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
-    // Even asked to compact, done (200) is under the limit: nothing happens.
+    // Even asked to compact, done (121) is under the limit: nothing happens.
     assert!(h.compact(&s, Moment::TurnEnd).unwrap().is_empty());
     assert!(h.summarizer.requests().is_empty());
     assert_eq!(labels(&h.view(&s)), before, "cur is sent unchanged");
 
-    // A failed edit is not an applied edit: still nothing moves.
+    // A failed edit moves the exchange all the same: Aider moves cur for every block it parses,
+    // applied or not (`apply_updates` returns the paths collected before `apply_edits` raises;
+    // fidelity/aider/failed_match.py). Done, with the Q&A, is now too big; the error and the
+    // reply after the edit stay in cur.
     h.push(u("again", 50));
     h.push(Message::tool_call("e2", "edit", json!({"path": "src/a.rs"})));
     h.push(Message::tool_result("e2", "edit", "old_string not found", true));
     h.push(a("sorry", 50));
-    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
-
-    // A turn that applies an edit (another harness's write tool) moves everything, the
-    // question included, into done, which is now too big.
-    h.push(u("fix", 50));
-    h.push(Message::tool_call("w1", "write_to_file", json!({"path": "b.rs", "content": "x"})));
-    h.push(Message::tool_result("w1", "write_to_file", "written", false));
-    h.push(a("fixed", 50));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::compact("max_chat_history_tokens"));
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
     assert_eq!(cps.len(), 1);
     let sent = &h.summarizer.requests()[0].transcript;
     assert!(sent.contains("# USER\nq:") && sent.contains("# ASSISTANT\nans:"), "the Q&A is summarized");
+    assert!(labels(&h.view(&s)).ends_with(&["result".to_owned(), "sorry".to_owned()]));
+}
+
+#[test]
+fn what_follows_the_editing_reply_stays_in_cur() {
+    // Aider moves cur right after the reply that edits (`send_message`); the results and replies
+    // after it wait in cur for the next edit. Done is the request and the edit call (121), under
+    // the limit, though the turn holds 2,133.
+    let s = with_max(1_024);
+    let mut m = vec![Message::system("sys"), u("q", 100)];
+    m.extend(edit("e1"));
+    m.push(a("long", 2_000));
+    let mut h = Harness::new(m, model(128_000, 4_096));
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
+    assert!(h.compact(&s, Moment::TurnEnd).unwrap().is_empty());
+    // The next reply that edits moves them: done is now over the limit.
+    h.push(u("more", 50));
+    h.extend_edit("e2");
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::compact("max_chat_history_tokens"));
 }
 
 #[test]
@@ -198,9 +216,9 @@ fn case_04_split_and_snap() {
     assert_eq!(cps.len(), 1);
     let cp = &cps[0];
 
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "call", "result", "m9"]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "m9", "call", "result"]);
     assert_eq!(cp.kind, CheckpointKind::Summary);
-    assert_eq!(cp.tokens_before, 1_603);
+    assert_eq!(cp.tokens_before, 1_591);
     let tail: Vec<_> = (7..=12).map(compactbench_core::EntryId).collect();
     assert_eq!(cp.window, Window::Kept(tail));
     assert!(cp.injected.is_empty(), "the tail ends with an assistant message: no Ok.");
@@ -232,12 +250,13 @@ fn repeated_compaction_summarizes_the_previous_summary() {
     h.push(a("m11", 150));
     assert!(h.step(&s, Moment::TurnEnd).unwrap().is_empty());
     h.push(u("m12", 50));
-    h.extend_edit("e2");
     h.push(a("m13", 100));
+    h.extend_edit("e2");
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
     assert_eq!(cps.len(), 1);
 
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m10", "m11", "m12", "call", "result", "m13"]);
+    // The first edit's result was cur; it moved with the second edit's exchange.
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "call", "result", "m10", "m11", "m12", "m13", "call", "result"]);
     let second = &h.summarizer.requests()[1];
     assert!(second.transcript.starts_with(&format!("# USER\n{}SUMMARY 1", prompt::SUMMARY_PREFIX)));
     assert!(second.transcript.contains("# ASSISTANT\nm9:"));
@@ -260,14 +279,14 @@ impl ExtendEdit for Harness {
 fn case_05_split_too_early_summarizes_all() {
     let s = with_max(1_024);
     let mut m = vec![Message::system("sys"), u("m0", 100), a("m1", 100), u("m2", 100), a("m3", 700), u("m4", 50)];
-    m.extend(edit("e1"));
     m.push(a("m5", 50));
+    m.extend(edit("e1"));
     let mut h = Harness::new(m, model(128_000, 4_096));
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
 
     // The tail walk stops at the 700 message: split 4 ≤ 4.
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
-    assert_eq!(cps[0].window, Window::Kept(vec![]));
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok.", "result"]);
+    assert_eq!(cps[0].window, Window::Kept(vec![compactbench_core::EntryId(8)]), "only cur, the edit's result");
     assert_eq!(cps[0].injected, [Message::assistant("Ok.")]);
     let sent = &h.summarizer.requests()[0].transcript;
     assert!(sent.starts_with("# USER\nm0:") && sent.contains("# USER\nm4:") && sent.contains("# ASSISTANT\nm5:"));
@@ -277,14 +296,14 @@ fn case_05_split_too_early_summarizes_all() {
 fn case_06_few_messages() {
     let s = with_max(1_024);
     let mut m = vec![Message::system("sys"), u("m0", 600)];
-    m.extend(edit("e1"));
     m.push(a("m1", 600));
+    m.extend(edit("e1"));
     let mut h = Harness::new(m, model(128_000, 4_096));
     h.step(&s, Moment::TurnEnd).unwrap();
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok.", "result"]);
     let sent = &h.summarizer.requests()[0].transcript;
-    // Four history messages, all summarized; the tool result is a user block.
-    assert_eq!(sent.matches("# USER\n").count(), 2);
+    // Three history messages, all summarized; the edit's result stays in cur.
+    assert_eq!(sent.matches("# USER\n").count(), 1);
     assert_eq!(sent.matches("# ASSISTANT\n").count(), 2);
 }
 
@@ -297,12 +316,12 @@ fn case_07_head_budget_drops_messages() {
         let label = format!("m{i}");
         m.push(if i % 2 == 0 { u(&label, 1_000) } else { a(&label, 1_000) });
     }
-    m.extend(edit("e1"));
     m.push(a("m9", 1_000));
+    m.extend(edit("e1"));
     let mut h = Harness::new(m, model(200_000, 4_096));
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
 
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "call", "result", "m9"]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "m9", "call", "result"]);
     // The release walks the head oldest first (the spec's older source walked newest first and
     // dropped m0–m2): m0–m2 are summarized, m3–m5 are lost without a summary.
     let sent = &h.summarizer.requests()[0].transcript;
@@ -337,8 +356,8 @@ fn recursion_case(summary_tokens: u64) -> (Harness, AiderStrategy) {
         m.push(if i % 2 == 0 { u(&label, 200) } else { a(&label, 200) });
     }
     m.extend([u("t0", 150), a("t1", 100), u("t2", 100)]);
+    m.push(a("t3", 129));
     m.extend(edit("e1"));
-    m.push(a("t3", 117));
     let mut h = Harness::new(m, model(128_000, 4_096));
     h.summarizer = FakeSummarizer::new(FakeMode::Fixed(summary_of(summary_tokens)));
     (h, with_max(1_024))
@@ -349,7 +368,7 @@ fn case_08_recursion_test_counts_the_tail() {
     // S = 523 tokens: 523 + 500 < 1,024 → summary + tail, one call.
     let (mut h, s) = recursion_case(523);
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "t0", "t1", "t2", "call", "result", "t3"]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "t0", "t1", "t2", "t3", "call", "result"]);
     assert_eq!(h.summarizer.requests().len(), 1);
     assert_eq!(cps[0].details["depth"], json!(0));
 
@@ -363,7 +382,7 @@ fn case_08_recursion_test_counts_the_tail() {
     assert_eq!(reqs.len(), 2);
     assert!(reqs[1].transcript.starts_with(&format!("# USER\n{} y y", prompt::SUMMARY_PREFIX)));
     assert!(reqs[1].transcript.contains("# USER\nt0:") && reqs[1].transcript.contains("# ASSISTANT\nt3:"));
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok.", "result"]);
     assert_eq!(cps[0].summarizer.calls, 2);
 }
 
@@ -375,7 +394,7 @@ fn an_oversized_summary_is_summarized_again_whole() {
     let cps = h.step(&s, Moment::TurnEnd).unwrap();
     assert_eq!(cps[0].details["depth"], json!(1));
     assert_eq!(h.summarizer.requests().len(), 2);
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok."]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "Ok.", "result"]);
 }
 
 #[test]
@@ -390,9 +409,9 @@ fn case_09_failure_wipes_history() {
     assert_eq!(cps[0].kind, CheckpointKind::Truncate);
     assert_eq!(cps[0].summary, None);
     assert_eq!((cps[0].summarizer.calls, cps[0].summarizer.failures), (2, 2));
-    assert_eq!(labels(&h.view(&s)), ["sys"]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "result"], "cur (the edit's result) is kept");
     h.push(u("next", 50));
-    assert_eq!(labels(&h.view(&s)), ["sys", "next"]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "result", "next"]);
 
     // Flag off: the error comes back and the history is kept.
     let keep = AiderStrategy::new(AiderConfig {
@@ -468,10 +487,10 @@ fn case_10_race_discards_the_result() {
 fn case_11_chat_mode_switch() {
     let config = AiderConfig { max_chat_history_tokens: Some(1_024), ..AiderConfig::default() };
     let s = AiderStrategy::new(config.clone());
-    // done 300 (under the limit), then a question without edits (cur).
-    let mut m = vec![Message::system("sys"), u("m0", 100)];
+    // done 288 (under the limit), then the edit's result and a question without edits (cur).
+    let mut m = vec![Message::system("sys"), u("m0", 100), a("m1", 167)];
     m.extend(edit("e1"));
-    m.extend([a("m1", 167), u("q", 50), a("ans", 50)]);
+    m.extend([u("q", 50), a("ans", 50)]);
     let mut h = Harness::new(m, model(128_000, 4_096));
     let view = s.project(&h.log);
     let cps = {
@@ -483,7 +502,7 @@ fn case_11_chat_mode_switch() {
         h.log.push_checkpoint(cp);
     }
     // summarize_all is called directly: one summary, no Ok.; cur follows unchanged.
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "q", "ans"]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "result", "q", "ans"]);
     let sent = &h.summarizer.requests()[0].transcript;
     assert!(sent.contains("m0:") && sent.contains("m1:") && !sent.contains("q:"));
 
@@ -493,8 +512,8 @@ fn case_11_chat_mode_switch() {
     h.push(a("bigans", 100));
     assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
     h.push(u("m2", 50));
-    h.extend_edit("e2");
     h.push(a("m3", 50));
+    h.extend_edit("e2");
     assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::compact("max_chat_history_tokens"));
     h.step(&s, Moment::TurnEnd).unwrap();
     let sent = &h.summarizer.requests()[1].transcript;
@@ -516,7 +535,7 @@ fn case_12_request_order() {
     h.step(&s, Moment::TurnEnd).unwrap();
     h.push(u("cur", 40));
     let view = h.view(&s);
-    assert_eq!(labels(&view), ["sys", "S", "m6", "m7", "m8", "call", "result", "m9", "cur"]);
+    assert_eq!(labels(&view), ["sys", "S", "m6", "m7", "m8", "m9", "call", "result", "cur"]);
     // The summary and the first tail message are two user messages in a row.
     assert!(matches!(view.messages[1].origin, Origin::Summary(_)));
     assert_eq!((view.messages[1].message.role, view.messages[2].message.role), (Role::User, Role::User));
@@ -527,19 +546,17 @@ fn case_12_request_order() {
 }
 
 #[test]
-fn ok_follows_a_tail_that_ends_with_a_user_message() {
-    // The turn ends on the edit's result (a user message to Aider): `Ok.` goes after the tail.
+fn no_ok_follows_a_tail_that_ends_with_the_editing_reply() {
+    // Done ends with the reply that wrote the edit (an assistant message), so `summarize` adds no
+    // `Ok.`; the edit's result (cur) follows the tail.
     let s = with_max(1_024);
-    let mut m = worked_example();
-    m.pop();
-    m.push(a("m9", 200));
-    m.extend(edit("e2"));
-    let mut h = Harness::new(m, model(128_000, 4_096));
-    h.step(&s, Moment::TurnEnd).unwrap();
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    let cps = h.step(&s, Moment::TurnEnd).unwrap();
+    assert!(cps[0].injected.is_empty());
     // The same turn end is not handled twice.
     assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
     h.push(u("cur", 40));
-    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m8", "call", "result", "m9", "call", "result", "Ok.", "cur"]);
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "m9", "call", "result", "cur"]);
 }
 
 #[test]
@@ -592,7 +609,8 @@ fn aiders_chat_formats_read_back_as_aider_reads_them() {
 fn a_text_edit_turn_over_the_limit_compacts() {
     let s = with_max(1_024);
     // The edit's confirmation and a command's output are Aider's own user messages: they stay
-    // in the turn, so the turn ends having applied an edit and everything moves.
+    // in the turn, so the turn ends having edited; the request and the editing reply (over the
+    // limit) moved, what follows them is cur.
     let m = vec![
         Message::system("sys"),
         u("q", 1_000),
