@@ -137,7 +137,7 @@ fn scale_usage(log: &Log, factor: f64, rng: &mut ChaCha8Rng) -> Log {
         let prompt = ((u.input + u.cache_read) as f64 * factor).round() as u64;
         let cached = if replies == 0 { 0 } else { (prompt as f64 * rng.gen_range(0.5..0.95)) as u64 };
         replies += 1;
-        Some(Message { usage: Some(Usage { input: prompt - cached, output: u.output, cache_read: cached }), ..m.clone() })
+        Some(Message { usage: Some(Usage { input: prompt - cached, output: u.output, cache_read: cached, ..Default::default() }), ..m.clone() })
     })
 }
 
@@ -227,9 +227,9 @@ mod tests {
                 Part::ToolCall { id: "b".into(), name: "ls".into(), args: json!({}) },
             ],
         );
-        call.usage = Some(Usage { input: 1_000, output: 10, cache_read: 0 });
+        call.usage = Some(Usage { input: 1_000, output: 10, ..Default::default() });
         let mut answer = Message::assistant("done");
-        answer.usage = Some(Usage { input: 2_000, output: 20, cache_read: 0 });
+        answer.usage = Some(Usage { input: 2_000, output: 20, ..Default::default() });
         Log::from_messages([
             Message::system("sys"),
             Message::user("fix it"),
@@ -281,7 +281,7 @@ mod tests {
         let mut log = session();
         log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
         let mut call = Message::tool_call("c", "read", json!({}));
-        call.usage = Some(Usage { input: 3_000, output: 5, cache_read: 0 });
+        call.usage = Some(Usage { input: 3_000, output: 5, ..Default::default() });
         for m in [Message::user("go on"), call, Message::tool_result("c", "read", "text", false)] {
             log.push_message(m);
         }

@@ -630,5 +630,6 @@ pub(crate) fn usage(input: u64, cache_write: u64, cache_read: u64, output: u64) 
         input: input + cache_write,
         output,
         cache_read,
+        cache_write: 0,
     }
 }

@@ -699,7 +699,8 @@ fn claude_code_streaming_merge_duplicates_and_compaction_2x() {
         Some(compactbench_core::Usage {
             input: 13,
             output: 7,
-            cache_read: 100
+            cache_read: 100,
+            ..Default::default()
         })
     );
     assert!(
@@ -778,7 +779,8 @@ fn codex_grouping_custom_tools_and_compacted() {
         Some(compactbench_core::Usage {
             input: 40,
             output: 5,
-            cache_read: 60
+            cache_read: 60,
+            ..Default::default()
         })
     );
     assert_eq!(
@@ -825,7 +827,8 @@ fn pi_v3_follows_the_active_branch() {
         Some(compactbench_core::Usage {
             input: 5,
             output: 2,
-            cache_read: 3
+            cache_read: 3,
+            ..Default::default()
         })
     );
     let s = &imp.stats;

@@ -224,7 +224,7 @@ mod tests {
             Role::Assistant,
             vec![Part::text("reading"), Part::ToolCall { id: "c1".into(), name: "read_file".into(), args: json!({"file_path": "/a.py"}) }],
         );
-        answer.usage = Some(Usage { input: 100, output: 20, cache_read: 50 });
+        answer.usage = Some(Usage { input: 100, output: 20, cache_read: 50, ..Default::default() });
         let thinking = Message::new(
             Role::Assistant,
             vec![Part::Reasoning { text: "hmm".into() }, Part::ToolCall { id: "c2".into(), name: "ls".into(), args: json!({}) }],

@@ -343,7 +343,7 @@ mod tests {
     fn turn(log: &mut Log, n: u32) {
         log.push_message(Message::new(Role::User, vec![Part::text(format!("ask {n}"))]));
         let mut call = Message::new(Role::Assistant, vec![Part::ToolCall { id: format!("c{n}"), name: "read".into(), args: json!({"path": "a.rs"}) }]);
-        call.usage = Some(Usage { input: 100, output: 10, cache_read: 5 });
+        call.usage = Some(Usage { input: 100, output: 10, cache_read: 5, ..Default::default() });
         log.push_message(call);
         log.push_message(Message::new(
             Role::Tool,

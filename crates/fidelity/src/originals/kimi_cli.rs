@@ -152,7 +152,7 @@ mod tests {
                 Part::ToolCall { id: format!("c{n}"), name: "read".into(), args: json!({"path": "a.rs"}) },
             ],
         );
-        call.usage = Some(Usage { input: 100 * n as u64, output: 10, cache_read: 5 });
+        call.usage = Some(Usage { input: 100 * n as u64, output: 10, cache_read: 5, ..Default::default() });
         log.push_message(call);
         log.push_message(Message::new(
             Role::Tool,

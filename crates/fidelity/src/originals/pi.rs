@@ -357,7 +357,7 @@ mod tests {
                 Part::ToolCall { id: "c2".into(), name: "read".into(), args: json!({"path": "b"}) },
             ],
         );
-        a.usage = Some(Usage { input: 10, output: 2, cache_read: 5 });
+        a.usage = Some(Usage { input: 10, output: 2, cache_read: 5, ..Default::default() });
         log.push_message(a);
         log.push_message(Message::new(
             Role::Tool,

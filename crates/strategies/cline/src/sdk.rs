@@ -963,7 +963,7 @@ mod tests {
         for r in 0..rounds {
             let id = format!("c{r}");
             let mut call = Message::tool_call(&id, "read_files", json!({ "files": [{ "path": format!("src/f{r}.rs") }] }));
-            call.usage = Some(Usage { input, output: 10, cache_read: 0 });
+            call.usage = Some(Usage { input, output: 10, ..Default::default() });
             out.push(call);
             out.push(Message::tool_result(&id, "read_files", "x".repeat(size), false));
         }
@@ -987,7 +987,7 @@ mod tests {
         // typed prompt.
         let len = |m: &Message| stored_messages(m, "compactbench", "openai-compatible").iter().map(json_len).sum::<usize>();
         let mut reply = Message::tool_call("call_cb0000", "run_commands", json!({ "commands": ["cat .compactbench/0000.out"] }));
-        reply.usage = Some(Usage { input: 9173, output: 15, cache_read: 0 });
+        reply.usage = Some(Usage { input: 9173, output: 15, ..Default::default() });
         assert_eq!(len(&reply), 339);
         let output = r#"[{"query":"cat .compactbench/0000.out","result":"No matches found for `parse_query_e5k4` in 148 files.","success":true}]"#;
         let result = Message::tool_result("call_cb0000", "run_commands", output, false);

@@ -41,14 +41,14 @@ fn profile(name: &str, window: u64) -> ModelProfile {
 /// An assistant text reply produced by a request of `input` prompt tokens.
 fn reply(text: &str, input: u64) -> Message {
     let mut m = Message::assistant(text);
-    m.usage = Some(Usage { input, output: 0, cache_read: 0 });
+    m.usage = Some(Usage { input, output: 0, ..Default::default() });
     m
 }
 
 /// An assistant tool call produced by a request of `input` prompt tokens.
 fn call(id: &str, name: &str, input: u64) -> Message {
     let mut m = Message::tool_call(id, name, json!({"q": id}));
-    m.usage = Some(Usage { input, output: 0, cache_read: 0 });
+    m.usage = Some(Usage { input, output: 0, ..Default::default() });
     m
 }
 

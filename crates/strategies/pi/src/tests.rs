@@ -35,7 +35,7 @@ fn user(label: &str, tokens: usize) -> Message {
 /// An assistant text reply of exactly `tokens`, with provider usage `total` if given.
 fn reply(label: &str, tokens: usize, total: Option<u64>) -> Message {
     let mut m = Message::assistant(padded(label, tokens * 4));
-    m.usage = total.map(|t| Usage { input: t - tokens as u64, output: tokens as u64, cache_read: 0 });
+    m.usage = total.map(|t| Usage { input: t - tokens as u64, output: tokens as u64, ..Default::default() });
     m
 }
 
@@ -57,7 +57,7 @@ fn result(call_label: &str, name: &str, label: &str, tokens: usize) -> Message {
 }
 
 fn with_usage(mut m: Message, input: u64, output: u64) -> Message {
-    m.usage = Some(Usage { input, output, cache_read: 0 });
+    m.usage = Some(Usage { input, output, ..Default::default() });
     m
 }
 
@@ -197,7 +197,7 @@ fn case_02_usage_total() {
     // Without `totalTokens` the parts are summed.
     assert_eq!(calculate_context_tokens(&ProviderUsage { total_tokens: 0, ..u }), 1800);
     // Runner usage: total = input + output + cache read.
-    let runner = ProviderUsage::from(Usage { input: 1000, output: 500, cache_read: 200 });
+    let runner = ProviderUsage::from(Usage { input: 1000, output: 500, cache_read: 200, ..Default::default() });
     assert_eq!(calculate_context_tokens(&runner), 1700);
 }
 
