@@ -289,8 +289,8 @@ fn usage(u: Usage) -> Value {
         "input": u.input,
         "output": u.output,
         "cacheRead": u.cache_read,
-        "cacheWrite": 0,
-        "totalTokens": u.input + u.output + u.cache_read,
+        "cacheWrite": u.cache_write,
+        "totalTokens": u.total(),
         "cost": { "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0 },
     })
 }

@@ -196,9 +196,12 @@ fn case_02_usage_total() {
     assert_eq!(calculate_context_tokens(&zero), 0);
     // Without `totalTokens` the parts are summed.
     assert_eq!(calculate_context_tokens(&ProviderUsage { total_tokens: 0, ..u }), 1800);
-    // Runner usage: total = input + output + cache read.
+    // Runner usage: total = input + output + cache read + cache write.
     let runner = ProviderUsage::from(Usage { input: 1000, output: 500, cache_read: 200, ..Default::default() });
     assert_eq!(calculate_context_tokens(&runner), 1700);
+    let written = ProviderUsage::from(Usage { input: 1000, output: 500, cache_read: 200, cache_write: 100 });
+    assert_eq!((written.cache_write, written.total_tokens), (100, 1800));
+    assert_eq!(calculate_context_tokens(&written), 1800);
 }
 
 #[test]
@@ -855,6 +858,15 @@ fn overflow_patterns_follow_each_release() {
     // Silent overflow: a good reply whose prompt was larger than the window.
     assert!(is_context_overflow(&reply("ok", 1, Some(200_002)), 200_000, Release::Npm0_73_1));
     assert!(!is_context_overflow(&reply("ok", 1, Some(200_001)), 200_000, Release::Npm0_73_1));
+    // pi-ai reads `input + cacheRead` only: cache writes that push the prompt past the window
+    // are no overflow (though `calculateContextTokens` counts them).
+    let mut written = reply("ok", 1, None);
+    written.usage = Some(Usage { input: 150_000, output: 1, cache_read: 40_000, cache_write: 20_000 });
+    for release in [Release::Npm1_6_0, Release::Npm0_73_1, Release::Canonical0_58] {
+        assert!(!is_context_overflow(&written, 200_000, release));
+        assert!(is_context_overflow(&written, 189_999, release));
+    }
+    assert_eq!(calculate_context_tokens(&ProviderUsage::from(written.usage.unwrap())), 210_001);
 }
 
 #[test]
