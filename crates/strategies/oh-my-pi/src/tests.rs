@@ -17,7 +17,7 @@ use crate::shake::{
     AGGRESSIVE_SHAKE, DEFAULT_SHAKE, RESCUE_SHAKE,
 };
 use crate::summarize::{handoff_message, remote_compaction_summary, summary_message};
-use crate::tokens::{count_compaction_summary, count_fragments, count_message, count_text};
+use crate::tokens::{context_tokens, count_compaction_summary, count_fragments, count_message, count_text, is_usage_anchor, prompt_tokens};
 use crate::trigger::{
     method_order, recovery_band, select, should_compact, threshold_tokens, Caps, Method, Reason, OFFLINE_CAPS,
 };
@@ -967,4 +967,17 @@ fn long_session_stays_under_the_window() {
     }
     assert!(kinds.contains(&CheckpointKind::Offload), "{kinds:?}");
     assert!(h.store.read("artifact://0").unwrap().contains("NEEDLE-0 file body"));
+}
+
+/// pi-agent-core's `calculateContextTokens`, `calculatePromptTokens` and `hasContextTokenUsage`
+/// all count `cacheWrite`.
+#[test]
+fn usage_counts_cache_writes() {
+    let u = Usage { input: 100, output: 20, cache_read: 1_000, cache_write: 300 };
+    assert_eq!((context_tokens(&u), prompt_tokens(&u)), (1_420, 1_400));
+    let only_written = Usage { output: 20, cache_write: 300, ..Default::default() };
+    assert_eq!((context_tokens(&only_written), prompt_tokens(&only_written)), (320, 300));
+    let mut reply = Message::assistant("ok");
+    reply.usage = Some(Usage { cache_write: 300, ..Default::default() });
+    assert!(is_usage_anchor(&reply), "a prompt of cache writes alone carries context numbers");
 }
