@@ -361,7 +361,7 @@ fn runtime_messages(m: &Message, model_id: &str, provider_id: &str, form: Form) 
             if m.role == Role::Assistant {
                 json["modelInfo"] = json!({ "id": model_id, "provider": provider_id });
                 if let Some(u) = m.usage.filter(|u| u.total() > 0) {
-                    json["metrics"] = json!({ "inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read, "cacheWriteTokens": 0 });
+                    json["metrics"] = json!({ "inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read, "cacheWriteTokens": u.cache_write });
                 }
             }
             vec![json]
@@ -571,14 +571,16 @@ impl Request {
 
 /// The provider's input count of the previous request of this run (`lastRequestInputTokens`,
 /// reset when a run starts with a typed prompt): the newest reply with usage after the newest
-/// user message of the log, else 0.
+/// user message of the log, else 0. It is the usage event's `inputTokens`, which
+/// `@cline/llms` takes from the AI SDK's `inputTokens.total`: cache reads and writes included
+/// (its cost formula subtracts both from it).
 fn previous_input(log: &Log) -> u64 {
     for (_, m) in log.messages().rev() {
         match m.role {
             Role::User => return 0,
             Role::Assistant => {
                 if let Some(u) = m.usage.filter(|u| u.total() > 0) {
-                    return u.input + u.cache_read;
+                    return u.input + u.cache_read + u.cache_write;
                 }
             }
             Role::Tool | Role::System => {}
@@ -968,6 +970,19 @@ mod tests {
             out.push(Message::tool_result(&id, "read_files", "x".repeat(size), false));
         }
         out
+    }
+
+    /// `lastRequestInputTokens` is the AI SDK's `inputTokens.total`, cache reads and writes
+    /// included; the stored reply's metrics carry the writes as `cacheWriteTokens`.
+    #[test]
+    fn the_previous_input_counts_cache_reads_and_writes() {
+        let mut messages = rounds(2, 10, 0);
+        messages[4].usage = Some(Usage { input: 100, output: 10, cache_read: 2_000, cache_write: 300 });
+        let log = Log::from_messages(messages.clone());
+        assert_eq!(previous_input(&log), 2_400);
+        assert_eq!(stored_messages(&messages[4], "m", "p")[0]["metrics"]["cacheWriteTokens"], 300);
+        messages.push(Message::user("next"));
+        assert_eq!(previous_input(&Log::from_messages(messages)), 0, "a typed prompt starts a new run");
     }
 
     #[test]

@@ -394,6 +394,9 @@ fn case_09_auto_condense_trigger_thresholds() {
     assert!(!decide(None, u(150_000, 5_000, 0)), "no threshold: the 160,000 limit");
     assert!(!decide(Some(0.0), u(150_000, 5_000, 0)), "0 is falsy: the limit");
     assert!(decide(Some(0.75), u(5_000, 500, 150_000)), "cache reads count");
+    let written = Some(Usage { input: 5_000, output: 500, cache_read: 0, cache_write: 150_000 });
+    assert!(decide(Some(0.75), written), "cache writes count");
+    assert!(!decide(Some(0.75), Some(Usage { cache_write: 144_499, ..written.unwrap() })), "149,999 < 150,000");
     assert!(!decide(Some(0.75), None), "no previous request");
     assert!(decide(Some(1.0), u(165_000, 0, 0)), "capped at the limit");
 }
