@@ -308,7 +308,15 @@ fn case_02_trigger_inclusive_reported_usage_only() {
     let d = OpencodeV1Config::default;
     assert!(triggers(d(), big(), 148_000));
     assert!(!triggers(d(), big(), 147_999));
-    // No `total`: input + output + cache read.
+    // No `total`: input + output + cache read + cache write.
+    let mut reply = a("a1", 10);
+    reply[0].usage = Some(Usage { input: 137_001, output: 5_000, cache_read: 3_000, cache_write: 2_999 });
+    let mut h = Harness::new(log(vec![u("u1", 10), reply]), big());
+    assert_eq!(h.decide(&default(), Moment::BeforeRequest), Decision::compact("overflow"), "148,000");
+    let mut reply = a("a1", 10);
+    reply[0].usage = Some(Usage { input: 140_000, output: 5_000, cache_read: 2_000, cache_write: 999 });
+    let mut h = Harness::new(log(vec![u("u1", 10), reply]), big());
+    assert_eq!(h.decide(&default(), Moment::BeforeRequest), Decision::Skip, "147,999");
     let mut reply = a("a1", 10);
     reply[0].usage = Some(Usage { input: 140_000, output: 5_000, cache_read: 3_000, ..Default::default() });
     let mut h = Harness::new(log(vec![u("u1", 10), reply]), big());
