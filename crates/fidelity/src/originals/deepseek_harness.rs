@@ -298,9 +298,10 @@ impl Writer {
     }
 }
 
-/// `TokenUsage`: our `input` is the uncached prompt; the meter sums every bucket.
+/// `TokenUsage`: our `input` is the uncached prompt, our cache writes its `cacheWriteTokens`;
+/// the meter sums every bucket.
 fn usage(u: Usage) -> Value {
-    json!({"inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read})
+    json!({"inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read, "cacheWriteTokens": u.cache_write})
 }
 
 /// A message's content blocks (`text`, `reasoning`, `tool-call` with its arguments as a JSON
