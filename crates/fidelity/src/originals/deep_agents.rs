@@ -178,10 +178,10 @@ fn message(m: &Message, provider: &str, id: Option<EntryId>) -> Result<Value, St
                 data.insert(
                     "usage_metadata".into(),
                     json!({
-                        "input_tokens": u.input + u.cache_read,
+                        "input_tokens": u.prompt(),
                         "output_tokens": u.output,
                         "total_tokens": u.total(),
-                        "input_token_details": { "cache_read": u.cache_read },
+                        "input_token_details": { "cache_read": u.cache_read, "cache_creation": u.cache_write },
                     }),
                 );
             }
