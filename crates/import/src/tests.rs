@@ -697,10 +697,10 @@ fn claude_code_streaming_merge_duplicates_and_compaction_2x() {
     assert_eq!(
         imp.messages[1].usage,
         Some(compactbench_core::Usage {
-            input: 13,
+            input: 3,
             output: 7,
             cache_read: 100,
-            ..Default::default()
+            cache_write: 10,
         })
     );
     assert!(
@@ -825,10 +825,10 @@ fn pi_v3_follows_the_active_branch() {
     assert_eq!(
         imp.messages[1].usage,
         Some(compactbench_core::Usage {
-            input: 5,
+            input: 1,
             output: 2,
             cache_read: 3,
-            ..Default::default()
+            cache_write: 4,
         })
     );
     let s = &imp.stats;
