@@ -249,7 +249,7 @@ mod tests {
                         "content": "reading", "id": "m2",
                         "tool_calls": [{"name": "read_file", "args": {"file_path": "/a.py"}, "id": "c1", "type": "tool_call"}],
                         "response_metadata": {"model_provider": "anthropic"},
-                        "usage_metadata": {"input_tokens": 150, "output_tokens": 20, "total_tokens": 170, "input_token_details": {"cache_read": 50}},
+                        "usage_metadata": {"input_tokens": 150, "output_tokens": 20, "total_tokens": 170, "input_token_details": {"cache_read": 50, "cache_creation": 0}},
                         "type": "ai"}},
                     {"type": "tool", "data": {"content": "x = 1", "id": "m3", "tool_call_id": "c1", "name": "read_file", "status": "success", "type": "tool"}},
                     {"type": "ai", "data": {

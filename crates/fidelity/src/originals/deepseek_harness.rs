@@ -387,7 +387,7 @@ mod tests {
         let events = e.session["events"].as_array().unwrap();
         assert!(events.iter().enumerate().all(|(i, e)| e["seq"] == i));
         assert_eq!(events[3]["data"]["header"]["system"], "be brief");
-        assert_eq!(events[4]["data"]["usage"], json!({"inputTokens": 100, "outputTokens": 10, "cacheReadTokens": 5}));
+        assert_eq!(events[4]["data"]["usage"], json!({"inputTokens": 100, "outputTokens": 10, "cacheReadTokens": 5, "cacheWriteTokens": 0}));
         assert_eq!(events[4]["data"]["message"]["content"][0]["arguments"], r#"{"path":"a.rs"}"#);
         assert_eq!(events[6]["data"]["message"]["content"][0]["isError"], true);
         assert_eq!((events[9]["data"]["turn"].clone(), events[9]["data"]["step"].clone()), (json!(1), json!(2)));
