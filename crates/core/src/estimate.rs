@@ -187,7 +187,7 @@ mod tests {
     fn fresh_usage_counts_only_replies_after_the_newest_window() {
         use crate::{default_projection, Checkpoint, CheckpointKind, EntryId, Usage};
         let mut reply = Message::assistant("abcd");
-        reply.usage = Some(Usage { input: 100, output: 1, cache_read: 0 });
+        reply.usage = Some(Usage { input: 100, output: 1, ..Default::default() });
         let mut log = Log::from_messages([Message::user("12345678"), reply]);
         log.push_message(Message::user("abcdefgh"));
         // 101 from the reply's usage + 2 for the 8-char message after it.

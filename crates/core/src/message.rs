@@ -79,20 +79,41 @@ impl Part {
 }
 
 /// Token usage a provider reports for one response (the request's input plus the output).
+///
+/// The prompt is split in three disjoint parts, as Anthropic reports it: `input` (neither read
+/// from nor written to the cache), `cache_read` and `cache_write`. Providers without a
+/// cache-write count (OpenAI, Gemini) report 0 there, and harnesses differ on which parts
+/// they count (each strategy crate says which of its original's fields it reads).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens not served from cache.
+    /// Prompt tokens neither served from nor written to the provider's prompt cache.
     pub input: u64,
     /// Completion tokens.
     pub output: u64,
     /// Prompt tokens served from the provider's prompt cache.
     pub cache_read: u64,
+    /// Prompt tokens written to the provider's prompt cache by this request (Anthropic's
+    /// `cache_creation_input_tokens`, Pi's `cacheWrite`). Absent in logs written before it
+    /// existed, and left out of the JSON when 0, so those logs and results read and print as
+    /// before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
-    /// All tokens of the exchange: the context the request used plus the reply.
+    /// All tokens of the exchange: the context the request used (uncached input, cache reads
+    /// and cache writes) plus the reply, as Pi's `totalTokens` and Anthropic's four counts sum.
     pub fn total(&self) -> u64 {
-        self.input + self.output + self.cache_read
+        self.input + self.output + self.cache_read + self.cache_write
+    }
+
+    /// The prompt the request sent: everything but the reply.
+    pub fn prompt(&self) -> u64 {
+        self.input + self.cache_read + self.cache_write
     }
 }
 
@@ -208,5 +229,22 @@ impl Message {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Logs and results written before `cache_write` existed read with 0 there, and a usage
+    /// without cache writes prints as it did.
+    #[test]
+    fn cache_write_defaults_to_zero_and_is_left_out_when_zero() {
+        let old: Usage = serde_json::from_str(r#"{"input":10,"output":2,"cache_read":5}"#).unwrap();
+        assert_eq!(old, Usage { input: 10, output: 2, cache_read: 5, cache_write: 0 });
+        assert_eq!(serde_json::to_string(&old).unwrap(), r#"{"input":10,"output":2,"cache_read":5}"#);
+        let written = Usage { cache_write: 7, ..old };
+        assert_eq!(serde_json::to_string(&written).unwrap(), r#"{"input":10,"output":2,"cache_read":5,"cache_write":7}"#);
+        assert_eq!((written.total(), written.prompt()), (24, 22));
     }
 }

@@ -14,8 +14,7 @@
 //!
 //! Not covered yet: aborted replies that report partial usage (our message model has no stop
 //! reason for an assistant message: a reply without usage is the one failed reply it can
-//! express, [`Variation::ReplyWithoutUsage`]), and cache writes as a number of their own (our
-//! [`Usage`] counts them in `input`).
+//! express, [`Variation::ReplyWithoutUsage`]).
 
 use compactbench_core::{Entry, Log, Message, Part, Role, Usage};
 use rand::Rng;
@@ -43,10 +42,17 @@ pub enum Variation {
     /// estimators skip), or a provider that reports none (an OpenAI-compatible stream without
     /// `include_usage`). Replies with tool calls keep theirs: a failed reply runs no tools.
     ReplyWithoutUsage,
+    /// Every reply reports a prompt under or over our count (0.55x to 0.9x, or 1.1x to 1.8x),
+    /// split as Anthropic reports a warm prompt cache: what an earlier reply's prompt held is
+    /// read from the cache (half to nearly all of it), most of the rest is written to it
+    /// (`cache_creation_input_tokens`, Pi's `cacheWrite`) and a little is uncached input.
+    /// Harnesses differ on whether they count the writes (Pi and Claude Code do, Gemini CLI's
+    /// `promptTokenCount` and Pi's silent-overflow check do not).
+    UsageCacheWrites,
 }
 
 /// The variations in the order cases take them.
-pub const VARIATIONS: [Variation; 7] = [
+pub const VARIATIONS: [Variation; 8] = [
     Variation::AsRun,
     Variation::UsageUnder,
     Variation::UsageOver,
@@ -54,6 +60,7 @@ pub const VARIATIONS: [Variation; 7] = [
     Variation::Reasoning,
     Variation::LateSystem,
     Variation::ReplyWithoutUsage,
+    Variation::UsageCacheWrites,
 ];
 
 /// Classes found in a log rather than made: several tool calls in one reply, and an earlier
@@ -75,6 +82,7 @@ impl Variation {
             Variation::Reasoning => "reasoning",
             Variation::LateSystem => "late-system",
             Variation::ReplyWithoutUsage => "reply-without-usage",
+            Variation::UsageCacheWrites => "usage-cache-writes",
         }
     }
 
@@ -101,6 +109,10 @@ impl Variation {
             }
             Variation::LateSystem => late_system(log),
             Variation::ReplyWithoutUsage => reply_without_usage(log),
+            Variation::UsageCacheWrites => {
+                let factor = if rng.gen_bool(0.5) { rng.gen_range(0.55..0.9) } else { rng.gen_range(1.1..1.8) };
+                Some(cache_writes(log, factor, rng))
+            }
         }
     }
 }
@@ -137,7 +149,23 @@ fn scale_usage(log: &Log, factor: f64, rng: &mut ChaCha8Rng) -> Log {
         let prompt = ((u.input + u.cache_read) as f64 * factor).round() as u64;
         let cached = if replies == 0 { 0 } else { (prompt as f64 * rng.gen_range(0.5..0.95)) as u64 };
         replies += 1;
-        Some(Message { usage: Some(Usage { input: prompt - cached, output: u.output, cache_read: cached }), ..m.clone() })
+        Some(Message { usage: Some(Usage { input: prompt - cached, output: u.output, cache_read: cached, ..Default::default() }), ..m.clone() })
+    })
+}
+
+/// Every reported prompt scaled by `factor` and split into cache reads, cache writes and
+/// uncached input: a reply reads from the cache a share (half to nearly all) of what the
+/// previous reply's prompt held, writes a share (half to nearly all) of the rest, and sends the
+/// remainder uncached. The first reply reads nothing.
+fn cache_writes(log: &Log, factor: f64, rng: &mut ChaCha8Rng) -> Log {
+    let mut previous: Option<u64> = None;
+    map_messages(log, |_, m| {
+        let u = m.usage?;
+        let prompt = (u.prompt() as f64 * factor).round() as u64;
+        let read = previous.map_or(0, |p| (p.min(prompt) as f64 * rng.gen_range(0.5..0.95)) as u64);
+        let write = ((prompt - read) as f64 * rng.gen_range(0.5..0.95)) as u64;
+        previous = Some(prompt);
+        Some(Message { usage: Some(Usage { input: prompt - read - write, output: u.output, cache_read: read, cache_write: write }), ..m.clone() })
     })
 }
 
@@ -227,9 +255,9 @@ mod tests {
                 Part::ToolCall { id: "b".into(), name: "ls".into(), args: json!({}) },
             ],
         );
-        call.usage = Some(Usage { input: 1_000, output: 10, cache_read: 0 });
+        call.usage = Some(Usage { input: 1_000, output: 10, ..Default::default() });
         let mut answer = Message::assistant("done");
-        answer.usage = Some(Usage { input: 2_000, output: 20, cache_read: 0 });
+        answer.usage = Some(Usage { input: 2_000, output: 20, ..Default::default() });
         Log::from_messages([
             Message::system("sys"),
             Message::user("fix it"),
@@ -258,6 +286,20 @@ mod tests {
     }
 
     #[test]
+    fn replies_write_to_the_cache_and_later_ones_read_from_it() {
+        let log = Variation::UsageCacheWrites.apply(&session(), &mut rng()).unwrap();
+        let usages: Vec<Usage> = log.messages().filter_map(|(_, m)| m.usage).collect();
+        assert_eq!(usages.len(), 2);
+        assert_eq!(usages[0].cache_read, 0);
+        assert!(usages.iter().all(|u| u.cache_write > 0 && u.cache_write + 1 >= u.input), "{usages:?}");
+        assert!(usages[1].cache_read > 0 && usages[1].cache_read < usages[0].prompt(), "{usages:?}");
+        // Under or over our count, both by the same factor.
+        let (first, second) = (usages[0].prompt(), usages[1].prompt());
+        assert!(first != 1_000 && (first < 1_000) == (second < 2_000), "{usages:?}");
+        assert_eq!(usages.iter().map(|u| u.output).collect::<Vec<_>>(), [10, 20]);
+    }
+
+    #[test]
     fn images_go_to_the_first_user_message_and_a_tool_message() {
         let log = Variation::Images.apply(&session(), &mut rng()).unwrap();
         let with_media: Vec<(u32, Role)> =
@@ -281,7 +323,7 @@ mod tests {
         let mut log = session();
         log.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
         let mut call = Message::tool_call("c", "read", json!({}));
-        call.usage = Some(Usage { input: 3_000, output: 5, cache_read: 0 });
+        call.usage = Some(Usage { input: 3_000, output: 5, ..Default::default() });
         for m in [Message::user("go on"), call, Message::tool_result("c", "read", "text", false)] {
             log.push_message(m);
         }

@@ -361,7 +361,7 @@ fn classes_table(md: &mut String, reports: &[OriginalReport]) {
     let names: Vec<&str> = VARIATIONS.iter().map(|v| v.name()).chain(FOUND).chain([SETTINGS_CLASS]).collect();
     let _ = writeln!(
         md,
-        "\n### Input classes\n\nEach case log is changed by one class in turn ([`classes.rs`](../../crates/fidelity/src/classes.rs)): provider usage under or over our count with cache reads, images in a user and a tool message, reasoning before every reply, a later system message, a text reply without usage (a failed reply, or a provider that reports none); two more are found in the logs as they are; the last counts cases asked with a non-default setting the original documents (named per original below), on sessions of their own. A cell is answered cases (disagreeing ones, if any). Not covered yet: aborted replies that report partial usage, and cache writes as a number of their own.\n"
+        "\n### Input classes\n\nEach case log is changed by one class in turn ([`classes.rs`](../../crates/fidelity/src/classes.rs)): provider usage under or over our count with cache reads, the same with cache writes too, images in a user and a tool message, reasoning before every reply, a later system message, a text reply without usage (a failed reply, or a provider that reports none); two more are found in the logs as they are; the last counts cases asked with a non-default setting the original documents (named per original below), on sessions of their own. A cell is answered cases (disagreeing ones, if any). Not covered yet: aborted replies that report partial usage.\n"
     );
     let _ = writeln!(md, "| strategy | original | {} |\n|---|---|{}", names.join(" | "), "---:|".repeat(names.len()));
     for r in reports {

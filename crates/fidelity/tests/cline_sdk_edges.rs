@@ -17,7 +17,7 @@ use serde_json::json;
 
 fn reply(parts: Vec<Part>, input: u64) -> Message {
     let mut m = Message::new(Role::Assistant, parts);
-    m.usage = Some(Usage { input: input - input / 4, output: 50, cache_read: input / 4 });
+    m.usage = Some(Usage { input: input - input / 4, output: 50, cache_read: input / 4, ..Default::default() });
     m
 }
 

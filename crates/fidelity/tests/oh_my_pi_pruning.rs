@@ -17,7 +17,7 @@ use serde_json::json;
 
 fn reply(parts: Vec<Part>, input: u64) -> Message {
     let mut m = Message::new(Role::Assistant, parts);
-    m.usage = Some(Usage { input, output: 20, cache_read: 0 });
+    m.usage = Some(Usage { input, output: 20, ..Default::default() });
     m
 }
 
@@ -45,7 +45,7 @@ fn session(groups: &[&[(&str, usize)]], last_usage: Option<u64>) -> Log {
         log.push_message(Message::new(Role::Tool, group.iter().zip(&ids).map(|((_, size), id)| result(id, *size)).collect()));
     }
     let mut done = Message::new(Role::Assistant, vec![Part::text("Done.")]);
-    done.usage = last_usage.map(|input| Usage { input, output: 10, cache_read: 0 });
+    done.usage = last_usage.map(|input| Usage { input, output: 10, ..Default::default() });
     log.push_message(done);
     log
 }

@@ -34,7 +34,9 @@
 //!   `ceil(width × height / 750)` tokens); anything else (URLs, unreadable headers, PDFs and
 //!   other documents) counts [`MEDIA_FALLBACK_TOKENS`] per item, about the rule's ceiling.
 //! * Provider usage recorded on assistant messages is copied into [`Message::usage`]
-//!   (`input` = uncached prompt tokens including cache writes, `cache_read`, `output`).
+//!   (`input` = uncached prompt tokens, `cache_read`, `cache_write`, `output`): Claude Code's
+//!   `cache_creation_input_tokens` and Pi's `cacheWrite` fill `cache_write`; Codex and
+//!   OpenHands (OpenAI-style `prompt_tokens`, cached ones included) record none.
 //! * Errors: a malformed line (bad JSON, not an object, a required field missing or of the
 //!   wrong type, invalid UTF-8) is an [`ImportError`] naming the file, the 1-based line and the
 //!   field. With [`Options::lenient`] the line is skipped and counted in
@@ -627,8 +629,9 @@ pub(crate) fn tool_message(
 /// Usage from uncached input, cache writes, cache reads and output.
 pub(crate) fn usage(input: u64, cache_write: u64, cache_read: u64, output: u64) -> Usage {
     Usage {
-        input: input + cache_write,
+        input,
         output,
         cache_read,
+        cache_write,
     }
 }

@@ -697,9 +697,10 @@ fn claude_code_streaming_merge_duplicates_and_compaction_2x() {
     assert_eq!(
         imp.messages[1].usage,
         Some(compactbench_core::Usage {
-            input: 13,
+            input: 3,
             output: 7,
-            cache_read: 100
+            cache_read: 100,
+            cache_write: 10,
         })
     );
     assert!(
@@ -778,7 +779,8 @@ fn codex_grouping_custom_tools_and_compacted() {
         Some(compactbench_core::Usage {
             input: 40,
             output: 5,
-            cache_read: 60
+            cache_read: 60,
+            ..Default::default()
         })
     );
     assert_eq!(
@@ -823,9 +825,10 @@ fn pi_v3_follows_the_active_branch() {
     assert_eq!(
         imp.messages[1].usage,
         Some(compactbench_core::Usage {
-            input: 5,
+            input: 1,
             output: 2,
-            cache_read: 3
+            cache_read: 3,
+            cache_write: 4,
         })
     );
     let s = &imp.stats;

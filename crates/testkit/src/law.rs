@@ -140,7 +140,7 @@ pub fn assert_replay_law_instructed(
                 step(strategy, &mut *replay, &mut log, Moment::Overflow, true, model, counter, (&mut ours, &mut theirs), &mut tally, id, None);
             }
             let input = request_tokens(replay.view(&log), counter);
-            message.usage = Some(Usage { input, output: counter.count_message(&message), cache_read: 0 });
+            message.usage = Some(Usage { input, output: counter.count_message(&message), ..Default::default() });
             tally.requests += 1;
             replied = true;
         }

@@ -221,7 +221,7 @@ pub fn manual(strategy: &dyn Strategy, typed: &str) -> (Decision, Vec<SummaryReq
         let words: String = (0..400).map(|w| format!("word{} ", i * 400 + w)).collect();
         messages.push(Message::user(format!("Request {i}: {words}")));
         let mut reply = Message::assistant(format!("Reply {i}: {words}"));
-        reply.usage = Some(compactbench_core::Usage { input: 1_700 * (i + 1), output: 800, cache_read: 0 });
+        reply.usage = Some(compactbench_core::Usage { input: 1_700 * (i + 1), output: 800, ..Default::default() });
         messages.push(reply);
     }
     let mut h = Harness::new(messages, model(128_000, 8_192));

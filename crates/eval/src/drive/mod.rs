@@ -202,7 +202,7 @@ impl Run<'_> {
         let out = self.env.counter.count_message(answer);
         self.output_tokens += out;
         let mut answer = answer.clone();
-        answer.usage = Some(Usage { input: total, output: out, cache_read: 0 });
+        answer.usage = Some(Usage { input: total, output: out, ..Default::default() });
         self.push_message(answer);
         self.request += 1;
     }

@@ -224,7 +224,7 @@ fn reported_usage(records: &[&Record]) -> std::collections::HashMap<String, Usag
 }
 
 fn usage_of(record: &Record) -> Usage {
-    Usage { input: record.reply.input_tokens, output: record.reply.output_tokens, cache_read: 0 }
+    Usage { input: record.reply.input_tokens, output: record.reply.output_tokens, ..Default::default() }
 }
 
 /// Kept items of a list of Anthropic messages: every tool call and result, and assistant text.

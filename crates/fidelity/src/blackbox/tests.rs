@@ -397,7 +397,7 @@ fn a_recorded_gemini_cli_run_yields_its_facts_and_ours() {
     let (strategy, model) = super::analyze::gemini_strategy();
     assert!(run.records[0].reply.input_tokens >= super::GEMINI_THRESHOLD);
     let contents = run.records[1].body["contents"].as_array().unwrap();
-    let reported = |c: &Value| (c == &contents[contents.len() - 2]).then_some(compactbench_core::Usage { input: run.records[0].reply.input_tokens, output: 0, cache_read: 0 });
+    let reported = |c: &Value| (c == &contents[contents.len() - 2]).then_some(compactbench_core::Usage { input: run.records[0].reply.input_tokens, output: 0, ..Default::default() });
     let log = super::analyze::gemini_log(&run.records[1].body["systemInstruction"], contents, &reported);
     let view = compactbench_core::Strategy::project(&strategy, &log);
     let mut store = compactbench_core::VirtualStore::new();

@@ -58,7 +58,7 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             break;
         }
         if let Some(u) = m.usage.filter(|u| m.role == Role::Assistant && u.total() > 0) {
-            previous = json!(u.input + u.cache_read);
+            previous = json!(u.input + u.cache_read + u.cache_write);
             break;
         }
     }
@@ -104,7 +104,7 @@ mod tests {
         log.push_message(Message::system("sys"));
         log.push_message(Message::new(Role::User, vec![Part::text("Fix it.")]));
         let mut a = Message::new(Role::Assistant, vec![Part::ToolCall { id: "c1".into(), name: "read_files".into(), args: json!({"files": [{"path": "a.rs"}]}) }]);
-        a.usage = Some(Usage { input: 100, output: 20, cache_read: 50 });
+        a.usage = Some(Usage { input: 100, output: 20, cache_read: 50, ..Default::default() });
         log.push_message(a);
         log.push_message(Message::new(Role::Tool, vec![Part::ToolResult { call_id: "c1".into(), name: "read_files".into(), text: "fn main() {}".into(), is_error: false }]));
         let mut e = export(&case(log.clone())).unwrap();

@@ -178,10 +178,10 @@ fn message(m: &Message, provider: &str, id: Option<EntryId>) -> Result<Value, St
                 data.insert(
                     "usage_metadata".into(),
                     json!({
-                        "input_tokens": u.input + u.cache_read,
+                        "input_tokens": u.prompt(),
                         "output_tokens": u.output,
                         "total_tokens": u.total(),
-                        "input_token_details": { "cache_read": u.cache_read },
+                        "input_token_details": { "cache_read": u.cache_read, "cache_creation": u.cache_write },
                     }),
                 );
             }
@@ -224,7 +224,7 @@ mod tests {
             Role::Assistant,
             vec![Part::text("reading"), Part::ToolCall { id: "c1".into(), name: "read_file".into(), args: json!({"file_path": "/a.py"}) }],
         );
-        answer.usage = Some(Usage { input: 100, output: 20, cache_read: 50 });
+        answer.usage = Some(Usage { input: 100, output: 20, cache_read: 50, ..Default::default() });
         let thinking = Message::new(
             Role::Assistant,
             vec![Part::Reasoning { text: "hmm".into() }, Part::ToolCall { id: "c2".into(), name: "ls".into(), args: json!({}) }],
@@ -249,7 +249,7 @@ mod tests {
                         "content": "reading", "id": "m2",
                         "tool_calls": [{"name": "read_file", "args": {"file_path": "/a.py"}, "id": "c1", "type": "tool_call"}],
                         "response_metadata": {"model_provider": "anthropic"},
-                        "usage_metadata": {"input_tokens": 150, "output_tokens": 20, "total_tokens": 170, "input_token_details": {"cache_read": 50}},
+                        "usage_metadata": {"input_tokens": 150, "output_tokens": 20, "total_tokens": 170, "input_token_details": {"cache_read": 50, "cache_creation": 0}},
                         "type": "ai"}},
                     {"type": "tool", "data": {"content": "x = 1", "id": "m3", "tool_call_id": "c1", "name": "read_file", "status": "success", "type": "tool"}},
                     {"type": "ai", "data": {

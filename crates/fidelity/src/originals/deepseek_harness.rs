@@ -298,9 +298,10 @@ impl Writer {
     }
 }
 
-/// `TokenUsage`: our `input` is the uncached prompt; the meter sums every bucket.
+/// `TokenUsage`: our `input` is the uncached prompt, our cache writes its `cacheWriteTokens`;
+/// the meter sums every bucket.
 fn usage(u: Usage) -> Value {
-    json!({"inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read})
+    json!({"inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read, "cacheWriteTokens": u.cache_write})
 }
 
 /// A message's content blocks (`text`, `reasoning`, `tool-call` with its arguments as a JSON
@@ -343,7 +344,7 @@ mod tests {
     fn turn(log: &mut Log, n: u32) {
         log.push_message(Message::new(Role::User, vec![Part::text(format!("ask {n}"))]));
         let mut call = Message::new(Role::Assistant, vec![Part::ToolCall { id: format!("c{n}"), name: "read".into(), args: json!({"path": "a.rs"}) }]);
-        call.usage = Some(Usage { input: 100, output: 10, cache_read: 5 });
+        call.usage = Some(Usage { input: 100, output: 10, cache_read: 5, ..Default::default() });
         log.push_message(call);
         log.push_message(Message::new(
             Role::Tool,
@@ -386,7 +387,7 @@ mod tests {
         let events = e.session["events"].as_array().unwrap();
         assert!(events.iter().enumerate().all(|(i, e)| e["seq"] == i));
         assert_eq!(events[3]["data"]["header"]["system"], "be brief");
-        assert_eq!(events[4]["data"]["usage"], json!({"inputTokens": 100, "outputTokens": 10, "cacheReadTokens": 5}));
+        assert_eq!(events[4]["data"]["usage"], json!({"inputTokens": 100, "outputTokens": 10, "cacheReadTokens": 5, "cacheWriteTokens": 0}));
         assert_eq!(events[4]["data"]["message"]["content"][0]["arguments"], r#"{"path":"a.rs"}"#);
         assert_eq!(events[6]["data"]["message"]["content"][0]["isError"], true);
         assert_eq!((events[9]["data"]["turn"].clone(), events[9]["data"]["step"].clone()), (json!(1), json!(2)));

@@ -71,6 +71,7 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             pending = contents.len() + 1;
             let fresh = matches!(vm.origin, Origin::Entry(_) | Origin::Replaced(..)) && reset.is_none_or(|r| id > r);
             if let Some(u) = m.usage.filter(|_| fresh) {
+                // `usageMetadata` has no cache-write count: cache writes have no field to go in.
                 let mut meta = json!({ "promptTokenCount": u.input + u.cache_read, "candidatesTokenCount": u.output });
                 if u.cache_read > 0 {
                     meta["cachedContentTokenCount"] = json!(u.cache_read);
@@ -206,7 +207,7 @@ mod tests {
                 Part::ToolCall { id: "c1".into(), name: "read_file".into(), args: json!({"path": "a.rs"}) },
             ],
         );
-        call.usage = Some(Usage { input: 100, output: 20, cache_read: 50 });
+        call.usage = Some(Usage { input: 100, output: 20, cache_read: 50, ..Default::default() });
         log.push_message(call);
         log.push_message(Message::new(
             Role::Tool,
@@ -225,7 +226,7 @@ mod tests {
         log.push_message(Message::system("sys"));
         log.push_message(Message::user("old task"));
         let mut old = Message::assistant("old answer");
-        old.usage = Some(Usage { input: 900, output: 10, cache_read: 0 });
+        old.usage = Some(Usage { input: 900, output: 10, ..Default::default() });
         log.push_message(old);
         log.push_message(Message::user("new task"));
         let mut cp = Checkpoint::new(CheckpointKind::Summary, Window::Kept(vec![EntryId(3)]))
@@ -240,7 +241,7 @@ mod tests {
         .assert_eq(&e.session.to_string());
 
         let mut reply = Message::assistant("done");
-        reply.usage = Some(Usage { input: 200, output: 5, cache_read: 0 });
+        reply.usage = Some(Usage { input: 200, output: 5, ..Default::default() });
         log.push_message(reply);
         log.push_message(Message::user("next"));
         let e = export(&case(log)).unwrap();

@@ -32,7 +32,7 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
     // The newest compaction: the view starts with what it wrote (its summary and kept tail).
     let anchor = log.checkpoints().rev().find(|(_, cp)| cp.window != Window::Inherit);
     let mut compaction = anchor.map(|(id, cp)| {
-        let record = json!({"role": "_compaction", "usage": token_usage(cp.summarizer.input_tokens, cp.summarizer.output_tokens, 0)});
+        let record = json!({"role": "_compaction", "usage": token_usage(cp.summarizer.input_tokens, cp.summarizer.output_tokens, 0, 0)});
         (id, record)
     });
     let mut records = Vec::new();
@@ -64,13 +64,14 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
     Ok(Export { session: json!({"system_prompt": system_prompt, "records": records}), ids, settings: json!({}) })
 }
 
-/// kosong `TokenUsage` from ours: our `input` is the uncached prompt (`input_other`).
+/// kosong `TokenUsage` from ours: our `input` is the uncached prompt (`input_other`), our
+/// cache writes its `input_cache_creation`.
 fn usage(u: Usage) -> Value {
-    token_usage(u.input, u.output, u.cache_read)
+    token_usage(u.input, u.output, u.cache_read, u.cache_write)
 }
 
-fn token_usage(input_other: u64, output: u64, cache_read: u64) -> Value {
-    json!({"input_other": input_other, "output": output, "input_cache_read": cache_read, "input_cache_creation": 0})
+fn token_usage(input_other: u64, output: u64, cache_read: u64, cache_creation: u64) -> Value {
+    json!({"input_other": input_other, "output": output, "input_cache_read": cache_read, "input_cache_creation": cache_creation})
 }
 
 /// One message as Kimi records it: a kosong `Message`, or for a tool message one
@@ -152,7 +153,7 @@ mod tests {
                 Part::ToolCall { id: format!("c{n}"), name: "read".into(), args: json!({"path": "a.rs"}) },
             ],
         );
-        call.usage = Some(Usage { input: 100 * n as u64, output: 10, cache_read: 5 });
+        call.usage = Some(Usage { input: 100 * n as u64, output: 10, cache_read: 5, ..Default::default() });
         log.push_message(call);
         log.push_message(Message::new(
             Role::Tool,

@@ -152,7 +152,7 @@ mod tests {
                 args: json!({"path": "b"}),
             }],
         );
-        a.usage = Some(Usage { input: 10, output: 2, cache_read: 5 });
+        a.usage = Some(Usage { input: 10, output: 2, cache_read: 5, ..Default::default() });
         log.push_message(a);
         log.push_message(Message::new(
             Role::Tool,

@@ -289,8 +289,8 @@ fn usage(u: Usage) -> Value {
         "input": u.input,
         "output": u.output,
         "cacheRead": u.cache_read,
-        "cacheWrite": 0,
-        "totalTokens": u.input + u.output + u.cache_read,
+        "cacheWrite": u.cache_write,
+        "totalTokens": u.total(),
         "cost": { "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0 },
     })
 }
@@ -357,7 +357,7 @@ mod tests {
                 Part::ToolCall { id: "c2".into(), name: "read".into(), args: json!({"path": "b"}) },
             ],
         );
-        a.usage = Some(Usage { input: 10, output: 2, cache_read: 5 });
+        a.usage = Some(Usage { input: 10, output: 2, cache_read: 5, ..Default::default() });
         log.push_message(a);
         log.push_message(Message::new(
             Role::Tool,

@@ -34,8 +34,9 @@
 //! path\].
 //!
 //! ## Token estimator
-//! The last reply's provider usage (`input + output + cache_read`; our usage has no cache
-//! write) plus `ceil(chars / 4)` (UTF-16) of every view message after that reply \[RE; the
+//! The last reply's provider usage (`input_tokens + cache_creation_input_tokens +
+//! cache_read_input_tokens + output_tokens`: [`Usage::total`](compactbench_core::Usage::total),
+//! cache writes included) plus `ceil(chars / 4)` (UTF-16) of every view message after that reply \[RE; the
 //! local formula is \[assume\]\]. Text, thinking and tool results count their text, a tool call
 //! its name plus its JSON arguments, media its `tokens`. Without any usage in view (session
 //! start) the whole view, system prompt included, is estimated \[assume\].

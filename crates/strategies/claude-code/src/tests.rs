@@ -49,7 +49,7 @@ fn sys() -> Message {
 
 /// `message` as a reply the runner received for a request of `input` tokens.
 fn replied(mut message: Message, input: u64, output: u64) -> Message {
-    message.usage = Some(Usage { input, output, cache_read: 0 });
+    message.usage = Some(Usage { input, output, ..Default::default() });
     message
 }
 
@@ -159,6 +159,15 @@ fn case_01_threshold() {
     assert_eq!(h.decide(&cc(), Moment::BeforeRequest), Decision::Skip);
     h.push(Message::user("y"));
     assert_eq!(h.decide(&cc(), Moment::BeforeRequest), Decision::compact("auto"));
+
+    // The usage counted is input + cache_creation_input_tokens + cache_read_input_tokens +
+    // output: cache writes count as much as uncached input.
+    for (written, expected) in [(116_799, false), (116_800, true)] {
+        let mut reply = Message::assistant("working");
+        reply.usage = Some(Usage { input: 100, output: 100, cache_read: 50_000, cache_write: written });
+        let mut h = Harness::new([sys(), Message::user("go"), reply], model(200_000, 32_000));
+        assert_eq!(is_compact(&h.decide(&cc(), Moment::BeforeRequest)), expected, "{written} written");
+    }
 }
 
 #[test]

@@ -361,7 +361,7 @@ fn runtime_messages(m: &Message, model_id: &str, provider_id: &str, form: Form) 
             if m.role == Role::Assistant {
                 json["modelInfo"] = json!({ "id": model_id, "provider": provider_id });
                 if let Some(u) = m.usage.filter(|u| u.total() > 0) {
-                    json["metrics"] = json!({ "inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read, "cacheWriteTokens": 0 });
+                    json["metrics"] = json!({ "inputTokens": u.input, "outputTokens": u.output, "cacheReadTokens": u.cache_read, "cacheWriteTokens": u.cache_write });
                 }
             }
             vec![json]
@@ -571,14 +571,16 @@ impl Request {
 
 /// The provider's input count of the previous request of this run (`lastRequestInputTokens`,
 /// reset when a run starts with a typed prompt): the newest reply with usage after the newest
-/// user message of the log, else 0.
+/// user message of the log, else 0. It is the usage event's `inputTokens`, which
+/// `@cline/llms` takes from the AI SDK's `inputTokens.total`: cache reads and writes included
+/// (its cost formula subtracts both from it).
 fn previous_input(log: &Log) -> u64 {
     for (_, m) in log.messages().rev() {
         match m.role {
             Role::User => return 0,
             Role::Assistant => {
                 if let Some(u) = m.usage.filter(|u| u.total() > 0) {
-                    return u.input + u.cache_read;
+                    return u.input + u.cache_read + u.cache_write;
                 }
             }
             Role::Tool | Role::System => {}
@@ -963,11 +965,24 @@ mod tests {
         for r in 0..rounds {
             let id = format!("c{r}");
             let mut call = Message::tool_call(&id, "read_files", json!({ "files": [{ "path": format!("src/f{r}.rs") }] }));
-            call.usage = Some(Usage { input, output: 10, cache_read: 0 });
+            call.usage = Some(Usage { input, output: 10, ..Default::default() });
             out.push(call);
             out.push(Message::tool_result(&id, "read_files", "x".repeat(size), false));
         }
         out
+    }
+
+    /// `lastRequestInputTokens` is the AI SDK's `inputTokens.total`, cache reads and writes
+    /// included; the stored reply's metrics carry the writes as `cacheWriteTokens`.
+    #[test]
+    fn the_previous_input_counts_cache_reads_and_writes() {
+        let mut messages = rounds(2, 10, 0);
+        messages[4].usage = Some(Usage { input: 100, output: 10, cache_read: 2_000, cache_write: 300 });
+        let log = Log::from_messages(messages.clone());
+        assert_eq!(previous_input(&log), 2_400);
+        assert_eq!(stored_messages(&messages[4], "m", "p")[0]["metrics"]["cacheWriteTokens"], 300);
+        messages.push(Message::user("next"));
+        assert_eq!(previous_input(&Log::from_messages(messages)), 0, "a typed prompt starts a new run");
     }
 
     #[test]
@@ -987,7 +1002,7 @@ mod tests {
         // typed prompt.
         let len = |m: &Message| stored_messages(m, "compactbench", "openai-compatible").iter().map(json_len).sum::<usize>();
         let mut reply = Message::tool_call("call_cb0000", "run_commands", json!({ "commands": ["cat .compactbench/0000.out"] }));
-        reply.usage = Some(Usage { input: 9173, output: 15, cache_read: 0 });
+        reply.usage = Some(Usage { input: 9173, output: 15, ..Default::default() });
         assert_eq!(len(&reply), 339);
         let output = r#"[{"query":"cat .compactbench/0000.out","result":"No matches found for `parse_query_e5k4` in 148 files.","success":true}]"#;
         let result = Message::tool_result("call_cb0000", "run_commands", output, false);

@@ -31,7 +31,7 @@ fn msgs(n: usize) -> Vec<Message> {
 /// Sets provider usage (all as uncached input) on the newest assistant message.
 fn with_usage(mut messages: Vec<Message>, total: u64) -> Vec<Message> {
     let last = messages.iter_mut().rev().find(|m| m.role == Role::Assistant).expect("an assistant message");
-    last.usage = Some(Usage { input: total, output: 0, cache_read: 0 });
+    last.usage = Some(Usage { input: total, output: 0, ..Default::default() });
     messages
 }
 
@@ -196,7 +196,7 @@ fn case_04_auto_condense_hides_everything_up_to_the_summarize_call() {
 
     // Work goes on; the next check sees only two active messages and does not summarize the
     // summary again, however high the usage.
-    h.push(Message { usage: Some(Usage { input: 190_000, output: 0, cache_read: 0 }), ..Message::assistant("next") });
+    h.push(Message { usage: Some(Usage { input: 190_000, output: 0, ..Default::default() }), ..Message::assistant("next") });
     h.push(Message::user("more"));
     assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
     let view = h.view(&s);
@@ -288,7 +288,7 @@ fn case_07_fold_detects_writes_and_mentions_in_xml_tool_results() {
     // Through the strategy: a fold checkpoint replacing exactly those two messages.
     let s = default_cline();
     let mut messages = xml_fold_log();
-    messages[5].usage = Some(Usage { input: 100_000, output: 0, cache_read: 0 });
+    messages[5].usage = Some(Usage { input: 100_000, output: 0, ..Default::default() });
     let mut h = Harness::new(messages, model(128_000, 8_192));
     let cps = compact_now(&mut h, &s);
     assert_eq!(cps[0].kind, CheckpointKind::Fold);
@@ -387,13 +387,16 @@ fn case_09_auto_condense_trigger_thresholds() {
         let mut h = Harness::new(messages, m.clone());
         h.decide(&condensing(threshold), Moment::BeforeRequest) != Decision::Skip
     };
-    let u = |input: u64, output: u64, cache_read: u64| Some(Usage { input, output, cache_read });
+    let u = |input: u64, output: u64, cache_read: u64| Some(Usage { input, output, cache_read, ..Default::default() });
     assert!(!decide(Some(0.75), u(30_000, 3_000, 0)));
     assert!(decide(Some(0.75), u(140_000, 15_000, 0)));
     assert!(decide(Some(0.05), u(9_000, 1_500, 0)), "floor(200,000 x 0.05) = 10,000 <= 10,500");
     assert!(!decide(None, u(150_000, 5_000, 0)), "no threshold: the 160,000 limit");
     assert!(!decide(Some(0.0), u(150_000, 5_000, 0)), "0 is falsy: the limit");
     assert!(decide(Some(0.75), u(5_000, 500, 150_000)), "cache reads count");
+    let written = Some(Usage { input: 5_000, output: 500, cache_read: 0, cache_write: 150_000 });
+    assert!(decide(Some(0.75), written), "cache writes count");
+    assert!(!decide(Some(0.75), Some(Usage { cache_write: 144_499, ..written.unwrap() })), "149,999 < 150,000");
     assert!(!decide(Some(0.75), None), "no previous request");
     assert!(decide(Some(1.0), u(165_000, 0, 0)), "capped at the limit");
 }
@@ -599,7 +602,7 @@ fn drive(s: &ClineStrategy, m: compactbench_core::ModelProfile, turns: usize) ->
         let view = h.view(s);
         violations.push(validate(&lower(&view, Shape::Anthropic)));
         let tokens: u64 = view.iter().map(|m| m.searchable_text().len() as u64 / 4).sum();
-        h.push(Message { usage: Some(Usage { input: tokens, output: 50, cache_read: 0 }), ..reply });
+        h.push(Message { usage: Some(Usage { input: tokens, output: 50, ..Default::default() }), ..reply });
     };
     let mut call = 0;
     for turn in 0..turns {

@@ -31,7 +31,7 @@ pub(crate) fn window_info(model: &ModelProfile) -> WindowInfo {
 
 /// `tokensIn + tokensOut + cacheWrites + cacheReads` of the previous request (read from the
 /// last `api_req_started` UI message): the usage on the newest assistant message that carries
-/// one (our usage has no cache-write field; the runner reports none). `None` when no request
+/// one ([`Usage::total`](compactbench_core::Usage::total), cache writes included). `None` when no request
 /// has been made, which makes every check say no.
 pub(crate) fn previous_usage(log: &Log) -> Option<u64> {
     log.messages().rev().find_map(|(_, m)| (m.role == Role::Assistant).then_some(m.usage).flatten()).map(|u| u.total())

@@ -64,7 +64,7 @@ fn prelude() -> Vec<Message> {
 
 /// `message` as a reply the runner received for a request of `input` tokens.
 fn replied(mut message: Message, input: u64, output: u64) -> Message {
-    message.usage = Some(Usage { input, output, cache_read: 0 });
+    message.usage = Some(Usage { input, output, ..Default::default() });
     message
 }
 
@@ -223,6 +223,15 @@ fn case_02_reported_total_plus_bytes_of_items_since_last_model_output() {
     let json = CodexStrategy::new(CodexConfig { content_estimate: false, ..cited() });
     assert_eq!(session(19_196 - overhead).decide(&json, Moment::TurnEnd), Decision::Skip);
     assert_eq!(session(19_197 - overhead).decide(&json, Moment::TurnEnd), Decision::compact("pre-turn"));
+
+    // Codex's `TokenUsage` has no cache-write field: cache writes reported apart do not count.
+    let mut written = call("c1");
+    written.usage = Some(Usage { input: 139_000, output: 1_000, cache_read: 100_000, cache_write: 50_000 });
+    let mut h = Harness::new(
+        [base(), Message::user("fix the failing test"), written, output("c1", &"x".repeat(19_196))],
+        model(272_000, 8_000),
+    );
+    assert_eq!(h.decide(&local(), Moment::TurnEnd), Decision::Skip, "240,000 reported, cache writes left out");
 }
 
 #[test]

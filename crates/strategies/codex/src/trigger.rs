@@ -44,9 +44,13 @@ pub(crate) fn auto_compact_limit(window: u64, configured: Option<u64>, cap: bool
 /// After a compaction and before the next reply, the reported total is the estimate Codex
 /// recomputed for the replacement history; the replacement holds no model-generated item
 /// (locally), so nothing is added to it until the model answers again.
+///
+/// The reported total is the Responses API's `total_tokens` (`input_tokens`, cached ones
+/// included, plus `output_tokens`): Codex's `TokenUsage` has no cache-write field, so cache
+/// writes a provider reports apart are not in it.
 pub(crate) fn total_tokens(view: &View, anchor: Option<&Anchor>, content: bool) -> u64 {
     let reported = match view.last_usage() {
-        Some((_, usage)) => usage.total(),
+        Some((_, usage)) => usage.total() - usage.cache_write,
         None => anchor.map_or(0, |a| a.details.tokens_after),
     };
     let Some(last_model) = view.messages.iter().rposition(|m| m.message.role == Role::Assistant) else {

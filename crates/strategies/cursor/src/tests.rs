@@ -29,7 +29,7 @@ fn w200k() -> ModelProfile {
 
 /// `message` as a reply the runner received for a request of `input` tokens.
 fn replied(mut message: Message, input: u64, output: u64) -> Message {
-    message.usage = Some(Usage { input, output, cache_read: 0 });
+    message.usage = Some(Usage { input, output, ..Default::default() });
     message
 }
 

@@ -51,7 +51,7 @@ fn calls(calls: &[(&str, &str, serde_json::Value)]) -> Message {
 }
 
 fn with_usage(mut m: Message, input: u64, output: u64) -> Message {
-    m.usage = Some(Usage { input, output, cache_read: 0 });
+    m.usage = Some(Usage { input, output, ..Default::default() });
     m
 }
 

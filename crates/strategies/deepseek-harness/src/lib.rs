@@ -78,7 +78,8 @@
 //! Lengths are UTF-16 units (the pruner's threshold counts code points). The total is
 //! **anchored to provider usage**: at the newest assistant reply the meter records the
 //! surface as it stood at that step's start plus the reply, and the baseline is the reply's
-//! provider total (`input + cache_read + output`) when that is at least the heuristic price of
+//! provider total (`usageTokens`: `inputTokens + cacheReadTokens + cacheWriteTokens +
+//! outputTokens`, [`Usage::total`](compactbench_core::Usage::total)) when that is at least the heuristic price of
 //! the same request, else the heuristic price; pressure = baseline + (surface now − surface at
 //! the anchor). The step's start precedes the step's own new user message, so that message is
 //! counted twice (in the provider usage and in the delta) until the next reply re-anchors; this

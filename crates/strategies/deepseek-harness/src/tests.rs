@@ -548,7 +548,7 @@ fn case_12_overflow_recovery() {
     assert_eq!(h.decide(&s, Moment::Overflow), Decision::Skip);
     // A successful reply resets the counter.
     let mut ok = reply("A3", 100);
-    ok.usage = Some(Usage { input: 5_000, output: 100, cache_read: 0 });
+    ok.usage = Some(Usage { input: 5_000, output: 100, ..Default::default() });
     h.push(ok);
     h.push(user("U4", 300));
     assert_eq!(h.decide(&s, Moment::Overflow), Decision::compact("context-overflow"));
@@ -635,7 +635,7 @@ fn worked_example_two_compactions() {
 fn meter_anchors_on_provider_usage() {
     let s = default_strategy();
     let with_usage = |mut m: Message, input: u64, output: u64| {
-        m.usage = Some(Usage { input, output, cache_read: 0 });
+        m.usage = Some(Usage { input, output, ..Default::default() });
         m
     };
     // The anchor is the step's start (before its own user message) plus the reply, so U1 counts

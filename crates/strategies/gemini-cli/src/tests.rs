@@ -41,14 +41,14 @@ fn profile(name: &str, window: u64) -> ModelProfile {
 /// An assistant text reply produced by a request of `input` prompt tokens.
 fn reply(text: &str, input: u64) -> Message {
     let mut m = Message::assistant(text);
-    m.usage = Some(Usage { input, output: 0, cache_read: 0 });
+    m.usage = Some(Usage { input, output: 0, ..Default::default() });
     m
 }
 
 /// An assistant tool call produced by a request of `input` prompt tokens.
 fn call(id: &str, name: &str, input: u64) -> Message {
     let mut m = Message::tool_call(id, name, json!({"q": id}));
-    m.usage = Some(Usage { input, output: 0, cache_read: 0 });
+    m.usage = Some(Usage { input, output: 0, ..Default::default() });
     m
 }
 
@@ -967,4 +967,23 @@ fn strategy_identity() {
         0.5,
         "0 is unset"
     );
+}
+
+/// `lastPromptTokenCount` is `usageMetadata.promptTokenCount`, which the Gemini API fills with
+/// the whole prompt, cached part included (`cachedContentTokenCount`); it has no cache-write
+/// count, so cache writes a provider reports apart are left out.
+#[test]
+fn the_prompt_size_leaves_cache_writes_out() {
+    let session = |usage: Usage| {
+        let mut answer = reply("ok", 0);
+        answer.usage = Some(usage);
+        Harness::new([system(), Message::user("hi"), answer, Message::user("go on")], profile("gemini-2.5-pro", 1000))
+    };
+    let mut written = session(Usage { input: 300, output: 0, cache_read: 100, cache_write: 400 });
+    let history = History::from_view(&written.view(&gemini()), true, true);
+    assert_eq!(prompt_tokens(&written.log, &written.view(&gemini()), &history), 400);
+    assert_eq!(written.decide(&gemini(), Moment::BeforeRequest), Decision::Skip);
+    // The same 800 prompt tokens uncached reach the 500 threshold.
+    let mut uncached = session(Usage { input: 700, output: 0, cache_read: 100, ..Default::default() });
+    assert_ne!(uncached.decide(&gemini(), Moment::BeforeRequest), Decision::Skip);
 }

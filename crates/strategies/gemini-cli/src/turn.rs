@@ -22,7 +22,8 @@ const LAST_PROMPT_TOKENS: &str = "last_prompt_tokens";
 /// `GeminiChat.getLastPromptTokenCount()`: the prompt size the provider reported for the
 /// newest reply, unless a later checkpoint replaced the history, which resets it to the local
 /// estimate of that history (kept in the checkpoint's details). Before any reply it is the
-/// estimate of the history.
+/// estimate of the history. The reported size is `promptTokenCount` (`input + cache_read`):
+/// Gemini's `usageMetadata` has no cache-write count, so `cache_write` is left out.
 pub(crate) fn prompt_tokens(log: &Log, view: &View, history: &History) -> u64 {
     let reply = view.last_usage().and_then(|(i, u)| view.messages[i].origin.entry().map(|id| (id, u)));
     let reset = log

@@ -40,7 +40,7 @@ fn with_threshold(threshold: f64) -> GooseStrategy {
 
 /// `m` with provider usage, as the runner sets it on a received assistant message.
 fn used(mut m: Message, input: u64, output: u64) -> Message {
-    m.usage = Some(Usage { input, output, cache_read: 0 });
+    m.usage = Some(Usage { input, output, ..Default::default() });
     m
 }
 

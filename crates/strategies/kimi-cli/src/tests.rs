@@ -32,7 +32,7 @@ fn padded(label: &str, n: usize) -> String {
 }
 
 fn with_usage(mut m: Message, input: u64, output: u64) -> Message {
-    m.usage = Some(Usage { input, output, cache_read: 0 });
+    m.usage = Some(Usage { input, output, ..Default::default() });
     m
 }
 

@@ -17,7 +17,7 @@ use crate::shake::{
     AGGRESSIVE_SHAKE, DEFAULT_SHAKE, RESCUE_SHAKE,
 };
 use crate::summarize::{handoff_message, remote_compaction_summary, summary_message};
-use crate::tokens::{count_compaction_summary, count_fragments, count_message, count_text};
+use crate::tokens::{context_tokens, count_compaction_summary, count_fragments, count_message, count_text, is_usage_anchor, prompt_tokens};
 use crate::trigger::{
     method_order, recovery_band, select, should_compact, threshold_tokens, Caps, Method, Reason, OFFLINE_CAPS,
 };
@@ -39,7 +39,7 @@ fn user(label: &str, tokens: usize) -> Message {
 /// An assistant text reply of `tokens`, with provider usage whose context total is `total`.
 fn reply(label: &str, tokens: usize, total: Option<u64>) -> Message {
     let mut m = Message::assistant(padded(label, tokens * 4));
-    m.usage = total.map(|t| Usage { input: t - tokens as u64, output: tokens as u64, cache_read: 0 });
+    m.usage = total.map(|t| Usage { input: t - tokens as u64, output: tokens as u64, ..Default::default() });
     m
 }
 
@@ -437,7 +437,7 @@ fn case_09_preparation_keep_budget() {
         s.push("a1", reply("a1", 10_000, None));
         s.push("u2", user("u2", 10_000));
         let mut a2 = reply("a2", 10_000, None);
-        a2.usage = Some(Usage { input, output: 10_000, cache_read: 0 });
+        a2.usage = Some(Usage { input, output: 10_000, ..Default::default() });
         s.push("a2", a2);
         s
     };
@@ -712,7 +712,7 @@ fn before_request_pre_prompt_and_mid_run() {
     s.push("a1", reply("a1", 100, Some(50_000)));
     s.push("u2", user("u2", 100));
     let mut a2 = call("c1", "bash", "x");
-    a2.usage = Some(Usage { input: 171_000, output: 10, cache_read: 0 });
+    a2.usage = Some(Usage { input: 171_000, output: 10, ..Default::default() });
     s.push("a2", a2);
     s.push("r1", result("c1", "bash", "r1", 100));
     assert_eq!(s.h.decide(&strategy, Moment::BeforeRequest), Decision::compact("threshold"));
@@ -929,12 +929,12 @@ fn long_session_stays_under_the_window() {
         h.push(user(&format!("turn {turn}: next task"), 50));
         run(&mut h, Moment::BeforeRequest, &mut kinds);
         let mut a = call(&format!("c{turn}"), "read", &format!("src/f{turn}.rs"));
-        a.usage = Some(Usage { input: prompt_size(&h), output: 20, cache_read: 0 });
+        a.usage = Some(Usage { input: prompt_size(&h), output: 20, ..Default::default() });
         h.push(a);
         h.push(result(&format!("c{turn}"), "read", &format!("NEEDLE-{turn} file body"), 6_000));
         run(&mut h, Moment::BeforeRequest, &mut kinds);
         let mut r = reply(&format!("turn {turn} done"), 200, None);
-        r.usage = Some(Usage { input: prompt_size(&h), output: 200, cache_read: 0 });
+        r.usage = Some(Usage { input: prompt_size(&h), output: 200, ..Default::default() });
         h.push(r);
         assert!(prompt_size(&h) < 100_000, "turn {turn}: {}", prompt_size(&h));
     }
@@ -954,17 +954,30 @@ fn long_session_stays_under_the_window() {
         }
         h.push(user(&format!("turn {turn}: next task"), 50));
         let mut a = call(&format!("c{turn}"), "read", &format!("src/f{turn}.rs"));
-        a.usage = Some(Usage { input: prompt_size(&h), output: 20, cache_read: 0 });
+        a.usage = Some(Usage { input: prompt_size(&h), output: 20, ..Default::default() });
         h.push(a);
         h.push(result(&format!("c{turn}"), "read", &format!("NEEDLE-{turn} file body"), 6_000));
         for cp in h.step(&strategy, Moment::BeforeRequest).unwrap() {
             kinds.push(cp.kind);
         }
         let mut r = reply(&format!("turn {turn} done"), 200, None);
-        r.usage = Some(Usage { input: prompt_size(&h), output: 200, cache_read: 0 });
+        r.usage = Some(Usage { input: prompt_size(&h), output: 200, ..Default::default() });
         h.push(r);
         assert!(prompt_size(&h) < 100_000, "turn {turn}: {}", prompt_size(&h));
     }
     assert!(kinds.contains(&CheckpointKind::Offload), "{kinds:?}");
     assert!(h.store.read("artifact://0").unwrap().contains("NEEDLE-0 file body"));
+}
+
+/// pi-agent-core's `calculateContextTokens`, `calculatePromptTokens` and `hasContextTokenUsage`
+/// all count `cacheWrite`.
+#[test]
+fn usage_counts_cache_writes() {
+    let u = Usage { input: 100, output: 20, cache_read: 1_000, cache_write: 300 };
+    assert_eq!((context_tokens(&u), prompt_tokens(&u)), (1_420, 1_400));
+    let only_written = Usage { output: 20, cache_write: 300, ..Default::default() };
+    assert_eq!((context_tokens(&only_written), prompt_tokens(&only_written)), (320, 300));
+    let mut reply = Message::assistant("ok");
+    reply.usage = Some(Usage { cache_write: 300, ..Default::default() });
+    assert!(is_usage_anchor(&reply), "a prompt of cache writes alone carries context numbers");
 }

@@ -15,7 +15,9 @@
 //!
 //! # Trigger
 //! Provider-reported usage of the newest finished assistant message in storage order
-//! (`input + output + cache_read`), compared inclusively with
+//! (`tokens.total || input + output + cache.read + cache.write`:
+//! [`Usage::total`](compactbench_core::Usage::total), cache writes included), compared
+//! inclusively with
 //! `usable = context − min(output, 32,000)` (or `input limit − reserved` when the model has an
 //! input limit, `reserved = min(20,000, min(output, 32,000))`), as `overflow.ts` ships in
 //! opencode-ai 1.18.33 (measured black box: `cargo xtask fidelity --black-box`);

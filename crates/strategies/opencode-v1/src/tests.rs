@@ -59,7 +59,7 @@ fn parallel(calls: &[(&str, &str, usize)]) -> Vec<Message> {
 /// `msgs` with provider usage (`input` prompt tokens) on its assistant message.
 fn used(mut msgs: Vec<Message>, input: u64, output: u64) -> Vec<Message> {
     let m = msgs.iter_mut().find(|m| m.role == Role::Assistant).expect("an assistant message");
-    m.usage = Some(Usage { input, output, cache_read: 0 });
+    m.usage = Some(Usage { input, output, ..Default::default() });
     msgs
 }
 
@@ -308,9 +308,17 @@ fn case_02_trigger_inclusive_reported_usage_only() {
     let d = OpencodeV1Config::default;
     assert!(triggers(d(), big(), 148_000));
     assert!(!triggers(d(), big(), 147_999));
-    // No `total`: input + output + cache read.
+    // No `total`: input + output + cache read + cache write.
     let mut reply = a("a1", 10);
-    reply[0].usage = Some(Usage { input: 140_000, output: 5_000, cache_read: 3_000 });
+    reply[0].usage = Some(Usage { input: 137_001, output: 5_000, cache_read: 3_000, cache_write: 2_999 });
+    let mut h = Harness::new(log(vec![u("u1", 10), reply]), big());
+    assert_eq!(h.decide(&default(), Moment::BeforeRequest), Decision::compact("overflow"), "148,000");
+    let mut reply = a("a1", 10);
+    reply[0].usage = Some(Usage { input: 140_000, output: 5_000, cache_read: 2_000, cache_write: 999 });
+    let mut h = Harness::new(log(vec![u("u1", 10), reply]), big());
+    assert_eq!(h.decide(&default(), Moment::BeforeRequest), Decision::Skip, "147,999");
+    let mut reply = a("a1", 10);
+    reply[0].usage = Some(Usage { input: 140_000, output: 5_000, cache_read: 3_000, ..Default::default() });
     let mut h = Harness::new(log(vec![u("u1", 10), reply]), big());
     assert_eq!(h.decide(&default(), Moment::BeforeRequest), Decision::compact("overflow"));
     // The compaction appends a marker with `auto: true`, sent as a user message.

@@ -177,7 +177,9 @@
 //! plus 4800 per image, `estimateTextAndImageContentChars`); assistant text + thinking + tool
 //! name + `JSON.stringify(arguments)`; tool result text plus 4800 per image; a compaction
 //! summary its raw text. Provider usage comes from
-//! [`Usage`](compactbench_core::Usage) (`totalTokens = input + output + cache_read`).
+//! [`Usage`](compactbench_core::Usage) (`totalTokens = input + output + cacheRead +
+//! cacheWrite`, so `calculateContextTokens` counts cache writes), except the silent-overflow
+//! check, which reads `input + cacheRead` only and so leaves cache writes out.
 //!
 //! # Failures
 //! A summarizer error fails the compaction (`Auto-compaction failed: Summarization failed: …`,

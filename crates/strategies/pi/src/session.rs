@@ -235,9 +235,9 @@ pub(crate) fn estimate_context_message(m: Context<'_>, release: Release) -> u64 
     }
 }
 
-/// Provider usage as Pi's `Usage` type holds it. Our runner reports input, output and cache
-/// reads; it has no cache-write count and no separate `totalTokens`, so those come from
-/// [`Usage`] as `cache_write = 0` and `total_tokens = input + output + cache_read`.
+/// Provider usage as Pi's `Usage` type holds it: [`Usage`]'s four counts field for field
+/// (`cacheWrite` is ours `cache_write`), and `totalTokens` their sum, as pi-ai's providers fill
+/// it (`input + output + cacheRead + cacheWrite`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ProviderUsage {
     pub(crate) input: u64,
@@ -253,7 +253,7 @@ impl From<Usage> for ProviderUsage {
             input: u.input,
             output: u.output,
             cache_read: u.cache_read,
-            cache_write: 0,
+            cache_write: u.cache_write,
             total_tokens: u.total(),
         }
     }

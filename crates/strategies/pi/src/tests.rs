@@ -35,7 +35,7 @@ fn user(label: &str, tokens: usize) -> Message {
 /// An assistant text reply of exactly `tokens`, with provider usage `total` if given.
 fn reply(label: &str, tokens: usize, total: Option<u64>) -> Message {
     let mut m = Message::assistant(padded(label, tokens * 4));
-    m.usage = total.map(|t| Usage { input: t - tokens as u64, output: tokens as u64, cache_read: 0 });
+    m.usage = total.map(|t| Usage { input: t - tokens as u64, output: tokens as u64, ..Default::default() });
     m
 }
 
@@ -57,7 +57,7 @@ fn result(call_label: &str, name: &str, label: &str, tokens: usize) -> Message {
 }
 
 fn with_usage(mut m: Message, input: u64, output: u64) -> Message {
-    m.usage = Some(Usage { input, output, cache_read: 0 });
+    m.usage = Some(Usage { input, output, ..Default::default() });
     m
 }
 
@@ -196,9 +196,12 @@ fn case_02_usage_total() {
     assert_eq!(calculate_context_tokens(&zero), 0);
     // Without `totalTokens` the parts are summed.
     assert_eq!(calculate_context_tokens(&ProviderUsage { total_tokens: 0, ..u }), 1800);
-    // Runner usage: total = input + output + cache read.
-    let runner = ProviderUsage::from(Usage { input: 1000, output: 500, cache_read: 200 });
+    // Runner usage: total = input + output + cache read + cache write.
+    let runner = ProviderUsage::from(Usage { input: 1000, output: 500, cache_read: 200, ..Default::default() });
     assert_eq!(calculate_context_tokens(&runner), 1700);
+    let written = ProviderUsage::from(Usage { input: 1000, output: 500, cache_read: 200, cache_write: 100 });
+    assert_eq!((written.cache_write, written.total_tokens), (100, 1800));
+    assert_eq!(calculate_context_tokens(&written), 1800);
 }
 
 #[test]
@@ -855,6 +858,15 @@ fn overflow_patterns_follow_each_release() {
     // Silent overflow: a good reply whose prompt was larger than the window.
     assert!(is_context_overflow(&reply("ok", 1, Some(200_002)), 200_000, Release::Npm0_73_1));
     assert!(!is_context_overflow(&reply("ok", 1, Some(200_001)), 200_000, Release::Npm0_73_1));
+    // pi-ai reads `input + cacheRead` only: cache writes that push the prompt past the window
+    // are no overflow (though `calculateContextTokens` counts them).
+    let mut written = reply("ok", 1, None);
+    written.usage = Some(Usage { input: 150_000, output: 1, cache_read: 40_000, cache_write: 20_000 });
+    for release in [Release::Npm1_6_0, Release::Npm0_73_1, Release::Canonical0_58] {
+        assert!(!is_context_overflow(&written, 200_000, release));
+        assert!(is_context_overflow(&written, 189_999, release));
+    }
+    assert_eq!(calculate_context_tokens(&ProviderUsage::from(written.usage.unwrap())), 210_001);
 }
 
 #[test]

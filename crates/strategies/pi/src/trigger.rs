@@ -104,7 +104,9 @@ pub(crate) fn check_next_turn(log: &Log, config: &PiConfig, window: u64) -> Opti
 
 /// `isContextOverflow(message, contextWindow)`: a failed reply whose error text matches a
 /// provider's overflow message, or a good reply whose prompt (`input + cacheRead`) exceeds
-/// the window ("silent overflow"). A failed reply's error text is its message text here.
+/// the window ("silent overflow"; pi-ai `utils/overflow.js` leaves `cacheWrite` out, so a
+/// prompt that only cache writes push past the window is no overflow). A failed reply's error
+/// text is its message text here.
 pub(crate) fn is_context_overflow(m: &Message, window: u64, release: Release) -> bool {
     if is_failed_reply(m) {
         let text = m.text().to_ascii_lowercase();
