@@ -71,8 +71,7 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             pending = contents.len() + 1;
             let fresh = matches!(vm.origin, Origin::Entry(_) | Origin::Replaced(..)) && reset.is_none_or(|r| id > r);
             if let Some(u) = m.usage.filter(|_| fresh) {
-                // `usageMetadata` has no cache-write count: cache writes have no field to go in.
-                let mut meta = json!({ "promptTokenCount": u.input + u.cache_read, "candidatesTokenCount": u.output });
+                let mut meta = json!({ "promptTokenCount": u.prompt(), "candidatesTokenCount": u.output });
                 if u.cache_read > 0 {
                     meta["cachedContentTokenCount"] = json!(u.cache_read);
                 }

@@ -224,14 +224,15 @@ fn case_02_reported_total_plus_bytes_of_items_since_last_model_output() {
     assert_eq!(session(19_196 - overhead).decide(&json, Moment::TurnEnd), Decision::Skip);
     assert_eq!(session(19_197 - overhead).decide(&json, Moment::TurnEnd), Decision::compact("pre-turn"));
 
-    // Codex's `TokenUsage` has no cache-write field: cache writes reported apart do not count.
-    let mut written = call("c1");
-    written.usage = Some(Usage { input: 139_000, output: 1_000, cache_read: 100_000, cache_write: 50_000 });
-    let mut h = Harness::new(
-        [base(), Message::user("fix the failing test"), written, output("c1", &"x".repeat(19_196))],
-        model(272_000, 8_000),
-    );
-    assert_eq!(h.decide(&local(), Moment::TurnEnd), Decision::Skip, "240,000 reported, cache writes left out");
+    // The Responses API has no cache-write count: writes a provider reports apart are in its
+    // `input_tokens`, so they count toward the limit.
+    let harness = |cache_write| {
+        let mut written = call("c1");
+        written.usage = Some(Usage { input: 139_000, output: 1_000, cache_read: 100_000, cache_write });
+        Harness::new([base(), Message::user("fix the failing test"), written, output("c1", &"x".repeat(19_196))], model(272_000, 8_000))
+    };
+    assert_eq!(harness(0).decide(&local(), Moment::TurnEnd), Decision::Skip, "240,000 reported");
+    assert_ne!(harness(50_000).decide(&local(), Moment::TurnEnd), Decision::Skip, "290,000 reported, writes included");
 }
 
 #[test]

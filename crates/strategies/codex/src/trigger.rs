@@ -46,11 +46,11 @@ pub(crate) fn auto_compact_limit(window: u64, configured: Option<u64>, cap: bool
 /// (locally), so nothing is added to it until the model answers again.
 ///
 /// The reported total is the Responses API's `total_tokens` (`input_tokens`, cached ones
-/// included, plus `output_tokens`): Codex's `TokenUsage` has no cache-write field, so cache
-/// writes a provider reports apart are not in it.
+/// included, plus `output_tokens`). The API has no cache-write count: a provider that reports
+/// writes apart has them in `input_tokens` all the same, so they count.
 pub(crate) fn total_tokens(view: &View, anchor: Option<&Anchor>, content: bool) -> u64 {
     let reported = match view.last_usage() {
-        Some((_, usage)) => usage.total() - usage.cache_write,
+        Some((_, usage)) => usage.total(),
         None => anchor.map_or(0, |a| a.details.tokens_after),
     };
     let Some(last_model) = view.messages.iter().rposition(|m| m.message.role == Role::Assistant) else {

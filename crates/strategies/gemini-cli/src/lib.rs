@@ -21,9 +21,8 @@
 //! Compression is due when `lastPromptTokenCount >= threshold × tokenLimit`, `threshold` =
 //! `model.compressionThreshold` ([`GeminiCliConfig::compression_threshold`], default 0.5,
 //! 0 meaning unset), `tokenLimit` = the model's window. `lastPromptTokenCount` is the provider's
-//! prompt size of the newest reply ([`Usage`](compactbench_core::Usage) `input + cache_read`:
-//! `promptTokenCount`, cached part included; the API has no cache-write count, so cache
-//! writes are left out),
+//! prompt size of the newest reply ([`Usage::prompt`](compactbench_core::Usage::prompt):
+//! `promptTokenCount`, cached part included; writes a provider reports apart are prompt too),
 //! or, when a checkpoint replaced the history after that reply, the local estimate of the new
 //! history (kept in the checkpoint's `details`). No compaction on an overflow error
 //! ([`Moment::Overflow`] is skipped) and none at [`Moment::TurnEnd`].

@@ -22,8 +22,7 @@ const LAST_PROMPT_TOKENS: &str = "last_prompt_tokens";
 /// `GeminiChat.getLastPromptTokenCount()`: the prompt size the provider reported for the
 /// newest reply, unless a later checkpoint replaced the history, which resets it to the local
 /// estimate of that history (kept in the checkpoint's details). Before any reply it is the
-/// estimate of the history. The reported size is `promptTokenCount` (`input + cache_read`):
-/// Gemini's `usageMetadata` has no cache-write count, so `cache_write` is left out.
+/// estimate of the history.
 pub(crate) fn prompt_tokens(log: &Log, view: &View, history: &History) -> u64 {
     let reply = view.last_usage().and_then(|(i, u)| view.messages[i].origin.entry().map(|id| (id, u)));
     let reset = log
@@ -32,7 +31,9 @@ pub(crate) fn prompt_tokens(log: &Log, view: &View, history: &History) -> u64 {
         .find_map(|(id, cp)| cp.details.get(LAST_PROMPT_TOKENS).and_then(serde_json::Value::as_u64).map(|t| (id, t)));
     match (reply, reset) {
         (Some((reply_id, _)), Some((cp_id, tokens))) if cp_id > reply_id => tokens,
-        (Some((_, usage)), _) => usage.input + usage.cache_read,
+        // `promptTokenCount`: the whole prompt. The API has no cache-write count; a provider
+        // that reports writes apart has them in the prompt all the same.
+        (Some((_, usage)), _) => usage.prompt(),
         (None, Some((_, tokens))) => tokens,
         (None, None) => estimate_contents(&history.contents),
     }
