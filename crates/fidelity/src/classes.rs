@@ -146,7 +146,7 @@ fn scale_usage(log: &Log, factor: f64, rng: &mut ChaCha8Rng) -> Log {
     let mut replies = 0;
     map_messages(log, |_, m| {
         let u = m.usage?;
-        let prompt = ((u.input + u.cache_read) as f64 * factor).round() as u64;
+        let prompt = (u.prompt() as f64 * factor).round() as u64;
         let cached = if replies == 0 { 0 } else { (prompt as f64 * rng.gen_range(0.5..0.95)) as u64 };
         replies += 1;
         Some(Message { usage: Some(Usage { input: prompt - cached, output: u.output, cache_read: cached, ..Default::default() }), ..m.clone() })

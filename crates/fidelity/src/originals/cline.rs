@@ -58,7 +58,7 @@ pub(crate) fn export(case: &Case) -> Result<Export, String> {
             break;
         }
         if let Some(u) = m.usage.filter(|u| m.role == Role::Assistant && u.total() > 0) {
-            previous = json!(u.input + u.cache_read + u.cache_write);
+            previous = json!(u.prompt());
             break;
         }
     }

@@ -1,7 +1,6 @@
 //! Aider's `done_messages` / `cur_messages` read from the log, the background summarization
 //! mapped onto turn ends, and the view rebuilt from checkpoints.
 
-
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{
     default_projection, Checkpoint, CheckpointKind, Cx, Decision, Entry, EntryId, Error, ErrorKind, Log, Message,
@@ -170,8 +169,7 @@ pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, at: Moment, c
 
 /// `summarize_start`, at a turn end only: compact when a reply of the turn just ended wrote an
 /// edit (`moved`: Aider moved cur into done then) and done, whose total `done_tokens` counts, is
-/// over the limit. Before a request or on overflow Aider never
-/// compacts.
+/// over the limit. Before a request or on overflow Aider never compacts.
 pub(crate) fn summarize_start(config: &AiderConfig, log: &Log, at: Moment, moved: bool, cx: &Cx<'_>, done_tokens: impl FnOnce(&Counter<'_>) -> u64) -> Decision {
     // This turn's move was already handled; sizes are counted only once something moved
     // (turns without an applied edit are free).

@@ -580,7 +580,7 @@ fn previous_input(log: &Log) -> u64 {
             Role::User => return 0,
             Role::Assistant => {
                 if let Some(u) = m.usage.filter(|u| u.total() > 0) {
-                    return u.input + u.cache_read + u.cache_write;
+                    return u.prompt();
                 }
             }
             Role::Tool | Role::System => {}

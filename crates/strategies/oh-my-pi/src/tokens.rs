@@ -74,13 +74,13 @@ pub(crate) fn count_compaction_summary(summary: &str, frames: u64) -> u64 {
 /// from its parts and no orchestration tokens, so this is `input + output + cacheRead +
 /// cacheWrite` (pi-agent-core `compaction/compaction.ts`).
 pub(crate) fn context_tokens(u: &Usage) -> u64 {
-    u.input + u.output + u.cache_read + u.cache_write
+    u.total()
 }
 
 /// `calculatePromptTokens(usage)`: `input + cacheRead + cacheWrite` when positive, else the
 /// context tokens.
 pub(crate) fn prompt_tokens(u: &Usage) -> u64 {
-    let prompt = u.input + u.cache_read + u.cache_write;
+    let prompt = u.prompt();
     if prompt > 0 {
         prompt
     } else {
@@ -90,7 +90,7 @@ pub(crate) fn prompt_tokens(u: &Usage) -> u64 {
 
 /// `hasContextTokenUsage(usage)`.
 fn has_context_usage(u: &Usage) -> bool {
-    u.input + u.cache_read + u.cache_write > 0 || context_tokens(u) > u.output
+    u.prompt() > 0 || context_tokens(u) > u.output
 }
 
 /// `getAssistantUsage`: an assistant reply's usage unless it failed or was aborted. Our
