@@ -128,14 +128,7 @@ pub(crate) fn evict_human_message(effective: &[ViewMessage], settings: &Settings
     if write(store, settings, &path, &text).is_none() {
         return out;
     }
-    let stub = render_stub(
-        &format!(
-            "This message was too large and its content was stored in the filesystem at: {path}\n\n\
-             Read the complete text with the read_file tool, a page at a time (offset and limit parameters)."
-        ),
-        &preview(&text),
-        "content",
-    );
+    let stub = too_large_human_stub(&path, &text);
     // Text parts collapse into the stub; media parts stay after it.
     let mut parts = vec![Part::text(stub)];
     parts.extend(vm.message.parts.iter().filter(|p| !matches!(p, Part::Text { .. })).cloned());
@@ -209,12 +202,12 @@ pub(crate) fn clip_tail(
 }
 
 /// `_slice_read_file_tm`: the head of the result and a pointer back to the file it read.
-fn read_file_slice(text: &str, original_path: &str) -> String {
+pub(crate) fn read_file_slice(text: &str, original_path: &str) -> String {
     let head: String = text.chars().take(READ_FILE_HEAD_CHARS).collect();
     format!(
-        "{head}\n\n[Output cut short because of context window limits. The full content is at {original_path}. \
-         Fetch specific parts with read_file's offset and limit parameters, for example \
-         read_file with file_path='{original_path}', offset=0, limit=100 for the first 100 lines.]"
+        "{head}\n\n[Output cut short because of the context window's size limits. The full content is at {original_path}. \
+         Fetch the parts you need with read_file's offset and limit parameters: for example, call \
+         read_file with file_path='{original_path}', offset=0, limit=100 to obtain its first 100 lines.]"
     )
 }
 
@@ -228,11 +221,25 @@ pub(crate) fn too_large_tool_stub(call_id: &str, path: &str, content: &str) -> S
     render_stub(
         &format!(
             "Tool result too large: the output of tool call {visible} was stored in the filesystem at: {path}\n\n\
-             Use the read_file tool to read it, one part at a time.\n\n\
-             Pass offset and limit to read_file; for instance offset=0 and limit=100 return the first 100 lines."
+             The full result can be read back from the filesystem with the read_file tool; read it in parts \
+             rather than all at once, one slice per call.\n\n\
+             Each read_file call takes an offset and a limit: offset=0 and limit=100, for instance, return the \
+             first 100 lines, and a following call, with offset=100, then continues from line 101."
         ),
         &preview(content),
         "result",
+    )
+}
+
+/// The large-human-message stub (`_build_truncated_human_message` with `_TOO_LARGE_HUMAN_MSG`).
+pub(crate) fn too_large_human_stub(path: &str, content: &str) -> String {
+    render_stub(
+        &format!(
+            "This message was too large; its content was stored in the filesystem at: {path}\n\n\
+             Read the complete text with the read_file tool, one page at a time (use offset and limit)."
+        ),
+        &preview(content),
+        "content",
     )
 }
 
@@ -246,19 +253,19 @@ pub(crate) struct Preview {
 /// Stub = header, blank line, the note describing the preview, blank line, the preview.
 fn render_stub(header: &str, preview: &Preview, subject: &str) -> String {
     let mut note = if preview.lines_omitted {
-        format!("Below is a preview of the first and last lines of the {subject}")
+        format!("This preview shows the first and last lines of the {subject}")
     } else {
-        format!("Below is a preview of the {subject}")
+        format!("This is a preview of the {subject}")
     };
     let mut caveats = Vec::new();
     if preview.lines_omitted {
         caveats.push(
-            "a line of the form `... [N lines truncated] ...` stands for lines left out in the middle".to_owned(),
+            "a line of the form `... [N lines truncated] ...` stands for the lines left out in the middle region".to_owned(),
         );
     }
     if preview.lines_clipped {
         caveats.push(format!(
-            "some lines are longer than {PREVIEW_LINE_CHAR_LIMIT} characters and only their first {PREVIEW_LINE_CHAR_LIMIT} are shown"
+            "some lines of the output are longer than {PREVIEW_LINE_CHAR_LIMIT} characters; for those, the preview shows the first {PREVIEW_LINE_CHAR_LIMIT} only"
         ));
     }
     if !caveats.is_empty() {

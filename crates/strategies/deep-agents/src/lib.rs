@@ -86,7 +86,12 @@
 //! - The summarizer cannot report a context overflow, so LangChain's retry with the middle of
 //!   the history cut out is not reproduced; any summarizer error is retried (three attempts)
 //!   and then fails the compaction. `StopReason::Length` is accepted as is (no cap is set).
-//! - The summary prompt and stub texts are paraphrased (literal markers kept). The whole prompt
+//! - The summary prompt and stub texts are paraphrased (literal markers kept). Each stub's
+//!   paraphrase has the original's length in characters (the tool-result, human-message and
+//!   `read_file` stubs, and each preview note and caveat), because the middleware's estimate
+//!   counts characters: a stub of another length moves the budget checks. With the 0.7.32
+//!   wording 67 tokens longer than ours was, the original raised `ContextOverflowError` where we
+//!   fit. The whole prompt
 //!   is the `transcript` (instructions empty), because the original sends one user message with
 //!   the instructions before the messages.
 //! - Not modelled: `execute` capture on sandbox backends, PatchToolCallsMiddleware, media
@@ -108,11 +113,10 @@
 //! the output cap, `_llm_type` `anthropic-chat` for Anthropic-shaped models), its own
 //! `wrap_model_call` with only the model mocked, after the filesystem middleware's tool-time
 //! and human-message evictions; our summary checkpoints go in as its `_summarization_event`.
-//! On 666 cases (331 fresh, 335 with earlier summaries) trigger and selection agree on every
-//! case; tokens-before on 304 of 311. Known differences:
-//! - Tokens-before differs by a few tokens where a tool result over 80,000 chars was evicted:
-//!   our stub paraphrases `_TOO_LARGE_TOOL_MSG` (`deepagents/middleware/_message_eviction.py`).
-//!   Deliberate (no prompt text copied); no trigger or cut changed in the cases measured.
+//! On 1,168 cases from 208 sessions trigger, selection and tokens-before (563 compared) agree
+//! on every case. Known differences:
+//! - Where a tool result over 80,000 chars was evicted, the stub texts differ in wording only
+//!   (paraphrased, at the original's length, see Deviations); estimates and budget checks agree.
 //! - The first request whose `write_file` / `edit_file` arguments get truncated is a compaction
 //!   here (the one-off `prune` checkpoint recording the model facts, see Deviations) but only a
 //!   request rewrite there (`_truncate_args` in `wrap_model_call`). Seen on synthetic sessions
@@ -122,7 +126,7 @@
 //!   the tool returns; here at the next request. The check compares the filesystem middleware's
 //!   evictions apart from the trigger, as in-place rewrites (the messages evicted and the stub
 //!   text each then holds): the same messages on all 1,166 cases of the 0.7.32 run; the 26 stubs
-//!   differ only in the paraphrased wording above, the path and the preview being the original's.
+//!   differ only in the paraphrased wording, the path and the preview being the original's.
 
 use compactbench_core::{default_projection, Checkpoint, Cx, Decision, Entry, Error, Fidelity, Log, Moment, Replay, Strategy, StrategyInfo, View};
 

@@ -344,11 +344,30 @@ fn case_08_overflow_tail_clip_read_file() {
         let shown = view.messages[2 + i].message.searchable_text();
         let head: String = original.chars().take(4_000).collect();
         assert!(shown.starts_with(&format!(
-            "{head}\n\n[Output cut short because of context window limits. The full content is at /big_{i}.txt."
+            "{head}\n\n[Output cut short because of the context window's size limits. The full content is at /big_{i}.txt."
         )));
     }
     assert!(harness.store.paths().all(|p| !p.starts_with("/large_tool_results/")));
     assert_eq!(harness.store.len(), 1, "only the history file");
+}
+
+/// The stubs paraphrase the original's wording (no prompt text copied) at the original's length
+/// in characters, since the middleware's estimate counts characters: a stub of another length
+/// moves the budget checks that decide the trigger and the overflow error. The lengths are those
+/// deepagents 0.7.32 renders for the same inputs (`_render_too_large_tool_msg`,
+/// `_build_truncated_human_message`, `_slice_read_file_tm`).
+#[test]
+fn stubs_have_the_originals_lengths() {
+    let plain = "line\n".repeat(3);
+    let omitted: String = (0..500).map(|i| format!("row {i}\n")).collect();
+    let clipped = format!("{}\n", "x".repeat(1500)).repeat(20);
+    for (content, tool, human) in [(&plain, 495, 252), (&omitted, 739, 496), (&clipped, 10_781, 10_538)] {
+        let stub = crate::evict::too_large_tool_stub("tc_1", "/large_tool_results/tc_1", content);
+        assert_eq!(stub.chars().count(), tool, "{stub}");
+        let stub = crate::evict::too_large_human_stub("/conversation_history/h.md", content);
+        assert_eq!(stub.chars().count(), human, "{stub}");
+    }
+    assert_eq!(crate::evict::read_file_slice(&omitted, "/src/big.txt").chars().count(), 4_173);
 }
 
 #[test]
