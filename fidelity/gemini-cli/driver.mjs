@@ -242,7 +242,7 @@ async function answer(c) {
     rewritten: [...rewritten].sort((a, b) => a - b),
     // Text parts and tool outputs, one per line, as `crates/fidelity/src/lib.rs` `rewrite_text`.
     rewritten_text: Object.fromEntries([...written].map(([i, texts]) => [i, texts.filter((t) => typeof t === 'string').join('\n')])),
-    status: info.compressionStatus,
+    outcome: CompressionStatus[info.compressionStatus],
     error: null,
   };
 }

@@ -9,6 +9,9 @@
 //! only matches one of its patterns, so a new kind of rewrite difference is not counted as
 //! reviewed. An entry that names `with` (another part) covers only cases where that part
 //! differs too and a reviewed entry covers it: a difference caused by one already explained.
+//! An entry that names `outcome` covers only cases where the original's driver reported that
+//! outcome (the original's own name for what it did), so a difference in a case where the
+//! original did something else is not counted as reviewed.
 
 use std::path::Path;
 
@@ -40,6 +43,10 @@ pub struct Difference {
     /// a reviewed entry of its own (see the module docs).
     #[serde(default)]
     pub with: Option<String>,
+    /// The original's reported outcome: the entry covers only cases where the original's
+    /// answer names it ([`Answer::outcome`]).
+    #[serde(default)]
+    pub outcome: Option<String>,
     /// `lines`, compiled when the list is read.
     #[serde(skip)]
     matcher: Option<RegexSet>,
@@ -73,6 +80,9 @@ fn parse_parts(path: &Path, text: &str, parts: &[&str]) -> Result<Vec<Difference
         if d.reason.trim().is_empty() {
             bail!("{}: field `reason` is empty", at());
         }
+        if d.outcome.as_ref().is_some_and(|o| o.trim().is_empty()) {
+            bail!("{}: field `outcome` is empty", at());
+        }
         if let Some(with) = &d.with {
             if !parts.contains(&with.as_str()) || *with == d.part {
                 bail!("{}: field `with` is {with:?}, not another of {parts:?}", at());
@@ -90,7 +100,8 @@ fn parse_parts(path: &Path, text: &str, parts: &[&str]) -> Result<Vec<Difference
 }
 
 /// The reviewed difference covering `part` of one case of `strategy`'s answers (`ours`, then
-/// the original's), if any. Without the answers, only entries that name no `lines` cover.
+/// the original's), if any. Without the answers, only entries that name no `lines`, `with`
+/// or `outcome` cover.
 pub fn covering<'a>(list: &'a [Difference], strategy: &str, part: &str, answers: Option<(&Answer, &Answer)>) -> Option<&'a Difference> {
     list.iter().filter(|d| d.strategy == strategy && d.part == part).find(|d| {
         let lines = match &d.matcher {
@@ -103,7 +114,11 @@ pub fn covering<'a>(list: &'a [Difference], strategy: &str, part: &str, answers:
                 compare(ours, theirs).disagreeing().contains(&with.as_str()) && covering(list, strategy, with, answers).is_some()
             }),
         };
-        lines && with
+        let outcome = match &d.outcome {
+            None => true,
+            Some(outcome) => answers.is_some_and(|(_, theirs)| theirs.outcome.as_ref() == Some(outcome)),
+        };
+        lines && with && outcome
     })
 }
 
@@ -179,6 +194,22 @@ mod tests {
         assert!(!covers(&Answer { rewritten_text: None, ..wrote(&[3], "") }), "no text on our side");
         assert!(covering(&list, "x", "rewrites", None).is_none());
         assert_eq!(key(&list, &list[0]), "rewrites");
+    }
+
+    /// An entry with an `outcome` covers only cases where the original reported that outcome.
+    #[test]
+    fn an_entry_with_an_outcome_covers_only_answers_naming_it() {
+        let toml = "[[difference]]\nstrategy = \"x\"\npart = \"selection\"\nreason = \"inflated\"\noutcome = \"INFLATED\"\n";
+        let list = parse_parts(Path::new("d.toml"), toml, &PARTS).unwrap();
+        let ours = Answer { compact: true, first_kept: Some(EntryId(4)), ..Answer::default() };
+        let theirs = |outcome: Option<&str>| Answer { compact: true, outcome: outcome.map(str::to_owned), ..Answer::default() };
+        let covers = |theirs: &Answer| covering(&list, "x", "selection", Some((&ours, theirs))).is_some();
+        assert!(covers(&theirs(Some("INFLATED"))));
+        assert!(!covers(&theirs(Some("NOOP"))), "another outcome");
+        assert!(!covers(&theirs(None)), "no outcome reported");
+        assert!(covering(&list, "x", "selection", None).is_none());
+        let e = parse_parts(Path::new("d.toml"), &toml.replace("INFLATED", " "), &PARTS).unwrap_err().to_string();
+        assert!(e.contains("field `outcome` is empty"), "{e}");
     }
 
     /// An entry `with` another part covers only cases where that part differs, reviewed.

@@ -40,6 +40,10 @@ pub struct NativeAnswer {
     /// beside `rewritten`, for every index there.
     #[serde(default)]
     pub rewritten_text: Option<BTreeMap<String, String>>,
+    /// The original's own name for what it did, where it has one (Gemini CLI's
+    /// `CompressionStatus`). Optional; a reviewed difference may be narrowed to it.
+    #[serde(default)]
+    pub outcome: Option<String>,
     /// The original threw: its message.
     pub error: Option<String>,
 }
@@ -92,6 +96,7 @@ impl NativeAnswer {
             tokens_before: self.tokens_before,
             rewritten,
             rewritten_text,
+            outcome: self.outcome.clone(),
         })
     }
 

@@ -58,6 +58,11 @@ pub struct Answer {
     /// from a driver that reports which entries it rewrote but not what it wrote there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewritten_text: Option<std::collections::BTreeMap<EntryId, String>>,
+    /// The original's own name for what it did (Gemini CLI's `CompressionStatus`), where its
+    /// driver reports one; ours is `None`. Not compared: a reviewed difference may be narrowed
+    /// to it ([`deliberate`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
 }
 
 /// The text of a rewritten message as both sides report it: its text parts and tool results,

@@ -245,6 +245,9 @@ fn deliberate_section(md: &mut String, reports: &[OriginalReport], deliberate: &
         if let Some(with) = &d.with {
             let _ = write!(narrowed, " Covers only cases whose {with} differ too, reviewed.");
         }
+        if let Some(outcome) = &d.outcome {
+            let _ = write!(narrowed, " Covers only cases where the original reported `{outcome}`.");
+        }
         let _ = writeln!(md, "| `{}` | {} | {n} | {}{narrowed} |", d.strategy, d.part, d.reason.replace('\n', " "));
     }
 }
