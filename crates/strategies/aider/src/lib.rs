@@ -209,9 +209,8 @@
 //!   catalog names other than `claude-3*` (e.g. `claude-sonnet-4-5`, the `sonnet` alias),
 //!   `llama-2` / `replicate` and `llama-3` names a Hugging Face tokenizer; we count those with
 //!   `cl100k_base`. Aider's other aliases are not resolved (only `4o` changes an encoding).
-//! - Not observed but possible: the summary prefix is a paraphrase (9 characters longer than
-//!   `prompts.summary_prefix`), so the recursion test `tokens(summary) + tail < max_tokens` can
-//!   differ when it is within a few tokens.
+//! - The summary prefix is a paraphrase of `prompts.summary_prefix` worded to its size in
+//!   tokens (module `prompt`), so a summary in done weighs what Aider's does.
 
 mod chat;
 mod history;

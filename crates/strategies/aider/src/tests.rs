@@ -111,6 +111,8 @@ fn edit_pair_and_sizes_are_as_the_tests_assume() {
     assert_eq!(counter().message("assistant", r#"edit {"path":"src/a.rs"}"#), 21);
     assert_eq!(counter().message("user", "ok"), 12);
     assert_eq!(counter().message("assistant", history::OK), 13);
+    // Model("test-model").token_count({"role": "user", "content": prompts.summary_prefix}).
+    assert_eq!(counter().message("user", prompt::SUMMARY_PREFIX), 23);
     assert_eq!(counter().message("user", &u("m0", 300).text()), 300);
     assert_eq!(counter().message("assistant", &a("m1", 200).text()), 200);
     let summary = format!("{}{}", prompt::SUMMARY_PREFIX, summary_of(298));
