@@ -192,10 +192,14 @@
 //!   reply that edits, and it did not count an edit whose result was an error, where aider
 //!   moves for every block it parses. Before the fix: trigger 270/275, selection 59/181,
 //!   tokens-before 6/181.
-//! - After it (277 cases): trigger 277/277, selection 171/181, tokens-before 151/181. Every
-//!   remaining difference is aider summarizing mid-turn (Deviations; `fidelity/deliberate.toml`):
-//!   with the driver's mid-turn `summarize_end` left out, selection and tokens-before agree on
-//!   all 181.
+//! - After it (277 cases): trigger 277/277, selection 171/181, tokens-before 151/181; every
+//!   remaining difference was aider summarizing mid-turn, where the crate then summarized once
+//!   at the turn's end.
+//! - With the summary applied at the request after the move (Trigger) and the summary prefix
+//!   worded to the original's size (302 cases; the history family's logs are the crate's own
+//!   replays, so the case set moved): trigger 302/302, selection 169/169, tokens-before
+//!   169/169. Before the prefix, 13 cases differed by one token in tokens-before (an earlier
+//!   summary in done at the newest start).
 //! - Earlier, with the lists written by our exporter after the crate's own rules (circular for
 //!   the split; trigger and selection logic checked):
 //!   with the exact tokenizer (207 cases): trigger 207/207, selection 138/138, tokens-before
