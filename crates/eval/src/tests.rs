@@ -526,11 +526,11 @@ fn summarizer_faults_follow_each_strategys_fallback() {
         }
     }
     expect![[r#"
-        aider timeout: ok 2, failed 0, calls 4, over-window requests 0
-        aider http500: ok 2, failed 0, calls 4, over-window requests 0
-        aider empty: ok 2, failed 0, calls 3, over-window requests 0
-        aider over-cap: ok 2, failed 0, calls 4, over-window requests 9, cut off 4 (used 2)
-        aider garbage: ok 2, failed 0, calls 3, over-window requests 0
+        aider timeout: ok 3, failed 0, calls 6, over-window requests 0
+        aider http500: ok 3, failed 0, calls 6, over-window requests 0
+        aider empty: ok 4, failed 0, calls 5, over-window requests 0
+        aider over-cap: ok 5, failed 0, calls 8, over-window requests 6, cut off 8 (used 5)
+        aider garbage: ok 4, failed 0, calls 5, over-window requests 0
         amp timeout: ok 0, failed 39, calls 27, over-window requests 17
         amp http500: ok 0, failed 39, calls 27, over-window requests 17
         amp empty: ok 0, failed 39, calls 27, over-window requests 17

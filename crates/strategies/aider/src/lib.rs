@@ -49,16 +49,33 @@
 //!   that caused them, as in Aider, where they never start a new request.
 //!
 //! # Trigger
-//! [`Moment::TurnEnd`] only. Aider starts the summarizer in a background thread right after
-//! moving an edit exchange into the history and applies its result when the next prompt is
-//! formatted; the runner's turn end (before the next user message) is the same point, and a
-//! turn whose replies wrote an edit is checked once, on done as its last such reply left it
-//! (see Deviations for a turn with several). The condition is `too_big(done)`: `Σ tokens(msg) > max_tokens` (strict), with
+//! Aider runs `summarize_start` right after each move (`move_back_cur_messages`, after every
+//! reply that edits): when `too_big(done)` it starts the summarizer in a background thread on
+//! done as it stands. The next `send_message` applies the result before it builds its request
+//! (`format_messages` → `format_chat_chunks` → `summarize_end`): mid-turn, before the next
+//! reply's request, when the turn goes on (reflection, command output), or before the next
+//! prompt's request after the turn's last reply. So this crate compacts where that request is
+//! built: at [`Moment::BeforeRequest`] after a move mid-turn, and at [`Moment::TurnEnd`] after
+//! the turn's last one (the runner's turn end comes before the next prompt's request, with
+//! nothing in between that changes done; the prompt joins cur either way). The later replies of
+//! the turn stay verbatim behind the summary, in cur until the next move.
+//!
+//! The condition is `too_big(done)`: `Σ tokens(msg) > max_tokens` (strict), with
 //! `max_tokens` = `--max-chat-history-tokens` ([`AiderConfig::max_chat_history_tokens`]) or the
 //! main model's `max_chat_history_tokens = min(max(max_input_tokens / 16, 1024), 8192)` (a
-//! float in Aider, kept as one; `max_input_tokens` is the profile's window). A turn none of whose
-//! replies wrote an edit never triggers. [`Moment::BeforeRequest`] and [`Moment::Overflow`] never compact:
-//! Aider has no overflow compaction (it only warns and suggests `/drop` or `/clear`).
+//! float in Aider, kept as one; `max_input_tokens` is the profile's window). Done only grows
+//! between checkpoints, so a summary is due exactly when a reply of the current turn wrote an
+//! edit since the newest checkpoint and done is over the limit; a move whose summary was applied
+//! is before that checkpoint. A turn none of whose replies wrote an edit never triggers.
+//! [`Moment::Overflow`] and [`Moment::Manual`] never compact: Aider has no overflow compaction
+//! (it only warns and suggests `/drop` or `/clear`) and no compaction command.
+//!
+//! The compaction runs Aider's loop over the moves of the current turn not yet handled
+//! (`session::run_moves`): each appends what was cur to done, starts the summarizer when done is
+//! too big, and puts its result in done's place before the next move. In a run that is the one
+//! move whose summary is due; on a log cut without the turn's mid-turn summaries (the fidelity
+//! check's cases) each is applied in turn, as Aider applied them. Tokens before are done's at
+//! the newest start.
 //!
 //! # Selection (`summarize` → `summarize_real`, depth 0)
 //! 1. Total ≤ `max_tokens` at depth 0 → unchanged.
@@ -151,11 +168,10 @@
 //!   message" is applied to the mapped roles as written, so the tail can start with tool results
 //!   whose call was summarized; the pairing violation this makes is left for the runner to
 //!   record, not repaired.
-//! - Deliberate: Aider runs `summarize_start` at every reply that edits and applies a finished
-//!   summary before the next request, so in a turn with several such replies it can summarize
-//!   after an earlier one, mid-turn; we check once, at the turn's end, on done as the last one
-//!   left it (our summarization happens between turns only). The lists themselves are Aider's:
-//!   done ends with the newest reply that edited, and what follows it stays in cur.
+//! - Deliberate: a summarization that fails without wiping ([`AiderConfig::wipe_history_on_failure`]
+//!   off, not Aider's behaviour) or is discarded ([`AiderConfig::confirmation_race`]) leaves
+//!   nothing in the log, so it is tried again at the next moment of the turn that asks (the next
+//!   request or the turn's end); Aider starts a worker only at the next move.
 //! - Deliberate: start-up summarization of a restored `.aider.chat.history.md`, `/clear` and
 //!   `/reset` have no event in the runner's sessions. The chat-mode switch path
 //!   (`summarize_all` of the done list without `Ok.`, history kept on failure) is implemented
@@ -176,10 +192,14 @@
 //!   reply that edits, and it did not count an edit whose result was an error, where aider
 //!   moves for every block it parses. Before the fix: trigger 270/275, selection 59/181,
 //!   tokens-before 6/181.
-//! - After it (277 cases): trigger 277/277, selection 171/181, tokens-before 151/181. Every
-//!   remaining difference is aider summarizing mid-turn (Deviations; `fidelity/deliberate.toml`):
-//!   with the driver's mid-turn `summarize_end` left out, selection and tokens-before agree on
-//!   all 181.
+//! - After it (277 cases): trigger 277/277, selection 171/181, tokens-before 151/181; every
+//!   remaining difference was aider summarizing mid-turn, where the crate then summarized once
+//!   at the turn's end.
+//! - With the summary applied at the request after the move (Trigger) and the summary prefix
+//!   worded to the original's size (302 cases; the history family's logs are the crate's own
+//!   replays, so the case set moved): trigger 302/302, selection 169/169, tokens-before
+//!   169/169. Before the prefix, 13 cases differed by one token in tokens-before (an earlier
+//!   summary in done at the newest start).
 //! - Earlier, with the lists written by our exporter after the crate's own rules (circular for
 //!   the split; trigger and selection logic checked):
 //!   with the exact tokenizer (207 cases): trigger 207/207, selection 138/138, tokens-before
@@ -193,9 +213,8 @@
 //!   catalog names other than `claude-3*` (e.g. `claude-sonnet-4-5`, the `sonnet` alias),
 //!   `llama-2` / `replicate` and `llama-3` names a Hugging Face tokenizer; we count those with
 //!   `cl100k_base`. Aider's other aliases are not resolved (only `4o` changes an encoding).
-//! - Not observed but possible: the summary prefix is a paraphrase (9 characters longer than
-//!   `prompts.summary_prefix`), so the recursion test `tokens(summary) + tail < max_tokens` can
-//!   differ when it is within a few tokens.
+//! - The summary prefix is a paraphrase of `prompts.summary_prefix` worded to its size in
+//!   tokens (module `prompt`), so a summary in done weighs what Aider's does.
 
 mod chat;
 mod history;
@@ -256,8 +275,8 @@ impl AiderStrategy {
                 id: "aider".into(),
                 harness: "aider".into(),
                 source: "aider-chat 0.86.2 (Aider-AI/aider@5dc9490bb35f9729ef2c95d00a19ccd30c26339c)".into(),
-                summary: "after a turn whose replies wrote an edit, history over max_chat_history_tokens is split in half \
-                          by tokens; the older half becomes a user summary, the newer half is kept (recursive)"
+                summary: "after a reply that wrote an edit, before the next request, history over max_chat_history_tokens is \
+                          split in half by tokens; the older half becomes a user summary, the newer half is kept (recursive)"
                     .into(),
                 fidelity: Fidelity::Source,
             },

@@ -17,5 +17,9 @@ Open the summary with \"I asked you...\".
 ";
 
 /// Put in front of the summarizer's reply to form the summary message (paraphrase of
-/// `prompts.summary_prefix`; newline-terminated like the original).
-pub(crate) const SUMMARY_PREFIX: &str = "Earlier in this chat I talked with you about several things.\n";
+/// `prompts.summary_prefix`; newline-terminated like the original). Worded to the original's
+/// size: as many `cl100k_base` and `o200k_base` tokens, alone, before a summary and inside
+/// `json.dumps` of the message, so the summary weighs in Aider's decisions (the recursion test,
+/// done's size at the next `summarize_start`) what Aider's does. One token more made tokens
+/// before differ by one wherever an earlier summary was in done.
+pub(crate) const SUMMARY_PREFIX: &str = "Earlier in this chat I told you about several things.\n";

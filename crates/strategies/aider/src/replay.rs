@@ -56,7 +56,7 @@ impl Replay for AiderReplay<'_> {
         self.view(log);
         let (history, sizes) = (&self.view.messages[session::leading(&self.view)..], &mut self.sizes);
         let done = self.exchanges.done();
-        let decision = session::summarize_start(self.config, log, at, self.exchanges.edited, cx, |counter| {
+        let decision = session::summarize_start(self.config, log, at, self.exchanges.moved(), cx, |counter| {
             sizes.extend(history[sizes.len()..done.max(sizes.len())].iter().map(|vm| session::size(counter, vm)));
             sizes[..done].iter().sum()
         });

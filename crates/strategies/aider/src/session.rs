@@ -1,5 +1,6 @@
 //! Aider's `done_messages` / `cur_messages` read from the log, the background summarization
-//! mapped onto turn ends, and the view rebuilt from checkpoints.
+//! mapped onto the request after each move that made done too big, and the view rebuilt from
+//! checkpoints.
 
 use compactbench_core::tools::{tool_kind, ToolKind};
 use compactbench_core::{
@@ -84,9 +85,10 @@ pub(crate) struct Exchanges {
     start: usize,
     done: usize,
     len: usize,
-    /// Whether a reply of the current turn wrote an edit: Aider then moved cur into done and
-    /// ran `summarize_start`.
-    pub(crate) edited: bool,
+    /// Where done ended after each move of the current turn (since the newest checkpoint), in
+    /// order: Aider ran `summarize_start` at each, and applied what it started at the next
+    /// request (`summarize_end` in `format_chat_chunks`), mid-turn for all but the last.
+    moves: Vec<usize>,
 }
 
 impl Exchanges {
@@ -99,11 +101,11 @@ impl Exchanges {
     /// Takes in the next history message.
     pub(crate) fn push(&mut self, vm: &ViewMessage) {
         if self.len > self.start && opens_turn(vm) {
-            *self = Exchanges { start: self.len, done: self.done, len: self.len, edited: false };
+            (self.start, self.moves) = (self.len, Vec::new());
         }
         if writes_edit(&vm.message) {
-            self.edited = true;
             self.done = self.len + 1;
+            self.moves.push(self.done);
         }
         self.len += 1;
     }
@@ -111,6 +113,12 @@ impl Exchanges {
     /// Where done ends: after the newest reply that wrote an edit (Aider moved cur then).
     pub(crate) fn done(&self) -> usize {
         self.done
+    }
+
+    /// Whether a reply of the current turn wrote an edit since the newest checkpoint: Aider then
+    /// moved cur into done and ran `summarize_start`.
+    pub(crate) fn moved(&self) -> bool {
+        !self.moves.is_empty()
     }
 }
 
@@ -135,8 +143,8 @@ pub(crate) fn exchanges(log: &Log, view: &View) -> Exchanges {
 }
 
 /// The view's history as Aider holds it: `done_messages` (sized) and `cur_messages`.
-fn lists(log: &Log, view: &View, counter: &Counter<'_>) -> (Vec<Item>, Vec<Item>) {
-    let (done, cur) = view.messages[leading(view)..].split_at(exchanges(log, view).done());
+fn lists(view: &View, exchanges: &Exchanges, counter: &Counter<'_>) -> (Vec<Item>, Vec<Item>) {
+    let (done, cur) = view.messages[leading(view)..].split_at(exchanges.done());
     (done.iter().map(|vm| item(Some(counter), vm)).collect(), cur.iter().map(|vm| item(None, vm)).collect())
 }
 
@@ -164,16 +172,25 @@ fn max_tokens(config: &AiderConfig, cx: &Cx<'_>) -> f64 {
 pub(crate) fn decide(config: &AiderConfig, log: &Log, view: &View, at: Moment, cx: &Cx<'_>) -> Decision {
     let history = &view.messages[leading(view)..];
     let exchanges = exchanges(log, view);
-    summarize_start(config, log, at, exchanges.edited, cx, |counter| history[..exchanges.done()].iter().map(|vm| size(counter, vm)).sum())
+    summarize_start(config, log, at, exchanges.moved(), cx, |counter| history[..exchanges.done()].iter().map(|vm| size(counter, vm)).sum())
 }
 
-/// `summarize_start`, at a turn end only: compact when a reply of the turn just ended wrote an
-/// edit (`moved`: Aider moved cur into done then) and done, whose total `done_tokens` counts, is
-/// over the limit. Before a request or on overflow Aider never compacts.
+/// Whether a summary is due before the next request: a reply of the current turn wrote an edit
+/// since the newest checkpoint (`moved`: Aider moved cur into done then and ran
+/// `summarize_start`) and done, whose total `done_tokens` counts, is over the limit. Aider
+/// applies the worker's result when it formats the next request (`summarize_end` in
+/// `format_chat_chunks`, called by `send_message`): mid-turn before the next reply's request
+/// ([`Moment::BeforeRequest`]), or, after the turn's last reply, before the next prompt's, which
+/// the turn's end ([`Moment::TurnEnd`]) stands for. Done only grows between checkpoints, so the
+/// first move that was too big is the one done now is over the limit at: it is still due exactly
+/// when no checkpoint followed it. On overflow (and at a manual command) Aider never compacts.
 pub(crate) fn summarize_start(config: &AiderConfig, log: &Log, at: Moment, moved: bool, cx: &Cx<'_>, done_tokens: impl FnOnce(&Counter<'_>) -> u64) -> Decision {
-    // This turn's move was already handled; sizes are counted only once something moved
-    // (turns without an applied edit are free).
-    if at != Moment::TurnEnd || matches!(log.entries().next_back(), Some((_, Entry::Checkpoint(_)))) || !moved {
+    // This move was already handled; sizes are counted only once something moved (turns
+    // without an edit are free).
+    if !matches!(at, Moment::TurnEnd | Moment::BeforeRequest)
+        || matches!(log.entries().next_back(), Some((_, Entry::Checkpoint(_))))
+        || !moved
+    {
         return Decision::Skip;
     }
     if history::too_big(done_tokens(&Counter::of(cx)), max_tokens(config, cx)) {
@@ -183,39 +200,76 @@ pub(crate) fn summarize_start(config: &AiderConfig, log: &Log, at: Moment, moved
     }
 }
 
-/// `summarize_start` → `summarize_worker` → `summarize_end`.
-pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
-    let (done, cur) = lists(log, view, &Counter::of(cx));
-    let (limit, tokens_before) = (max_tokens(config, cx), history::total(&done));
-    if !history::too_big(tokens_before, limit) {
-        return Ok(Vec::new());
+/// The newest background summarization of a turn: done's tokens when it started, and its error
+/// when every model failed.
+struct Started {
+    tokens_before: u64,
+    failed: Option<Error>,
+}
+
+/// Aider's loop over the moves of one turn (`send_message`): each move appends what was cur to
+/// done (`move_back_cur_messages`, `moves` are where done ends after each, positions in
+/// `items`); `summarize_start` starts the worker (`summarize_worker`: `ChatSummary.summarize` of
+/// a snapshot of done) when done is `too_big`; and the next request's `summarize_end` puts its
+/// result in done's place, before the next move. A result is put in place only when done still
+/// equals the snapshot: never under `confirmation_race`. A worker that fails for every model
+/// leaves `[]`, which empties done (`wipe_history_on_failure`; off, the error is returned).
+/// Returns done after the last move's result, and the newest start (`None`: none started).
+fn run_moves(summary: &mut ChatSummary<'_>, config: &AiderConfig, limit: f64, items: Vec<Item>, moves: &[usize]) -> Result<(Vec<Item>, Option<Started>), Error> {
+    let mut items = items.into_iter();
+    let (mut done, mut moved, mut newest) = (Vec::new(), 0, None);
+    for &end in moves {
+        done.extend(items.by_ref().take(end - moved));
+        moved = end;
+        let tokens_before = history::total(&done);
+        if !history::too_big(tokens_before, limit) {
+            continue;
+        }
+        let result = summary.summarize(done.clone());
+        newest = Some(Started { tokens_before, failed: result.as_ref().err().cloned() });
+        match result {
+            // The snapshot lacks the confirmation pair appended after the worker started.
+            _ if config.confirmation_race => {}
+            Ok(summarized) => done = summarized,
+            Err(_) if config.wipe_history_on_failure => done = Vec::new(),
+            Err(e) => return Err(e),
+        }
     }
+    Ok((done, newest))
+}
+
+/// `summarize_start` → `summarize_worker` → `summarize_end` for every move of the current turn
+/// not yet handled: in a run the one move whose result is due now (earlier ones were applied at
+/// their own next request), on a log cut without them (the fidelity check's) each in turn, as
+/// Aider applies them mid-turn. With no move in the turn, done as it stands is summarized when
+/// it is too big (a compaction asked for anyway).
+pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Result<Vec<Checkpoint>, Error> {
+    let exchanges = exchanges(log, view);
+    let (done, cur) = lists(view, &exchanges, &Counter::of(cx));
+    let moves = if exchanges.moved() { exchanges.moves.clone() } else { vec![done.len()] };
+    let limit = max_tokens(config, cx);
     let mut summary = ChatSummary::new(config, cx);
-    let result = summary.summarize(done);
+    let (done, newest) = run_moves(&mut summary, config, limit, done, &moves)?;
+    let Some(Started { tokens_before, failed }) = newest else {
+        return Ok(Vec::new());
+    };
     if config.confirmation_race {
-        // The worker's snapshot lacks the confirmation pair appended after it started, so
-        // `summarize_end` throws the result away, success or failure alike.
-        return Err(match result {
-            Ok(_) => Error::new(ErrorKind::Rejected, "summary discarded: done_messages changed while summarizing"),
-            Err(e) => e,
-        });
+        // `summarize_end` threw every result away, success or failure alike.
+        return Err(failed.unwrap_or_else(|| Error::new(ErrorKind::Rejected, "summary discarded: done_messages changed while summarizing")));
     }
     let extra = json!({
         "max_chat_history_tokens": limit,
         "depth": summary.depth,
         "dropped": summary.dropped.iter().map(|id| id.0).collect::<Vec<_>>(),
     });
-    match result {
-        Ok(done) => Ok(vec![checkpoint(CheckpointKind::Summary, done, cur, extra, (tokens_before, summary.usage))]),
-        Err(_) if config.wipe_history_on_failure => {
-            // The worker swallowed the ValueError and left its result at `[]`, which
-            // `summarize_end` assigns to `done_messages`.
-            let mut cp = checkpoint(CheckpointKind::Truncate, Vec::new(), cur, extra, (tokens_before, summary.usage));
-            cp.details["outcome"] = json!("wiped");
-            Ok(vec![cp])
-        }
-        Err(e) => Err(e),
+    if failed.is_some() {
+        // The newest worker swallowed the ValueError and left its result at `[]`, which
+        // `summarize_end` assigned to `done_messages`.
+        let mut cp = checkpoint(CheckpointKind::Truncate, done, cur, extra, (tokens_before, summary.usage));
+        cp.details["outcome"] = json!("wiped");
+        return Ok(vec![cp]);
     }
+    Ok(vec![checkpoint(CheckpointKind::Summary, done, cur, extra, (tokens_before, summary.usage))])
 }
 
 /// The chat-mode switch (`/chat-mode` to another edit format, `Coder.create` with
@@ -223,7 +277,7 @@ pub(crate) fn compact(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<
 /// on failure the full history is kept (Aider warns and continues).
 #[cfg_attr(not(test), expect(dead_code, reason = "the runner's sessions never switch chat modes"))]
 pub(crate) fn switch_chat_mode(config: &AiderConfig, log: &Log, view: &View, cx: &mut Cx<'_>) -> Vec<Checkpoint> {
-    let (done, cur) = lists(log, view, &Counter::of(cx));
+    let (done, cur) = lists(view, &exchanges(log, view), &Counter::of(cx));
     if done.is_empty() {
         return Vec::new();
     }

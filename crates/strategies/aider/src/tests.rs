@@ -111,6 +111,8 @@ fn edit_pair_and_sizes_are_as_the_tests_assume() {
     assert_eq!(counter().message("assistant", r#"edit {"path":"src/a.rs"}"#), 21);
     assert_eq!(counter().message("user", "ok"), 12);
     assert_eq!(counter().message("assistant", history::OK), 13);
+    // Model("test-model").token_count({"role": "user", "content": prompts.summary_prefix}).
+    assert_eq!(counter().message("user", prompt::SUMMARY_PREFIX), 23);
     assert_eq!(counter().message("user", &u("m0", 300).text()), 300);
     assert_eq!(counter().message("assistant", &a("m1", 200).text()), 200);
     let summary = format!("{}{}", prompt::SUMMARY_PREFIX, summary_of(298));
@@ -539,10 +541,12 @@ fn case_12_request_order() {
     // The summary and the first tail message are two user messages in a row.
     assert!(matches!(view.messages[1].origin, Origin::Summary(_)));
     assert_eq!((view.messages[1].message.role, view.messages[2].message.role), (Role::User, Role::User));
-    // Summarization happens only between turns: never before a request or on overflow.
+    // The summary is due at the next request, whichever moment reaches it first (mid-turn,
+    // before the next reply's request); never on overflow or at a manual command.
     let mut h = Harness::new(worked_example(), model(128_000, 4_096));
-    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("max_chat_history_tokens"));
     assert_eq!(h.decide(&s, Moment::Overflow), Decision::Skip);
+    assert_eq!(h.decide(&s, Moment::Manual), Decision::Skip);
 }
 
 #[test]
@@ -695,6 +699,87 @@ fn the_replay_matches_the_from_scratch_functions() {
         }
         m.push(a(&format!("a{turn}"), 120));
     }
+    let tally = compactbench_testkit::assert_replay_law(&s, &model(128_000, 4_096), &m, 1);
+    assert!(tally.compactions >= 2, "{tally:?}");
+}
+
+#[test]
+fn a_summary_due_after_an_editing_reply_lands_before_the_next_request_of_the_turn() {
+    // aider-chat 0.86.2 moves cur into done right after the reply that edits
+    // (`move_back_cur_messages`), which starts the summarizer when done is too big
+    // (`summarize_start`), and the next `send_message` applies the result (`summarize_end` in
+    // `format_chat_chunks`) before it builds the request: mid-turn, while the turn goes on.
+    let s = with_max(1_024);
+    let mut h = Harness::new(worked_example(), model(128_000, 4_096));
+    // The edit's result is in; the turn's next request is due. Done is 1,591 tokens.
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::compact("max_chat_history_tokens"));
+    let cps = h.step(&s, Moment::BeforeRequest).unwrap();
+    assert_eq!((cps.len(), cps[0].tokens_before), (1, 1_591));
+    // The turn goes on: a reply, then a second one that edits. Nothing is due twice.
+    h.push(a("m10", 100));
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    h.extend_edit("e2");
+    // Done after the second move (the summary, m6–m9, the first edit, its result, m10 and the
+    // second call) is under the limit: the later replies stay verbatim behind the summary.
+    assert_eq!(h.decide(&s, Moment::BeforeRequest), Decision::Skip);
+    assert_eq!(h.decide(&s, Moment::TurnEnd), Decision::Skip);
+    h.push(u("next", 40));
+    assert_eq!(labels(&h.view(&s)), ["sys", "S", "m6", "m7", "m8", "m9", "call", "result", "m10", "call", "result", "next"]);
+    let requests = h.summarizer.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].transcript.contains("m5:") && !requests[0].transcript.contains("m10:"));
+}
+
+/// The worked example, then a second reply of the same turn that edits and brings done over the
+/// limit again (after the first summary): 600 tokens, its edit call and result.
+fn two_moves_over_the_limit(h: &mut Harness, s: &AiderStrategy, mid_turn: bool) {
+    if mid_turn {
+        h.step(s, Moment::BeforeRequest).unwrap();
+    }
+    h.push(a("m10", 600));
+    if mid_turn {
+        h.step(s, Moment::BeforeRequest).unwrap();
+    }
+    h.extend_edit("e2");
+}
+
+#[test]
+fn a_log_cut_without_its_mid_turn_summary_gets_it_as_aider_applied_it() {
+    // As the runner replays a session, each summary lands before the request after the move
+    // that made it due. A log cut at the turn's end without them (the fidelity check's cases)
+    // gets them in one compaction, each move in turn, as Aider's loop applied them: the second
+    // summary covers the first, and the tokens before are done's at the newest start.
+    let s = with_max(1_024);
+    let mut run = Harness::new(worked_example(), model(128_000, 4_096));
+    two_moves_over_the_limit(&mut run, &s, true);
+    let second = run.step(&s, Moment::TurnEnd).unwrap();
+    let mut cut = Harness::new(worked_example(), model(128_000, 4_096));
+    two_moves_over_the_limit(&mut cut, &s, false);
+    assert_eq!(cut.decide(&s, Moment::TurnEnd), Decision::compact("max_chat_history_tokens"));
+    let once = cut.step(&s, Moment::TurnEnd).unwrap();
+    assert_eq!(once.len(), 1);
+    let text = |h: &Harness| h.view(&s).messages.iter().map(|vm| (vm.message.role, vm.message.text())).collect::<Vec<_>>();
+    assert_eq!(text(&cut), text(&run));
+    assert_eq!(once[0].tokens_before, second[0].tokens_before);
+    assert_eq!(once[0].summarizer.calls, 2, "both summaries, one call each");
+    assert_eq!(cut.summarizer.requests(), run.summarizer.requests());
+    // The first summary went into the second: neither m9 nor the first summary is verbatim.
+    assert!(cut.summarizer.requests()[1].transcript.contains("SUMMARY 1"));
+    assert_eq!(labels(&cut.view(&s))[..2], ["sys", "S"]);
+}
+
+#[test]
+fn the_replay_keeps_the_law_through_mid_turn_summaries() {
+    let s = with_max(1_024);
+    let mut m = worked_example();
+    m.push(a("m10", 600));
+    m.extend(edit("e2"));
+    m.push(a("m11", 50));
+    m.push(u("m12", 300));
+    m.extend(edit("e3"));
+    m.push(a("m13", 700));
+    m.extend(edit("e4"));
+    m.push(a("m14", 20));
     let tally = compactbench_testkit::assert_replay_law(&s, &model(128_000, 4_096), &m, 1);
     assert!(tally.compactions >= 2, "{tally:?}");
 }
