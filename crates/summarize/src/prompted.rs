@@ -11,7 +11,7 @@
 //!    `User focus`, of every line naming one (with `Recent context` after it when nothing else
 //!    is asked for). If none is found, the summary is the [`Extractive`] one.
 //! 2. Split the transcript into lines as the extractive summarizer does (every escaped `\n`
-//!    of a JSON-lines record also splits), trimmed and cut to [`MAX_LINE_CHARS`] characters,
+//!    of a JSON-lines record also splits), trimmed and cut to [`MAX_LINE_CHARS`](crate::MAX_LINE_CHARS) characters,
 //!    and mark the lines of user messages (`[User]:` blocks, `User:`/`Human:` lines, JSON
 //!    records with role `user` that carry no tool result) and the leads (first line of a
 //!    paragraph, label block or record).
@@ -42,7 +42,7 @@ use compactbench_tokens::TokenCounter;
 use dashmap::DashMap;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::extractive::{Extractive, MAX_LINE_CHARS, TARGET_TOKENS};
+use crate::extractive::{cut, Extractive, TARGET_TOKENS};
 
 /// A section a summary prompt can ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -214,13 +214,6 @@ struct Line<'a> {
     skip: bool,
 }
 
-fn cut(line: &str) -> &str {
-    match line.char_indices().nth(MAX_LINE_CHARS) {
-        Some((i, _)) => &line[..i],
-        None => line,
-    }
-}
-
 /// Markers of a JSON record that carries tool output rather than user text.
 const TOOL_RECORD: &[&str] = &["\"tool_result\"", "\"functionresponse\"", "\"function_call_output\"", "\"tool_use_id\"", "\"tool_call_id\""];
 
@@ -329,7 +322,10 @@ fn lines<'t>(transcript: &'t str, memo: &TraitMemo) -> Vec<Line<'t>> {
             let text = if line.starts_with('{') { unescape(piece) } else { Cow::Borrowed(piece) };
             let text = match text {
                 Cow::Borrowed(t) => Cow::Borrowed(cut(t)),
-                Cow::Owned(t) => Cow::Owned(cut(&t).to_owned()),
+                Cow::Owned(mut t) => {
+                    t.truncate(cut(&t).len());
+                    Cow::Owned(t)
+                }
             };
             // Headings and placeholders of an earlier summary carry nothing.
             let heading = text.starts_with("# ") || text.starts_with("##") || text == "(none)";
