@@ -126,11 +126,17 @@ impl Section {
     }
 }
 
+/// `hay.find(needle)` by memchr's substring search: the candidate rules run dozens of searches
+/// over each new line, and std's two-way searcher is set up anew for each.
+fn find(hay: &str, needle: &str) -> Option<usize> {
+    memchr::memmem::find(hay.as_bytes(), needle.as_bytes())
+}
+
 /// Whether `needle` occurs in `hay` at a word start (the character before it, if any, is not
 /// alphanumeric or `_`). Both lowercase.
 fn at_word_start(hay: &str, needle: &str) -> Option<usize> {
     let mut from = 0;
-    while let Some(i) = hay[from..].find(needle) {
+    while let Some(i) = find(&hay[from..], needle) {
         let at = from + i;
         let before = hay[..at].chars().next_back();
         if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
@@ -144,7 +150,7 @@ fn at_word_start(hay: &str, needle: &str) -> Option<usize> {
 /// Whether `word` occurs in `hay` as a whole word. Both lowercase.
 fn has_word(hay: &str, word: &str) -> bool {
     let mut from = 0;
-    while let Some(i) = hay[from..].find(word) {
+    while let Some(i) = find(&hay[from..], word) {
         let at = from + i;
         let before = hay[..at].chars().next_back();
         let after = hay[at + word.len()..].chars().next();
@@ -276,11 +282,11 @@ impl Traits {
             (Self::CONSTRAINT, has_any(&lower, CONSTRAINT)),
             (Self::ERROR, is_error(&lower)),
             (Self::PATH, names_path(text)),
-            (Self::MODIFIED, MODIFIED.iter().any(|m| lower.contains(m))),
+            (Self::MODIFIED, MODIFIED.iter().any(|m| find(&lower, m).is_some())),
             (Self::DECISION, has_any(&lower, DECISION)),
             (Self::OPEN, has_any(&lower, OPEN)),
             (Self::NEXT, has_word(&lower, "next")),
-            (Self::NEGATIVE, NEGATIVE.iter().any(|p| lower.contains(p))),
+            (Self::NEGATIVE, NEGATIVE.iter().any(|p| find(&lower, p).is_some())),
             (Self::DEFINITION, is_definition(&lower)),
         ];
         Traits(rules.iter().filter(|(_, on)| *on).fold(0, |bits, (bit, _)| bits | bit))
@@ -370,7 +376,7 @@ const DEFINITION: &[&str] =
 fn is_error(l: &str) -> bool {
     // `0 failed` is a passing test summary; `Error::Kind` is a path, not an error line.
     let l = l.replace(" 0 failed", "").replace("error::", "");
-    ERROR.iter().any(|p| l.contains(p))
+    ERROR.iter().any(|p| find(&l, p).is_some())
 }
 
 fn has_any(l: &str, words: &[&str]) -> bool {
