@@ -62,7 +62,12 @@ fn split<'t>(text: &'t str, separator: &'static str) -> impl Iterator<Item = &'t
     })
 }
 
-fn cut(line: &str) -> &str {
+/// `line` cut to [`MAX_LINE_CHARS`] characters.
+pub(crate) fn cut(line: &str) -> &str {
+    // Bytes bound characters from above: most lines are settled without walking them.
+    if line.len() <= MAX_LINE_CHARS {
+        return line;
+    }
     match line.char_indices().nth(MAX_LINE_CHARS) {
         Some((i, _)) => &line[..i],
         None => line,
@@ -86,10 +91,14 @@ impl Summarizer for Extractive {
             for line in paragraph.lines().map(str::trim).filter(|l| !l.is_empty()) {
                 // Bytes bound characters from above: most lines are settled without counting.
                 let record = line.len() > MAX_LINE_CHARS && line.chars().count() > MAX_LINE_CHARS;
-                let pieces: Vec<&str> = if record { split(line, "\\n").map(str::trim).filter(|p| !p.is_empty()).collect() } else { vec![line] };
-                for (i, piece) in pieces.into_iter().enumerate() {
-                    let lead = i == 0 && (first || record);
-                    if lead { &mut leads } else { &mut rest }.push((position, cut(piece)));
+                if record {
+                    for (i, piece) in split(line, "\\n").map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+                        if i == 0 { &mut leads } else { &mut rest }.push((position, cut(piece)));
+                        position += 1;
+                    }
+                } else {
+                    // A line short enough needs no cut.
+                    if first { &mut leads } else { &mut rest }.push((position, line));
                     position += 1;
                 }
                 first = false;

@@ -11,7 +11,7 @@
 //!    `User focus`, of every line naming one (with `Recent context` after it when nothing else
 //!    is asked for). If none is found, the summary is the [`Extractive`] one.
 //! 2. Split the transcript into lines as the extractive summarizer does (every escaped `\n`
-//!    of a JSON-lines record also splits), trimmed and cut to [`MAX_LINE_CHARS`] characters,
+//!    of a JSON-lines record also splits), trimmed and cut to [`MAX_LINE_CHARS`](crate::MAX_LINE_CHARS) characters,
 //!    and mark the lines of user messages (`[User]:` blocks, `User:`/`Human:` lines, JSON
 //!    records with role `user` that carry no tool result) and the leads (first line of a
 //!    paragraph, label block or record).
@@ -35,14 +35,15 @@
 //! [`Extractive`].
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::sync::Arc;
 
 use compactbench_core::{Error, StopReason, Summarizer, Summary, SummaryRequest};
 use compactbench_tokens::TokenCounter;
 use dashmap::DashMap;
+use rustc_hash::{FxBuildHasher, FxHashSet};
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::extractive::{Extractive, MAX_LINE_CHARS, TARGET_TOKENS};
+use crate::extractive::{cut, Extractive, TARGET_TOKENS};
 
 /// A section a summary prompt can ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -126,11 +127,17 @@ impl Section {
     }
 }
 
+/// `hay.find(needle)` by memchr's substring search: the candidate rules run dozens of searches
+/// over each new line, and std's two-way searcher is set up anew for each.
+fn find(hay: &str, needle: &str) -> Option<usize> {
+    memchr::memmem::find(hay.as_bytes(), needle.as_bytes())
+}
+
 /// Whether `needle` occurs in `hay` at a word start (the character before it, if any, is not
 /// alphanumeric or `_`). Both lowercase.
 fn at_word_start(hay: &str, needle: &str) -> Option<usize> {
     let mut from = 0;
-    while let Some(i) = hay[from..].find(needle) {
+    while let Some(i) = find(&hay[from..], needle) {
         let at = from + i;
         let before = hay[..at].chars().next_back();
         if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
@@ -144,7 +151,7 @@ fn at_word_start(hay: &str, needle: &str) -> Option<usize> {
 /// Whether `word` occurs in `hay` as a whole word. Both lowercase.
 fn has_word(hay: &str, word: &str) -> bool {
     let mut from = 0;
-    while let Some(i) = hay[from..].find(word) {
+    while let Some(i) = find(&hay[from..], word) {
         let at = from + i;
         let before = hay[..at].chars().next_back();
         let after = hay[at + word.len()..].chars().next();
@@ -214,13 +221,6 @@ struct Line<'a> {
     skip: bool,
 }
 
-fn cut(line: &str) -> &str {
-    match line.char_indices().nth(MAX_LINE_CHARS) {
-        Some((i, _)) => &line[..i],
-        None => line,
-    }
-}
-
 /// Markers of a JSON record that carries tool output rather than user text.
 const TOOL_RECORD: &[&str] = &["\"tool_result\"", "\"functionresponse\"", "\"function_call_output\"", "\"tool_use_id\"", "\"tool_call_id\""];
 
@@ -283,11 +283,11 @@ impl Traits {
             (Self::CONSTRAINT, has_any(&lower, CONSTRAINT)),
             (Self::ERROR, is_error(&lower)),
             (Self::PATH, names_path(text)),
-            (Self::MODIFIED, MODIFIED.iter().any(|m| lower.contains(m))),
+            (Self::MODIFIED, MODIFIED.iter().any(|m| find(&lower, m).is_some())),
             (Self::DECISION, has_any(&lower, DECISION)),
             (Self::OPEN, has_any(&lower, OPEN)),
             (Self::NEXT, has_word(&lower, "next")),
-            (Self::NEGATIVE, NEGATIVE.iter().any(|p| lower.contains(p))),
+            (Self::NEGATIVE, NEGATIVE.iter().any(|p| find(&lower, p).is_some())),
             (Self::DEFINITION, is_definition(&lower)),
         ];
         Traits(rules.iter().filter(|(_, on)| *on).fold(0, |bits, (bit, _)| bits | bit))
@@ -299,7 +299,37 @@ impl Traits {
 }
 
 /// Line text (by its XXH3) -> its traits, shared by every call of one summarizer.
-type TraitMemo = DashMap<u64, Traits>;
+/// The key is a hash already, so the map only folds it (Fx) rather than hashing it again.
+type TraitMemo = DashMap<u64, Traits, FxBuildHasher>;
+
+/// What a summary prompt asks for: worked out once per distinct prompt (a strategy sends the
+/// same prompt at every compaction) and memoized by [`PromptFollowing`].
+struct Plan {
+    /// The sections to write, in prompt order; `Named` first when the prompt names terms.
+    sections: Vec<Section>,
+    /// The prompt's [`named_terms`].
+    named: Vec<String>,
+}
+
+impl Plan {
+    fn of(prompt: &str) -> Plan {
+        let mut sections = requested_sections(prompt);
+        let named: Vec<String> = named_terms(prompt).into_iter().map(str::to_owned).collect();
+        if !named.is_empty() {
+            // What the user named comes first; with nothing else asked for, the rest of the
+            // budget goes to the latest work.
+            if sections.is_empty() {
+                sections.push(Section::Recent);
+            }
+            sections.insert(0, Section::Named);
+        }
+        Plan { sections, named }
+    }
+}
+
+/// Prompt (by its XXH3) -> its plan, shared like [`TraitMemo`] (an `Arc`, so that a call holds
+/// no lock on the memo while it summarizes).
+type PlanMemo = DashMap<u64, Arc<Plan>>;
 
 fn lines<'t>(transcript: &'t str, memo: &TraitMemo) -> Vec<Line<'t>> {
     let mut out = Vec::new();
@@ -329,11 +359,18 @@ fn lines<'t>(transcript: &'t str, memo: &TraitMemo) -> Vec<Line<'t>> {
             let text = if line.starts_with('{') { unescape(piece) } else { Cow::Borrowed(piece) };
             let text = match text {
                 Cow::Borrowed(t) => Cow::Borrowed(cut(t)),
-                Cow::Owned(t) => Cow::Owned(cut(&t).to_owned()),
+                Cow::Owned(mut t) => {
+                    t.truncate(cut(&t).len());
+                    Cow::Owned(t)
+                }
             };
             // Headings and placeholders of an earlier summary carry nothing.
             let heading = text.starts_with("# ") || text.starts_with("##") || text == "(none)";
-            let traits = *memo.entry(xxh3_64(text.as_bytes())).or_insert_with(|| Traits::of(&text));
+            // Looked up before it is written: most lines are known, and `entry` locks its shard
+            // for writing even then.
+            let key = xxh3_64(text.as_bytes());
+            let known = memo.get(&key).map(|t| *t);
+            let traits = known.unwrap_or_else(|| *memo.entry(key).or_insert_with(|| Traits::of(&text)));
             out.push(Line { text, traits, user, lead: (i == 0 && (record || lead_next)), skip: heading });
         }
         lead_next = false;
@@ -374,7 +411,7 @@ const DEFINITION: &[&str] =
 fn is_error(l: &str) -> bool {
     // `0 failed` is a passing test summary; `Error::Kind` is a path, not an error line.
     let l = l.replace(" 0 failed", "").replace("error::", "");
-    ERROR.iter().any(|p| l.contains(p))
+    ERROR.iter().any(|p| find(&l, p).is_some())
 }
 
 fn has_any(l: &str, words: &[&str]) -> bool {
@@ -408,7 +445,7 @@ fn is_definition(l: &str) -> bool {
 }
 
 /// Candidate line indices of `section`, best first; `named` are the prompt's [`named_terms`].
-fn candidates(section: Section, lines: &[Line<'_>], named: &[&str]) -> Vec<usize> {
+fn candidates(section: Section, lines: &[Line<'_>], named: &[String]) -> Vec<usize> {
     let newest_first = |pred: &dyn Fn(&Line<'_>) -> bool| -> Vec<usize> { (0..lines.len()).rev().filter(|&i| !lines[i].skip && pred(&lines[i])).collect() };
     match section {
         Section::Requests => {
@@ -439,7 +476,7 @@ fn candidates(section: Section, lines: &[Line<'_>], named: &[&str]) -> Vec<usize
             c.extend(newest_first(&|l| !l.lead));
             c
         }
-        Section::Named => newest_first(&|l| named.iter().any(|t| l.text.contains(t))),
+        Section::Named => newest_first(&|l| named.iter().any(|t| l.text.contains(t.as_str()))),
     }
 }
 
@@ -448,12 +485,22 @@ pub struct PromptFollowing {
     counter: TokenCounter,
     fallback: Extractive,
     traits: TraitMemo,
+    plans: PlanMemo,
 }
 
 impl PromptFollowing {
     /// A summarizer counting with `counter`'s encoding.
     pub fn new(counter: TokenCounter) -> PromptFollowing {
-        PromptFollowing { fallback: Extractive::new(counter.clone()), counter, traits: TraitMemo::default() }
+        PromptFollowing { fallback: Extractive::new(counter.clone()), counter, traits: TraitMemo::default(), plans: PlanMemo::default() }
+    }
+
+    /// The plan of `prompt`, memoized.
+    fn plan(&self, prompt: &str) -> Arc<Plan> {
+        let key = xxh3_64(prompt.as_bytes());
+        if let Some(plan) = self.plans.get(&key) {
+            return Arc::clone(&plan);
+        }
+        Arc::clone(&self.plans.entry(key).or_insert_with(|| Arc::new(Plan::of(prompt))))
     }
 }
 
@@ -469,17 +516,8 @@ impl Summarizer for PromptFollowing {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<Summary, Error> {
-        let prompt = prompt(request);
-        let mut sections = requested_sections(&prompt);
-        let named = named_terms(&prompt);
-        if !named.is_empty() {
-            // What the user named comes first; with nothing else asked for, the rest of the
-            // budget goes to the latest work.
-            if sections.is_empty() {
-                sections.push(Section::Recent);
-            }
-            sections.insert(0, Section::Named);
-        }
+        let plan = self.plan(&prompt(request));
+        let Plan { sections, named } = plan.as_ref();
         if sections.is_empty() {
             return self.fallback.summarize(request);
         }
@@ -493,12 +531,12 @@ impl Summarizer for PromptFollowing {
             taken: Vec<usize>,
         }
         let mut fills: Vec<Fill> =
-            sections.iter().map(|&section| Fill { section, candidates: candidates(section, &lines, &named), taken: Vec::new() }).collect();
+            sections.iter().map(|&section| Fill { section, candidates: candidates(section, &lines, named), taken: Vec::new() }).collect();
         // Fill order: the sections of specific lines first, then the user's messages, then the
         // catch-all, each group in prompt order (a line goes to the most specific section).
         let mut order: Vec<usize> = (0..fills.len()).collect();
         order.sort_by_key(|&k| (fills[k].section.tier(), k));
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
         let mut used = 0u64;
         let cost = |text: &str| self.counter.count_text_cached(text) + 1;
         let n = fills.len() as u64;
