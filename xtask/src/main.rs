@@ -89,6 +89,11 @@ fn fidelity(args: &[String]) -> ExitCode {
 }
 
 fn bench(args: &[String]) -> ExitCode {
+    // Its own help, not `compactbench eval --help` parsed as a timing run.
+    if args.iter().any(|a| a == "-h" || a == "--help") && args.first().map(String::as_str) != Some("--criterion") {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
     if args.first().map(String::as_str) == Some("--criterion") {
         let mut c = cargo();
         c.args(["bench", "-p", "compactbench-bench"]).args(&args[1..]);
