@@ -2,7 +2,7 @@
 //! section (i), and the failure rules of section (g).
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, EntryId, ErrorKind, Log, Message, Moment, Origin, Part, Role, Strategy,
+    Checkpoint, CheckpointKind, Cx, Decision, EntryId, ErrorKind, Failure, Log, Message, Moment, Origin, Part, Role, Strategy,
     Usage, VirtualStore, Window,
 };
 use compactbench_testkit::{json, model, render, FakeMode, FakeSummarizer, Harness};
@@ -166,6 +166,35 @@ fn case_01_threshold() {
         s.push("a1", reply("a1", 100, Some(total)));
         assert_eq!(s.h.decide(&strategy, Moment::TurnEnd), expected, "{total}");
     }
+}
+
+/// oh-my-pi's `getAssistantUsage` and `isTranscriptUsageAnchor` skip a reply whose
+/// `stopReason` is `"aborted"` or `"error"` even when it carries (partial) usage: the turn-end
+/// check ends on it, and the check before the next prompt anchors on the reply before it.
+#[test]
+fn failed_replies_with_partial_usage_give_no_usage() {
+    let strategy = OhMyPiStrategy::new(cfg());
+    let session = |failure: Option<Failure>| {
+        let mut s = Session::new(200_000);
+        s.push("u1", user("u1", 100));
+        s.push("a1", reply("a1", 100, Some(1_000)));
+        s.push("u2", user("u2", 100));
+        let mut partial = reply("a2", 10, Some(180_000));
+        partial.failure = failure;
+        assert_eq!(is_usage_anchor(&partial), failure.is_none());
+        s.push("a2", partial);
+        s
+    };
+    assert_eq!(session(None).h.decide(&strategy, Moment::TurnEnd), Decision::compact("threshold"));
+    for failure in [Failure::Aborted, Failure::Error] {
+        let mut s = session(Some(failure));
+        assert_eq!(s.h.decide(&strategy, Moment::TurnEnd), Decision::Skip, "{failure:?}");
+        s.push("u3", user("u3", 10));
+        assert_eq!(s.h.decide(&strategy, Moment::BeforeRequest), Decision::Skip, "{failure:?}: anchored on a1");
+    }
+    let mut s = session(None);
+    s.push("u3", user("u3", 10));
+    assert_eq!(s.h.decide(&strategy, Moment::BeforeRequest), Decision::compact("threshold"));
 }
 
 #[test]
