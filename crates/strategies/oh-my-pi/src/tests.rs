@@ -195,6 +195,21 @@ fn failed_replies_with_partial_usage_give_no_usage() {
     let mut s = session(None);
     s.push("u3", user("u3", 10));
     assert_eq!(s.h.decide(&strategy, Moment::BeforeRequest), Decision::compact("threshold"));
+
+    // `checkCompaction` does nothing on an aborted reply, not even the stale-read pass; an
+    // errored one still gets that pass (as `case_13_pruning_placeholders` sets it up).
+    for (failure, want) in [(Failure::Aborted, Decision::Skip), (Failure::Error, Decision::compact("prune"))] {
+        let mut s = Session::new(200_000);
+        s.push("u1", user("u1", 10));
+        s.push("a1", call("c1", "read", "src/a.rs"));
+        s.push("r1", result("c1", "read", "r1 old", 2_000));
+        s.push("a2", call("c2", "read", "src/a.rs"));
+        s.push("r2", result("c2", "read", "r2 new", 2_000));
+        let mut last = reply("a3", 10, Some(5_000));
+        last.failure = Some(failure);
+        s.push("a3", last);
+        assert_eq!(s.h.decide(&strategy, Moment::TurnEnd), want, "{failure:?}");
+    }
 }
 
 #[test]
