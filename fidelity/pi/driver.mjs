@@ -11,7 +11,8 @@
 // - the branch ends in tool results (1.6.0, before the next model call of a run):
 //   agent-session.js `_compactBeforeNextAssistantResponse`;
 // - the branch ends in the run's final reply (agent_end): agent-session.js
-//   `_checkCompaction(lastAssistant)`.
+//   `_checkCompaction(lastAssistant)`, then, for an aborted reply (which that check skips), the
+//   check before the next prompt, `_checkCompaction(lastAssistant, false)`.
 // Selection: compaction.js `prepareCompaction(getBranch(), getCompactionSettings(model))`:
 // `firstKeptEntryId` (as a branch index), `isSplitTurn`, `tokensBefore`. The same call is the
 // first thing `_runAutoCompaction` does, which compacts nothing without a preparation, so the
@@ -77,6 +78,12 @@ async function main() {
 			await session._compactBeforeNextAssistantResponse({ systemPrompt: "", messages: [], tools: [] });
 		} else if (last?.role === "assistant") {
 			await session._checkCompaction(last);
+			// Before the next prompt Pi checks the same reply again (1.6.0 `_prepareRun`, 0.73.1
+			// `prompt`: `_checkCompaction(lastAssistant, false)`), which reads an aborted reply the
+			// check above skips; for any other reply it repeats that check.
+			if (fired === null && last.stopReason === "aborted") {
+				await session._checkCompaction(last, false);
+			}
 		} else {
 			throw new Error(`no check on a branch ending in ${last?.role}`);
 		}

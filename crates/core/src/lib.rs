@@ -37,7 +37,7 @@ mod view;
 pub use checkpoint::{Checkpoint, CheckpointKind, Offload, Replacement, SummarizerUsage, SummaryPosition, Window};
 pub use error::{Error, ErrorKind};
 pub use log::{Entry, EntryId, Log};
-pub use message::{Message, Part, Role, Usage};
+pub use message::{Failure, Message, Part, Role, Usage};
 pub use model::{ModelProfile, Pricing, Shape};
 pub use replay::{DefaultView, Incremental, Plan, Replay, Reprojected, ViewState};
 pub use store::VirtualStore;

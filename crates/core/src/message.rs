@@ -117,6 +117,20 @@ impl Usage {
     }
 }
 
+/// Why an assistant reply ended before it completed.
+///
+/// Originals that keep such a reply mark it (Pi and oh-my-pi as `stopReason` `"aborted"` /
+/// `"error"`, OpenCode as `info.error`); see `fidelity/failed-replies.md` for how each one
+/// treats it in later requests, in its compaction trigger and in selection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Failure {
+    /// The user cancelled the reply mid-stream.
+    Aborted,
+    /// The provider or the stream failed (possibly after retries).
+    Error,
+}
+
 /// One message of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -127,12 +141,23 @@ pub struct Message {
     /// Provider-reported usage; set by the runner on assistant messages it "received".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Set on an assistant reply that ended before it completed (user abort, provider or
+    /// stream error); `usage` then holds what the provider reported before the end, if
+    /// anything (Anthropic reports the prompt's tokens at `message_start`, so an aborted
+    /// reply often carries partial usage). `None` for a completed reply. Absent in logs
+    /// written before it existed, and left out of the JSON when `None`, so those logs and
+    /// results read and print as before. Generated sessions never set it.
+    ///
+    /// Before this marker, a failed reply could be expressed only as an assistant message
+    /// without usage (or with all-zero usage); strategies still read that convention too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
 }
 
 impl Message {
     /// A message with the given role and parts.
     pub fn new(role: Role, parts: Vec<Part>) -> Message {
-        Message { role, parts, usage: None }
+        Message { role, parts, usage: None, failure: None }
     }
 
     /// A system message with one text part.

@@ -227,3 +227,20 @@ fn default_view_follows_appended_messages_and_replacements_and_refreshes_on_new_
     log.push_message(Message::user("u"));
     assert_eq!(default_view_refreshes(&log), [2, 3]);
 }
+
+/// A message without a failure marker reads and prints as before the marker existed; a marked
+/// one keeps its partial usage beside it.
+#[test]
+fn the_failure_marker_is_left_out_when_absent_and_lowercase_when_set() {
+    let mut reply = Message::assistant("partial");
+    reply.usage = Some(Usage { input: 900, output: 1, ..Default::default() });
+    let plain = serde_json::to_string(&reply).unwrap();
+    assert_eq!(plain, r#"{"role":"assistant","parts":[{"type":"text","text":"partial"}],"usage":{"input":900,"output":1,"cache_read":0}}"#);
+    assert_eq!(serde_json::from_str::<Message>(&plain).unwrap(), reply);
+    for (failure, name) in [(Failure::Aborted, "aborted"), (Failure::Error, "error")] {
+        let marked = Message { failure: Some(failure), ..reply.clone() };
+        let text = serde_json::to_value(&marked).unwrap();
+        assert_eq!((text["failure"].clone(), text["usage"]["input"].clone()), (json!(name), json!(900)));
+        assert_eq!(serde_json::from_value::<Message>(text).unwrap(), marked);
+    }
+}

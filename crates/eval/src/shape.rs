@@ -112,7 +112,7 @@ fn reply(chat: &dyn TextChat, message: &Message, calls: &mut HashMap<String, Sho
             other => Some(other.clone()),
         })
         .collect();
-    Message { role: Role::Assistant, parts, usage: message.usage }
+    Message { role: Role::Assistant, parts, usage: message.usage, failure: message.failure }
 }
 
 /// The tool message as the user message the harness adds for it.
@@ -131,7 +131,7 @@ fn feedback(chat: &dyn TextChat, message: &Message, calls: &HashMap<String, Show
             other => other.clone(),
         })
         .collect();
-    Message { role: Role::User, parts, usage: message.usage }
+    Message { role: Role::User, parts, usage: message.usage, failure: message.failure }
 }
 
 /// How a model without tools would write the call `name(args)`: as edits, as the shell command

@@ -17,7 +17,7 @@ use compactbench_tokens::TokenCounter;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::classes::{found, VARIATIONS};
+use crate::classes::{found, rotation};
 use crate::ours::{decides_to_compact, FixedSummarizer};
 
 /// One session state to ask both sides about.
@@ -56,6 +56,10 @@ pub struct Plan<'a> {
     pub moment: Moment,
     /// Also cut logs from the strategy's own replay (previous compactions in the log).
     pub with_history: bool,
+    /// The original's session format stores a failed reply's marker with its usage, so
+    /// [`crate::classes::Variation::AbortedReply`] is in the rotation
+    /// ([`crate::classes::rotation`]).
+    pub failed_replies: bool,
     /// The seed of the first session (sessions asked with another setting start elsewhere, so
     /// that every session is distinct).
     pub first_seed: u64,
@@ -97,8 +101,9 @@ pub fn build(strategy: &dyn Strategy, plan: &Plan<'_>, counter: &TokenCounter) -
                 // to this log gives way to the next.
                 let turn = logs;
                 logs += 1;
+                let variations = rotation(plan.failed_replies);
                 let Some((variation, log)) =
-                    (0..VARIATIONS.len()).map(|k| VARIATIONS[(turn + k) % VARIATIONS.len()]).find_map(|v| Some((v, v.apply(&log, &mut rng)?)))
+                    (0..variations.len()).map(|k| variations[(turn + k) % variations.len()]).find_map(|v| Some((v, v.apply(&log, &mut rng)?)))
                 else {
                     continue;
                 };

@@ -12,11 +12,18 @@
 //! `lastPromptTokenCount` after masking, say), and content added before it after the fact
 //! would make that record stale, which no real session does.
 //!
-//! Not covered yet: aborted replies that report partial usage (our message model has no stop
-//! reason for an assistant message: a reply without usage is the one failed reply it can
-//! express, [`Variation::ReplyWithoutUsage`]).
+//! Failed replies come in two classes. [`Variation::ReplyWithoutUsage`] takes a reply's usage
+//! away (a failed reply with no usage, or a provider that reports none), which every exporter
+//! can express. [`Variation::AbortedReply`] marks a reply aborted ([`Message::failure`]) with the
+//! partial usage Anthropic reports before the stream ends; only originals whose session format
+//! stores that marker with the usage ([`crate::Original::failed_replies`]: Pi and oh-my-pi,
+//! `stopReason: "aborted"`) take it in their rotation ([`rotation`]). The others keep the
+//! rotation of eight without it, so their cases are the ones they were: their exporters have no
+//! place for the marker (Gemini CLI, Kimi CLI, deepagents and OpenHands never store a failed
+//! reply; see `fidelity/failed-replies.md`), and dropping or converting the reply there would be
+//! another class, not this one.
 
-use compactbench_core::{Entry, Log, Message, Part, Role, Usage};
+use compactbench_core::{Entry, Failure, Log, Message, Part, Role, Usage};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -49,6 +56,14 @@ pub enum Variation {
     /// Harnesses differ on whether they count the writes (Pi and Claude Code do, Gemini CLI's
     /// `promptTokenCount` and Pi's silent-overflow check do not).
     UsageCacheWrites,
+    /// The newest text reply after the newest checkpoint was aborted by the user mid-stream
+    /// ([`Failure::Aborted`]) and carries the partial usage Anthropic reports at
+    /// `message_start`: its whole prompt (input, cache reads and writes as reported) and one
+    /// output token. Its content stays as stored (Pi and oh-my-pi keep what streamed). Asked only
+    /// of originals that store the marker (see [`rotation`]): Pi's `getAssistantUsage` skips it,
+    /// but Pi's check before the next prompt reads its usage directly; oh-my-pi skips it
+    /// everywhere.
+    AbortedReply,
 }
 
 /// The variations in the order cases take them.
@@ -62,6 +77,30 @@ pub const VARIATIONS: [Variation; 8] = [
     Variation::ReplyWithoutUsage,
     Variation::UsageCacheWrites,
 ];
+
+/// The rotation of originals whose session format stores a failed reply's marker with its
+/// usage ([`crate::Original::failed_replies`]): [`VARIATIONS`], then [`Variation::AbortedReply`].
+pub const VARIATIONS_WITH_FAILED: [Variation; 9] = [
+    Variation::AsRun,
+    Variation::UsageUnder,
+    Variation::UsageOver,
+    Variation::Images,
+    Variation::Reasoning,
+    Variation::LateSystem,
+    Variation::ReplyWithoutUsage,
+    Variation::UsageCacheWrites,
+    Variation::AbortedReply,
+];
+
+/// The variations cases take in turn: with [`Variation::AbortedReply`] only where the
+/// original's exporter can express it (`failed_replies`).
+pub fn rotation(failed_replies: bool) -> &'static [Variation] {
+    if failed_replies {
+        &VARIATIONS_WITH_FAILED
+    } else {
+        &VARIATIONS
+    }
+}
 
 /// Classes found in a log rather than made: several tool calls in one reply, and an earlier
 /// compaction (a log cut from the strategy's own replay).
@@ -83,6 +122,7 @@ impl Variation {
             Variation::LateSystem => "late-system",
             Variation::ReplyWithoutUsage => "reply-without-usage",
             Variation::UsageCacheWrites => "usage-cache-writes",
+            Variation::AbortedReply => "aborted-reply",
         }
     }
 
@@ -113,6 +153,7 @@ impl Variation {
                 let factor = if rng.gen_bool(0.5) { rng.gen_range(0.55..0.9) } else { rng.gen_range(1.1..1.8) };
                 Some(cache_writes(log, factor, rng))
             }
+            Variation::AbortedReply => aborted_reply(log),
         }
     }
 }
@@ -206,6 +247,23 @@ fn reply_without_usage(log: &Log) -> Option<Log> {
     };
     let reply = log.messages().filter(|(id, m)| id.index() >= start && text_reply(m)).last()?.0.index();
     Some(map_messages(log, |i, m| (i == reply).then(|| Message { usage: None, ..m.clone() })))
+}
+
+/// `log` with its newest text reply after the newest checkpoint marked aborted, its usage cut
+/// to what Anthropic reports at `message_start` (the prompt and one output token); `None` where
+/// there is no such reply with usage.
+fn aborted_reply(log: &Log) -> Option<Log> {
+    let start = after_newest_checkpoint(log);
+    let text_reply = |m: &Message| {
+        m.role == Role::Assistant && m.usage.is_some() && !m.parts.iter().any(|p| matches!(p, Part::ToolCall { .. }))
+    };
+    let reply = log.messages().filter(|(id, m)| id.index() >= start && text_reply(m)).last()?.0.index();
+    Some(map_messages(log, |i, m| {
+        (i == reply).then(|| {
+            let usage = m.usage.map(|u| Usage { output: u.output.min(1), ..u });
+            Message { usage, failure: Some(Failure::Aborted), ..m.clone() }
+        })
+    }))
 }
 
 /// What a harness says in a system message mid-session.
@@ -362,5 +420,27 @@ mod tests {
         let mut compacted = session();
         compacted.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
         assert_eq!(Variation::ReplyWithoutUsage.apply(&compacted, &mut rng()), None, "no reply after the checkpoint");
+    }
+
+    #[test]
+    fn the_newest_text_reply_is_aborted_with_its_prompt_and_one_output_token() {
+        let log = Variation::AbortedReply.apply(&session(), &mut rng()).unwrap();
+        let replies: Vec<(u32, Option<Usage>, Option<Failure>)> =
+            log.messages().filter(|(_, m)| m.role == Role::Assistant).map(|(id, m)| (id.0, m.usage, m.failure)).collect();
+        assert_eq!(
+            replies,
+            [
+                (2, Some(Usage { input: 1_000, output: 10, ..Default::default() }), None),
+                (5, Some(Usage { input: 2_000, output: 1, ..Default::default() }), Some(Failure::Aborted)),
+            ]
+        );
+        assert_eq!(log.message(EntryId(5)).unwrap().text(), "done");
+        let mut compacted = session();
+        compacted.push_checkpoint(Checkpoint::new(CheckpointKind::Summary, Window::From(EntryId(5))));
+        assert_eq!(Variation::AbortedReply.apply(&compacted, &mut rng()), None, "no reply after the checkpoint");
+        // Only originals that store the marker take it in turn; the others' rotation is as before.
+        assert_eq!(rotation(false), VARIATIONS);
+        assert_eq!(rotation(true).last(), Some(&Variation::AbortedReply));
+        assert_eq!(rotation(true)[..8], VARIATIONS);
     }
 }

@@ -360,11 +360,11 @@ fn rewrite_texts(md: &mut String, d: &Disagreement) {
 
 /// Answered cases per input class and original, with the disagreements among them.
 fn classes_table(md: &mut String, reports: &[OriginalReport]) {
-    use crate::classes::{FOUND, SETTINGS_CLASS, VARIATIONS};
-    let names: Vec<&str> = VARIATIONS.iter().map(|v| v.name()).chain(FOUND).chain([SETTINGS_CLASS]).collect();
+    use crate::classes::{FOUND, SETTINGS_CLASS, VARIATIONS_WITH_FAILED};
+    let names: Vec<&str> = VARIATIONS_WITH_FAILED.iter().map(|v| v.name()).chain(FOUND).chain([SETTINGS_CLASS]).collect();
     let _ = writeln!(
         md,
-        "\n### Input classes\n\nEach case log is changed by one class in turn ([`classes.rs`](../../crates/fidelity/src/classes.rs)): provider usage under or over our count with cache reads, the same with cache writes too, images in a user and a tool message, reasoning before every reply, a later system message, a text reply without usage (a failed reply, or a provider that reports none); two more are found in the logs as they are; the last counts cases asked with a non-default setting the original documents (named per original below), on sessions of their own. A cell is answered cases (disagreeing ones, if any). Not covered yet: aborted replies that report partial usage.\n"
+        "\n### Input classes\n\nEach case log is changed by one class in turn ([`classes.rs`](../../crates/fidelity/src/classes.rs)): provider usage under or over our count with cache reads, the same with cache writes too, images in a user and a tool message, reasoning before every reply, a later system message, a text reply without usage (a failed reply, or a provider that reports none), and, for Pi and oh-my-pi only, a text reply aborted mid-stream that reports partial usage (its prompt and one output token, stored as `stopReason: \"aborted\"`: the other originals' session formats have no place for the marker, so their rotation leaves the class out and their cells read 0); two more are found in the logs as they are; the last counts cases asked with a non-default setting the original documents (named per original below), on sessions of their own. A cell is answered cases (disagreeing ones, if any).\n"
     );
     let _ = writeln!(md, "| strategy | original | {} |\n|---|---|{}", names.join(" | "), "---:|".repeat(names.len()));
     for r in reports {

@@ -104,7 +104,7 @@ pub fn check_strategy(
     counter: &TokenCounter,
     progress: &dyn Fn(&str),
 ) -> Result<OriginalReport> {
-    let plan = Plan { scenarios: options.scenarios, sessions: options.sessions, moment: original.moment, with_history: original.history, first_seed: 0 };
+    let plan = Plan { scenarios: options.scenarios, sessions: options.sessions, moment: original.moment, with_history: original.history, failed_replies: original.failed_replies, first_seed: 0 };
     let mut cases = build(strategy, &plan, counter);
     let strategies = Strategies::new(original, strategy)?;
     for (k, (configured, _)) in strategies.configured.iter().enumerate() {

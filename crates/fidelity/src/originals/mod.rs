@@ -67,6 +67,11 @@ pub struct Original {
     /// middleware evicts apart from its summarization middleware): our trigger counts as firing
     /// only where our compaction also makes a checkpoint [`Original::rewrites`] does not pick.
     pub rewrites_apart: bool,
+    /// The exporter stores a reply's failure marker ([`compactbench_core::Message::failure`])
+    /// with the usage it reported, as the original stores a failed reply (Pi's and oh-my-pi's
+    /// `stopReason`), so the `aborted-reply` input class is asked; the other originals keep the
+    /// rotation without it ([`crate::classes::rotation`]).
+    pub failed_replies: bool,
     /// The original estimates the context it compacts from (`tokens_before`); when false (V0's
     /// condensers count events), our checkpoint's report-only estimate is not compared.
     pub tokens: bool,
@@ -345,6 +350,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: true,
     },
     Original {
@@ -364,6 +370,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: true,
         tokens: true,
     },
     Original {
@@ -381,6 +388,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: true,
         tokens: true,
     },
     Original {
@@ -398,6 +406,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: true,
         tokens: true,
     },
     Original {
@@ -418,6 +427,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: true,
         tokens: true,
     },
     Original {
@@ -435,6 +445,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: true,
         tokens: true,
     },
     Original {
@@ -454,6 +465,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: true,
         tokens: true,
     },
     Original {
@@ -474,6 +486,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: oh_my_pi::per_turn_prune,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: true,
         tokens: true,
     },
     Original {
@@ -490,6 +503,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: true,
     },
     Original {
@@ -517,6 +531,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: deep_agents::filesystem_eviction,
         in_view: false,
         rewrites_apart: true,
+        failed_replies: false,
         tokens: true,
     },
     Original {
@@ -533,6 +548,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: true,
     },
     Original {
@@ -563,6 +579,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: true,
     },
     Original {
@@ -579,6 +596,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: true,
     },
     Original {
@@ -596,6 +614,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: true,
     },
     Original {
@@ -616,6 +635,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -637,6 +657,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         // V0's condensers count events; its checkpoints' estimate is ours alone.
         tokens: false,
     },
@@ -655,6 +676,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: false,
     },
     Original {
@@ -672,6 +694,7 @@ pub const ORIGINALS: &[Original] = &[
         // Its `<MASKED>` stand-ins are made in every view and recorded nowhere.
         in_view: true,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: false,
     },
     Original {
@@ -689,6 +712,7 @@ pub const ORIGINALS: &[Original] = &[
         // It keeps events in every view and records nothing.
         in_view: true,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: false,
     },
     Original {
@@ -707,6 +731,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: false,
     },
     Original {
@@ -725,6 +750,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: false,
     },
     Original {
@@ -742,6 +768,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: true,
     },
     Original {
@@ -759,6 +786,7 @@ pub const ORIGINALS: &[Original] = &[
         rewrites: all_rewrites,
         in_view: false,
         rewrites_apart: false,
+        failed_replies: false,
         tokens: true,
     },
 ];

@@ -10,8 +10,11 @@
 //!   of them map back to the same entry of ours.
 //! - A later system message is oh-my-pi's `developer` role (counted like a user message, never a
 //!   cut point).
-//! - An assistant message without usage (or with all-zero usage) is a failed reply:
-//!   `stopReason: "error"` with zero usage, which oh-my-pi skips wherever it reads usage.
+//! - A reply marked failed ([`Message::failure`](compactbench_core::Message::failure)) is
+//!   `stopReason` `"aborted"` or `"error"` with the usage it reported (partial, or all zero);
+//!   an assistant message without usage (or with all-zero usage) and no marker is a failed
+//!   reply too: `stopReason: "error"` with zero usage. oh-my-pi skips the usage of both
+//!   wherever it reads usage.
 
 use compactbench_core::{Checkpoint, Entry, Message, Part, Role};
 use serde_json::{json, Value};

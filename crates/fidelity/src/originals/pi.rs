@@ -8,8 +8,11 @@
 //! - The system prompt: 1.6.0 keeps it on the branch as `system` message entries (its
 //!   `getCurrentSystemMessage` replays them); up to 0.73.1 it lives outside the session, so
 //!   the leading system messages are left out (and given as `systemPrompt`, for the record).
-//! - An assistant message without usage (or with all-zero usage) is a failed reply:
-//!   `stopReason: "error"` with zero usage and its text as `errorMessage`.
+//! - A reply marked failed ([`Message::failure`]) is stored as Pi stores one: `stopReason`
+//!   `"aborted"` or `"error"` with the usage it reported (partial usage, or all zero), and as
+//!   `errorMessage` its text (errored) or `Request was aborted.` (aborted).
+//! - An assistant message without usage (or with all-zero usage) and no marker is a failed
+//!   reply too: `stopReason: "error"` with zero usage and its text as `errorMessage`.
 //! - Our Pi checkpoints are Pi `compaction` entries (summary, firstKeptEntryId, tokensBefore,
 //!   file lists as `details`; in 1.6.0 also the `systemMessage` snapshot `appendCompaction`
 //!   takes). Checkpoints of another shape are refused.
@@ -24,7 +27,7 @@
 
 use std::collections::HashMap;
 
-use compactbench_core::{Checkpoint, Entry, EntryId, Message, Part, Role, Usage, Window};
+use compactbench_core::{Checkpoint, Entry, EntryId, Failure, Message, Part, Role, Usage, Window};
 use serde_json::{json, Value};
 
 use crate::{Case, Export};
@@ -243,15 +246,23 @@ pub(super) fn image(mime: &str) -> Value {
 
 fn assistant(m: &Message, model: &str) -> Value {
     let mut out = assistant_message(m, model);
-    if m.usage.filter(|u| u.total() > 0).is_none() {
-        out["errorMessage"] = json!(m.text());
+    match out["stopReason"].as_str() {
+        Some("error") => out["errorMessage"] = json!(m.text()),
+        Some("aborted") => out["errorMessage"] = json!(ABORTED),
+        _ => {}
     }
     out
 }
 
+/// The `errorMessage` an aborted reply gets (the abort signal's error; Pi tests only an
+/// errored reply's message for overflow).
+const ABORTED: &str = "Request was aborted.";
+
 /// An assistant message as Pi's agent core stores it (oh-my-pi's too): text, thinking and tool
-/// calls; a reply without usage is an errored one (`stopReason: "error"`), whose usage the
-/// estimators skip.
+/// calls. A reply marked failed ([`Message::failure`]) has `stopReason` `"aborted"` or
+/// `"error"` and keeps the usage it reported (partial, or none: all zero); a reply without
+/// usage (or with all-zero usage) and no marker is an errored one with zero usage. The
+/// estimators skip the usage of both.
 pub(super) fn assistant_message(m: &Message, model: &str) -> Value {
     let mut content = Vec::new();
     let mut calls = false;
@@ -268,10 +279,12 @@ pub(super) fn assistant_message(m: &Message, model: &str) -> Value {
         }
     }
     let good = m.usage.filter(|u| u.total() > 0);
-    let stop = match good {
-        None => "error",
-        Some(_) if calls => "toolUse",
-        Some(_) => "stop",
+    let (stop, reported) = match (m.failure, good) {
+        (Some(Failure::Aborted), _) => ("aborted", m.usage),
+        (Some(Failure::Error), _) => ("error", m.usage),
+        (None, None) => ("error", None),
+        (None, Some(_)) if calls => ("toolUse", good),
+        (None, Some(_)) => ("stop", good),
     };
     json!({
         "role": "assistant",
@@ -279,7 +292,7 @@ pub(super) fn assistant_message(m: &Message, model: &str) -> Value {
         "api": "openai-completions",
         "provider": "compactbench",
         "model": model,
-        "usage": usage(good.unwrap_or_default()),
+        "usage": usage(reported.unwrap_or_default()),
         "stopReason": stop,
     })
 }
@@ -397,6 +410,29 @@ mod tests {
         .assert_debug_eq(&brief(&e));
         assert_eq!(e.session["entries"][2]["parentId"], json!("e1"));
         assert_eq!(e.session["entries"][4]["timestamp"], json!("2023-11-15T00:00:04.000Z"));
+    }
+
+    /// A reply marked failed keeps the usage it reported, with Pi's stop reason; the legacy
+    /// (0.13.2) and oh-my-pi exports write it the same way.
+    #[test]
+    fn marked_failed_replies_keep_their_partial_usage() {
+        for (failure, stop, error) in [(Failure::Aborted, "aborted", ABORTED), (Failure::Error, "error", "partial")] {
+            let mut log = small_log();
+            log.push_message(Message::user("go on"));
+            let mut reply = Message::assistant("partial");
+            reply.usage = Some(Usage { input: 900, output: 1, cache_read: 50, cache_write: 40 });
+            reply.failure = Some(failure);
+            log.push_message(reply);
+            for e in [export_1_6_turn_end(&case(log.clone())).unwrap(), export_0_13_turn_end(&case(log.clone())).unwrap()] {
+                let m = &e.session["entries"].as_array().unwrap().last().unwrap()["message"];
+                assert_eq!((m["stopReason"].as_str(), m["errorMessage"].as_str()), (Some(stop), Some(error)));
+                assert_eq!(m["usage"]["input"], json!(900));
+                assert_eq!((m["usage"]["cacheWrite"].clone(), m["usage"]["totalTokens"].clone()), (json!(40), json!(991)));
+            }
+            let e = super::super::oh_my_pi::export(&case(log)).unwrap();
+            let m = &e.session["entries"].as_array().unwrap().last().unwrap()["message"];
+            assert_eq!((m["stopReason"].as_str(), m["usage"]["totalTokens"].clone()), (Some(stop), json!(991)));
+        }
     }
 
     #[test]

@@ -375,7 +375,7 @@ impl<'a> Staged<'a> {
                     // Every part was a stripped tool result.
                     continue;
                 }
-                desired.push((entry, Message { role: original.role, parts, usage: original.usage }));
+                desired.push((entry, Message { role: original.role, parts, usage: original.usage, failure: original.failure }));
             }
             if desired.is_empty() {
                 // Cline still sends the stripped message, with empty content; stand it in for

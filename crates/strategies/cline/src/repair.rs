@@ -105,7 +105,7 @@ fn rebuild(run: &[ViewMessage], calls: &[(String, String)], by: EntryId) -> Opti
     for m in run {
         let others: Vec<Part> = m.message.parts.iter().filter(|p| !matches!(p, Part::ToolResult { .. })).cloned().collect();
         if !others.is_empty() {
-            let message = Message { role: m.message.role, parts: others, usage: m.message.usage };
+            let message = Message { role: m.message.role, parts: others, usage: m.message.usage, failure: m.message.failure };
             out.push(ViewMessage { origin: piece_origin(m, &message, by), message });
         }
     }

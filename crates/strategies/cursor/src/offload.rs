@@ -82,7 +82,7 @@ pub(crate) fn run(config: &CursorConfig, log: &Log, view: &View, tokens_before: 
                 other => parts.push(other.clone()),
             }
         }
-        let message = Message { role: original.role, parts, usage: original.usage };
+        let message = Message { role: original.role, parts, usage: original.usage, failure: original.failure };
         saved += message_tokens(original).saturating_sub(message_tokens(&message));
         cp.replacements.push(Replacement { entry, message: message.clone() });
         working.messages[i].message = message;

@@ -113,7 +113,7 @@ pub(crate) fn offload(log: &Log, waiting: &[EntryId], store: &mut VirtualStore, 
             changed = true;
         }
         if changed {
-            replacements.push(Replacement { entry: id, message: Message { role: m.role, parts, usage: m.usage } });
+            replacements.push(Replacement { entry: id, message: Message { role: m.role, parts, usage: m.usage, failure: m.failure } });
         }
     }
     if replacements.is_empty() {

@@ -151,8 +151,14 @@
 //!   and speculative (background) compaction do not happen; no provider dialect, so the
 //!   serializer is the plain one (`[User]: …`); no tool schemas, so the non-message overhead is
 //!   the system prompt alone; no `useless` flags, `skill` tool or plan file in our sessions.
-//! - Deliberate: our messages carry no stop reason; a reply without usage stands for a failed
-//!   one. Overflow arrives as [`Moment::Overflow`]; error-text, length-stop (`incomplete`) and
+//! - A reply marked failed ([`Message::failure`](compactbench_core::Message::failure), oh-my-pi's
+//!   `stopReason` `"aborted"` or `"error"`) gives no usage to the trigger, the anchor or
+//!   `tokensBefore`, even with partial usage (`getAssistantUsage`, `isTranscriptUsageAnchor`);
+//!   its content is counted, cut at and summarized like any reply. Deliberate: a reply without
+//!   usage (or with all-zero usage) and no marker stands for a failed one too, the convention
+//!   from before the marker. Not modelled: `retainCompletedToolCalls` (the original drops a
+//!   failed reply's unfinished tool calls when it stores it; our logs hold what was stored).
+//!   Overflow arrives as [`Moment::Overflow`]; error-text, length-stop (`incomplete`) and
 //!   HTTP 413 payload paths, context promotion, extensions and manual commands are not modelled.
 //! - Deliberate: the pre-prompt check sees the new prompt already in the log, so it stays after
 //!   the kept tail (the original appends it after compacting). As in the original it is not on

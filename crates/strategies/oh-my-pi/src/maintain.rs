@@ -4,7 +4,7 @@
 //! (`#commitAutoCompactionResult`) and the dead-end rescue (`#rescueCompactionDeadEnd`),
 //! all in coding-agent 18.3.4 `session/session-maintenance.ts`.
 
-use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Error, Moment, Role, SummaryPosition, Window};
+use compactbench_core::{Checkpoint, CheckpointKind, Cx, Decision, Error, Failure, Moment, Role, SummaryPosition, Window};
 use serde_json::{json, Value};
 
 use crate::branch::{Ctx, Work};
@@ -412,8 +412,8 @@ fn before_request_tokens(work: &Work<'_>, config: &OhMyPiConfig) -> Option<(u64,
     }
 }
 
-/// `checkCompaction` on the reply that ended the run: the stale-read pass (even with
-/// compaction disabled), then — with compaction enabled, a method configured and a good
+/// `checkCompaction` on the reply that ended the run (nothing at all on an aborted one): the
+/// stale-read pass (even with compaction disabled), then — with compaction enabled, a method configured and a good
 /// reply — the age pass, then the threshold test on the reply's usage floored by the local
 /// estimate. The method loop gets the usage minus what the passes freed, floored the same
 /// way.
@@ -422,6 +422,11 @@ pub(crate) fn turn_end_checks(work: &mut Work<'_>, config: &OhMyPiConfig, window
     let Some(last) = work.items.iter().rposition(|it| it.message().is_some_and(|m| m.role == Role::Assistant)) else {
         return out;
     };
+    // `checkCompaction` returns at once on an aborted reply (`stopReason: "aborted"`), before
+    // any pass; an errored one still gets the stale-read pass.
+    if work.msg(last).failure == Some(Failure::Aborted) {
+        return out;
+    }
     let mut freed = 0;
     if config.supersede_reads {
         let before = work.out.len();

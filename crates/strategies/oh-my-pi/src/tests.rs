@@ -2,7 +2,7 @@
 //! section (i), and the failure rules of section (g).
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, EntryId, ErrorKind, Log, Message, Moment, Origin, Part, Role, Strategy,
+    Checkpoint, CheckpointKind, Cx, Decision, EntryId, ErrorKind, Failure, Log, Message, Moment, Origin, Part, Role, Strategy,
     Usage, VirtualStore, Window,
 };
 use compactbench_testkit::{json, model, render, FakeMode, FakeSummarizer, Harness};
@@ -165,6 +165,50 @@ fn case_01_threshold() {
         s.push("u1", user("u1", 100));
         s.push("a1", reply("a1", 100, Some(total)));
         assert_eq!(s.h.decide(&strategy, Moment::TurnEnd), expected, "{total}");
+    }
+}
+
+/// oh-my-pi's `getAssistantUsage` and `isTranscriptUsageAnchor` skip a reply whose
+/// `stopReason` is `"aborted"` or `"error"` even when it carries (partial) usage: the turn-end
+/// check ends on it, and the check before the next prompt anchors on the reply before it.
+#[test]
+fn failed_replies_with_partial_usage_give_no_usage() {
+    let strategy = OhMyPiStrategy::new(cfg());
+    let session = |failure: Option<Failure>| {
+        let mut s = Session::new(200_000);
+        s.push("u1", user("u1", 100));
+        s.push("a1", reply("a1", 100, Some(1_000)));
+        s.push("u2", user("u2", 100));
+        let mut partial = reply("a2", 10, Some(180_000));
+        partial.failure = failure;
+        assert_eq!(is_usage_anchor(&partial), failure.is_none());
+        s.push("a2", partial);
+        s
+    };
+    assert_eq!(session(None).h.decide(&strategy, Moment::TurnEnd), Decision::compact("threshold"));
+    for failure in [Failure::Aborted, Failure::Error] {
+        let mut s = session(Some(failure));
+        assert_eq!(s.h.decide(&strategy, Moment::TurnEnd), Decision::Skip, "{failure:?}");
+        s.push("u3", user("u3", 10));
+        assert_eq!(s.h.decide(&strategy, Moment::BeforeRequest), Decision::Skip, "{failure:?}: anchored on a1");
+    }
+    let mut s = session(None);
+    s.push("u3", user("u3", 10));
+    assert_eq!(s.h.decide(&strategy, Moment::BeforeRequest), Decision::compact("threshold"));
+
+    // `checkCompaction` does nothing on an aborted reply, not even the stale-read pass; an
+    // errored one still gets that pass (as `case_13_pruning_placeholders` sets it up).
+    for (failure, want) in [(Failure::Aborted, Decision::Skip), (Failure::Error, Decision::compact("prune"))] {
+        let mut s = Session::new(200_000);
+        s.push("u1", user("u1", 10));
+        s.push("a1", call("c1", "read", "src/a.rs"));
+        s.push("r1", result("c1", "read", "r1 old", 2_000));
+        s.push("a2", call("c2", "read", "src/a.rs"));
+        s.push("r2", result("c2", "read", "r2 new", 2_000));
+        let mut last = reply("a3", 10, Some(5_000));
+        last.failure = Some(failure);
+        s.push("a3", last);
+        assert_eq!(s.h.decide(&strategy, Moment::TurnEnd), want, "{failure:?}");
     }
 }
 

@@ -93,11 +93,14 @@ fn has_context_usage(u: &Usage) -> bool {
     u.prompt() > 0 || context_tokens(u) > u.output
 }
 
-/// `getAssistantUsage`: an assistant reply's usage unless it failed or was aborted. Our
-/// messages carry no stop reason; a reply without usage (or with all-zero usage) stands for
-/// a failed or aborted one.
+/// `getAssistantUsage`: an assistant reply's usage unless it failed or was aborted
+/// (`stopReason` `"aborted"` or `"error"`, our [`Message::failure`]), skipped even when it
+/// carries partial usage (unlike Pi's pre-prompt check, oh-my-pi never reads it). A reply
+/// without usage (or with all-zero usage) and without a failure marker stands for a failed
+/// one too, the convention from before the marker existed; oh-my-pi itself skips no
+/// all-zero usage of a completed reply, but our completed replies always carry usage.
 pub(crate) fn valid_usage(m: &Message) -> Option<Usage> {
-    if m.role != Role::Assistant {
+    if m.role != Role::Assistant || m.failure.is_some() {
         return None;
     }
     m.usage.filter(|u| u.total() > 0)

@@ -85,7 +85,7 @@ fn cleared_message(message: &Message, cleared: impl Fn(&str) -> bool) -> Message
             other => other.clone(),
         })
         .collect();
-    Message { role: message.role, parts, usage: message.usage }
+    Message { role: message.role, parts, usage: message.usage, failure: message.failure }
 }
 
 /// The prune checkpoint for `plan`: replacements keep each tool message and call id, so the

@@ -256,5 +256,5 @@ pub(crate) fn subset(m: &Message, parts: &[usize]) -> Message {
     if is_whole(m, parts) {
         return m.clone();
     }
-    Message { role: m.role, parts: parts.iter().filter_map(|&i| m.parts.get(i).cloned()).collect(), usage: m.usage }
+    Message { role: m.role, parts: parts.iter().filter_map(|&i| m.parts.get(i).cloned()).collect(), usage: m.usage, failure: m.failure }
 }

@@ -215,9 +215,20 @@
 //! from (session steps 285 and 533), where `pi` keeps from 252 and 517.
 //!
 //! # Deviations
-//! - Deliberate: our messages carry no stop reason, so an assistant message without usage
-//!   (or with all-zero usage) stands for Pi's failed or aborted reply, and its text for the
-//!   provider's error message. Real replies in a replayed session always carry usage.
+//! - A reply marked failed ([`Message::failure`](compactbench_core::Message::failure), Pi's
+//!   `stopReason` `"aborted"` or `"error"`) gives no usage to `getAssistantUsage`, even with
+//!   partial usage; its content is estimated, cut at and summarized like any reply. At
+//!   [`Moment::TurnEnd`] the check that stands for both of Pi's (see the trigger above) reads an
+//!   aborted reply as the pre-prompt `_checkCompaction(lastAssistant, false)` does: its partial
+//!   usage directly (1.6.0 only when non-zero, else the estimate); an errored one's text is the
+//!   provider's error message, tested for overflow; an aborted one is never an overflow.
+//!   0.14 skips aborted replies only, in its trigger and its cut; an errored one counts its usage.
+//! - Deliberate: an assistant message without usage (or with all-zero usage) and without a
+//!   failure marker stands for Pi's failed reply too (the convention from before the marker),
+//!   and its text for the provider's error message. Real replies in a replayed session always
+//!   carry usage.
+//! - Not modelled: Pi drops failed replies from later requests (`transformMessages`), and
+//!   omits retried attempts from its projection (`context_edit`).
 //! - Deliberate: usage has no cache-write count and no separate `totalTokens`; both are taken
 //!   from [`Usage`](compactbench_core::Usage) (cache write 0, total = input + output + cache read).
 //! - Deliberate: the "overflow recovery attempted" flag is read back from the log; an
@@ -261,8 +272,9 @@
 //!   reads them as user messages, so a replayed 0.14.x session would cut at one; none precede
 //!   the fixture's compactions. (0.13.2 has no bash mode; 0.14.x turns them into user text for
 //!   the summary call, as our transcript does.)
-//! - Deliberate (0.14): aborted replies are skipped and errored ones count 0; ours carry no
-//!   stop reason, so a failed reply counts 0 (the fidelity exporter writes it as errored).
+//! - Deliberate (0.14): aborted replies are skipped and errored ones count their usage (0
+//!   when all zero); a reply without usage and without a failure marker counts 0 (the fidelity
+//!   exporter writes it as errored).
 //! - Deliberate (0.14): the summary call's messages reach the summarizer as pi-ai's message
 //!   objects, one JSON object a line (what `complete` receives; the provider's own rendering is
 //!   not modelled), and its prompt is paraphrased.

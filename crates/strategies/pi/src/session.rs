@@ -268,12 +268,14 @@ pub(crate) fn calculate_context_tokens(u: &ProviderUsage) -> u64 {
     }
 }
 
-/// `getAssistantUsage`: the usage of an assistant reply unless it was aborted or failed.
-/// Our messages carry no stop reason; a reply the provider rejected or that was cut off
-/// reaches the log without usage (or with all-zero usage, as Pi records failed replies), so
-/// that is how a failed or aborted reply is recognised here.
+/// `getAssistantUsage`: the usage of an assistant reply unless it was aborted or failed
+/// (`stopReason` `"aborted"` or `"error"`, our [`Message::failure`]), even when it carries
+/// partial usage, or its usage is all zero. A reply without usage and without a failure
+/// marker stands for a failed one too (the convention from before the marker existed).
+/// 0.73.1 reads all-zero usage of a completed reply as 0 instead of skipping it; our
+/// completed replies always carry usage, so that difference never shows.
 pub(crate) fn valid_usage(m: &Message) -> Option<Usage> {
-    if m.role != Role::Assistant {
+    if m.role != Role::Assistant || m.failure.is_some() {
         return None;
     }
     m.usage.filter(|u| u.total() > 0)

@@ -3,7 +3,7 @@
 
 use compactbench_core::request::{lower, validate};
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Cx, Decision, EntryId, ErrorKind, Message, Moment, Origin, Part, Role, Shape,
+    Checkpoint, CheckpointKind, Cx, Decision, EntryId, ErrorKind, Failure, Message, Moment, Origin, Part, Role, Shape,
     StopReason, Strategy, Summarizer, Summary, SummaryRequest, Usage, VirtualStore, Window,
 };
 use compactbench_testkit::{json, model, FakeMode, FakeSummarizer, Harness};
@@ -227,6 +227,63 @@ fn case_03_last_usage_skips_aborted() {
     none.push("u1", Message::user("Hello"));
     let path = branch_path(&none.h.log);
     assert!(last_valid_usage(&build_session_context(&path)).is_none());
+}
+
+/// A reply marked failed (`stopReason` `"aborted"` / `"error"`) gives no usage to
+/// `getAssistantUsage` even when it carries partial usage (Anthropic reports the prompt at
+/// `message_start`).
+#[test]
+fn marked_failed_replies_with_partial_usage_are_skipped_by_the_usage_lookup() {
+    for failure in [Failure::Aborted, Failure::Error] {
+        let mut s = Session::new(100_000);
+        s.push("u1", Message::user("Hello"));
+        s.push("a1", with_usage(Message::assistant("Hi"), 100, 50));
+        s.push("u2", Message::user("How are you?"));
+        let mut partial = with_usage(Message::assistant("I am"), 5_000, 1);
+        partial.failure = Some(failure);
+        s.push("a2", partial);
+        let path = branch_path(&s.h.log);
+        let context = build_session_context(&path);
+        let (index, usage) = last_valid_usage(&context).unwrap();
+        assert_eq!((context[index].id, usage.input), (s.id("a1"), 100), "{failure:?}");
+        // The estimate anchors on a1 and counts the failed reply's content after it.
+        let estimate = estimate_context_tokens(&context, Release::Npm1_6_0);
+        assert_eq!(estimate.last_usage_index, Some(index), "{failure:?}");
+        assert!(estimate.tokens < 1_000, "{failure:?}: {}", estimate.tokens);
+    }
+}
+
+/// Pi's check before the next prompt (`_checkCompaction(lastAssistant, false)`) reads an
+/// aborted reply's partial usage directly; an errored reply's is skipped for the estimate.
+#[test]
+fn the_turn_end_check_reads_an_aborted_replys_partial_usage_as_the_pre_prompt_check_does() {
+    let config = PiConfig { keep_recent_tokens: 1, ..PiConfig::default() };
+    let session = |failure: Failure, input: u64| {
+        let mut s = Session::new(200_000);
+        s.push("u1", Message::user("hello"));
+        s.push("a1", reply("ok", 1, Some(1_000)));
+        s.push("u2", Message::user("another prompt"));
+        let mut partial = with_usage(Message::assistant("partial"), input, 1);
+        partial.failure = Some(failure);
+        s.push("a2", partial);
+        s
+    };
+    for strategy in [pi(config.clone()), v073(config.clone()), canonical(config.clone())] {
+        let id = strategy.info().id.clone();
+        // Aborted with a prompt over the threshold: compacts (the estimate from a1 would not).
+        assert_eq!(session(Failure::Aborted, 190_000).decide(&strategy, Moment::TurnEnd), threshold(), "{id}");
+        assert_eq!(session(Failure::Aborted, 100_000).decide(&strategy, Moment::TurnEnd), Decision::Skip, "{id}");
+        // Errored: the estimate from a1, under the threshold.
+        assert_eq!(session(Failure::Error, 190_000).decide(&strategy, Moment::TurnEnd), Decision::Skip, "{id}");
+    }
+    // An aborted reply is never an overflow, whatever its text or prompt; an errored one's
+    // text is tested.
+    let mut aborted = with_usage(Message::assistant("prompt is too long: 213462 tokens > 200000 maximum"), 250_000, 1);
+    aborted.failure = Some(Failure::Aborted);
+    assert!(!is_context_overflow(&aborted, 200_000, Release::Npm1_6_0));
+    let mut errored = aborted.clone();
+    errored.failure = Some(Failure::Error);
+    assert!(is_context_overflow(&errored, 200_000, Release::Npm1_6_0));
 }
 
 /// Measured against `@earendil-works/pi-coding-agent` 1.6.0 (`estimateTokens` →
@@ -1063,6 +1120,26 @@ fn v0_14_cuts_at_user_messages_by_usage() {
     let (users, replies) = (only(Role::User), only(Role::Assistant));
     assert_eq!(crate::v0_14::find_cut_point(&users, 0, users.len(), 20_000), 1);
     assert_eq!(crate::v0_14::find_cut_point(&replies, 0, replies.len(), 20_000), 0);
+}
+
+/// 0.13.2 skips aborted replies only (`getAssistantUsage`, `checkAutoCompaction`), even with
+/// partial usage; an errored reply counts the usage it has.
+#[test]
+fn v0_14_skips_aborted_replies_and_counts_errored_ones() {
+    let strategy = v014(PiConfig::default());
+    let session = |failure: Option<Failure>| {
+        let mut s = Session::new(200_000);
+        s.push("u1", user("a", 10));
+        s.push("a1", reply("b", 10, Some(1_000)));
+        s.push("u2", user("c", 10));
+        let mut partial = with_usage(Message::assistant("d"), 190_000, 1);
+        partial.failure = failure;
+        s.push("a2", partial);
+        s
+    };
+    assert_eq!(session(None).decide(&strategy, Moment::TurnEnd), threshold());
+    assert_eq!(session(Some(Failure::Error)).decide(&strategy, Moment::TurnEnd), threshold());
+    assert_eq!(session(Some(Failure::Aborted)).decide(&strategy, Moment::TurnEnd), Decision::Skip, "a1's 1,000 is read");
 }
 
 /// Only entries after the previous compaction are cut or summarized: what it kept before it

@@ -2,7 +2,7 @@
 //! prompt), `shouldCompact`, and the overflow recovery path with `isContextOverflow`
 //! (packages/ai overflow.ts).
 
-use compactbench_core::{Log, Message, Role};
+use compactbench_core::{Failure, Log, Message, Role};
 
 use crate::session::{
     branch_path, build_session_context, calculate_context_tokens, estimate_context_tokens,
@@ -41,8 +41,12 @@ pub(crate) fn should_compact(context_tokens: u64, context_window: u64, config: &
 /// an error. So recovery was already attempted when an overflow checkpoint lies after the
 /// newest user message and after the newest valid reply.
 pub(crate) fn overflow_attempted(log: &Log) -> bool {
-    let reset =
-        log.messages().filter(|(_, m)| m.role == Role::User || valid_usage(m).is_some()).map(|(id, _)| id).next_back();
+    // Cleared by a reply whose `stopReason` is not `"error"`: an aborted one too.
+    let reset = log
+        .messages()
+        .filter(|(_, m)| m.role == Role::User || valid_usage(m).is_some() || m.failure == Some(Failure::Aborted))
+        .map(|(id, _)| id)
+        .next_back();
     log.checkpoints().any(|(id, cp)| {
         Some(id) > reset && cp.details.get("reason").and_then(|r| r.as_str()) == Some(Trigger::Overflow.as_str())
     })
@@ -50,7 +54,11 @@ pub(crate) fn overflow_attempted(log: &Log) -> bool {
 
 /// The check Pi runs on the last assistant message after an agent run (`agent_end`) and
 /// again before sending a new prompt. Both happen at the runner's `TurnEnd`, on the same
-/// message; the second can only repeat the first, so one check stands for both.
+/// message; the second can only repeat the first, so one check stands for both. An aborted
+/// reply is the exception: the first check skips it (`skipAbortedCheck`), the pre-prompt one
+/// (`_checkCompaction(lastAssistant, false)`) reads it, so the aborted reply is checked as the
+/// pre-prompt check sees it: its partial usage directly (1.6.0: unless it is all zero, then
+/// the estimate as for an errored reply; 0.73.1 and 0.58: always directly).
 pub(crate) fn check_turn_end(log: &Log, config: &PiConfig, release: Release, window: u64) -> Option<Trigger> {
     if !config.enabled {
         return None;
@@ -74,7 +82,12 @@ pub(crate) fn check_turn_end(log: &Log, config: &PiConfig, release: Release, win
         return (!overflow_attempted(log)).then_some(Trigger::Overflow);
     }
 
-    let context_tokens = if is_failed_reply(assistant) {
+    let direct = assistant.usage.map_or(0, |u| calculate_context_tokens(&ProviderUsage::from(u)));
+    let aborted_direct =
+        assistant.failure == Some(Failure::Aborted) && (release != Release::Npm1_6_0 || direct > 0);
+    let context_tokens = if aborted_direct {
+        direct
+    } else if is_failed_reply(assistant) {
         // A failed reply has no usage: estimate from the last good reply plus what followed,
         // unless there is none or it predates the latest compaction.
         let estimate = estimate_context_tokens(&context, release);
@@ -106,8 +119,12 @@ pub(crate) fn check_next_turn(log: &Log, config: &PiConfig, window: u64) -> Opti
 /// provider's overflow message, or a good reply whose prompt (`input + cacheRead`) exceeds
 /// the window ("silent overflow"; pi-ai `utils/overflow.js` leaves `cacheWrite` out, so a
 /// prompt that only cache writes push past the window is no overflow). A failed reply's error
-/// text is its message text here.
+/// text is its message text here; an aborted reply is never an overflow.
 pub(crate) fn is_context_overflow(m: &Message, window: u64, release: Release) -> bool {
+    // Pi tests the error text of `stopReason: "error"` and the usage of `"stop"` only.
+    if m.failure == Some(Failure::Aborted) {
+        return false;
+    }
     if is_failed_reply(m) {
         let text = m.text().to_ascii_lowercase();
         // 1.6.0 adds patterns (LiteLLM, Together, z.ai, DashScope, any HTTP 413); not

@@ -11,7 +11,7 @@
 //! again.
 
 use compactbench_core::{
-    Checkpoint, CheckpointKind, Log, Message, Moment, Part, Role, Summarizer, SummarizerUsage, SummaryContext,
+    Checkpoint, CheckpointKind, Failure, Log, Message, Moment, Part, Role, Summarizer, SummarizerUsage, SummaryContext,
     SummaryPosition, SummaryRequest, Window,
 };
 use serde_json::{json, Value};
@@ -62,7 +62,8 @@ pub(crate) fn check_auto_compaction(log: &Log, config: &PiConfig, window: u64) -
         return false;
     }
     let path = branch_path(log);
-    let Some(newest) = path.iter().rposition(|e| e.message().is_some_and(|m| m.role == Role::Assistant)) else {
+    // The newest reply that was not aborted (`stopReason !== "aborted"`).
+    let Some(newest) = path.iter().rposition(|e| e.message().and_then(assistant_tokens).is_some()) else {
         return false;
     };
     if path[newest + 1..].iter().any(|e| matches!(e.item, Item::Compaction(_))) {
@@ -73,11 +74,13 @@ pub(crate) fn check_auto_compaction(log: &Log, config: &PiConfig, window: u64) -
 }
 
 /// `getAssistantUsage` and `calculateContextTokens`: an assistant message's context tokens.
-/// Pi skips aborted replies only; an errored one keeps its all-zero usage and counts 0. Our
-/// messages carry no stop reason, and a reply without usage (or with all-zero usage) stands
-/// for an errored one (as the exporter of compactbench-fidelity writes it), so it counts 0.
+/// Pi skips aborted replies only (`stopReason !== "aborted"`), even when they carry partial
+/// usage; an errored one counts the usage it has (all zero unless the provider reported some
+/// before failing). A reply without usage and without a failure marker stands for an errored
+/// one (as the exporter of compactbench-fidelity writes it), so it counts 0.
 fn assistant_tokens(m: &Message) -> Option<u64> {
-    (m.role == Role::Assistant).then(|| m.usage.map_or(0, |u| calculate_context_tokens(&ProviderUsage::from(u))))
+    (m.role == Role::Assistant && m.failure != Some(Failure::Aborted))
+        .then(|| m.usage.map_or(0, |u| calculate_context_tokens(&ProviderUsage::from(u))))
 }
 
 /// `getLastAssistantUsage` over every entry: the context tokens of the newest reply.
