@@ -331,6 +331,17 @@ impl Plan {
 /// no lock on the memo while it summarizes).
 type PlanMemo = DashMap<u64, Arc<Plan>>;
 
+/// What `memo` holds for `bytes` (keyed by their XXH3), made and stored on the first call.
+/// Looked up before it is written: most keys are known, and `entry` locks its shard for
+/// writing even then.
+fn memoized<V: Clone, S: std::hash::BuildHasher + Clone>(memo: &DashMap<u64, V, S>, bytes: &[u8], make: impl FnOnce() -> V) -> V {
+    let key = xxh3_64(bytes);
+    if let Some(known) = memo.get(&key) {
+        return known.clone();
+    }
+    memo.entry(key).or_insert_with(make).clone()
+}
+
 fn lines<'t>(transcript: &'t str, memo: &TraitMemo) -> Vec<Line<'t>> {
     let mut out = Vec::new();
     // Role of the current label block in a text transcript.
@@ -366,11 +377,7 @@ fn lines<'t>(transcript: &'t str, memo: &TraitMemo) -> Vec<Line<'t>> {
             };
             // Headings and placeholders of an earlier summary carry nothing.
             let heading = text.starts_with("# ") || text.starts_with("##") || text == "(none)";
-            // Looked up before it is written: most lines are known, and `entry` locks its shard
-            // for writing even then.
-            let key = xxh3_64(text.as_bytes());
-            let known = memo.get(&key).map(|t| *t);
-            let traits = known.unwrap_or_else(|| *memo.entry(key).or_insert_with(|| Traits::of(&text)));
+            let traits = memoized(memo, text.as_bytes(), || Traits::of(&text));
             out.push(Line { text, traits, user, lead: (i == 0 && (record || lead_next)), skip: heading });
         }
         lead_next = false;
@@ -496,11 +503,7 @@ impl PromptFollowing {
 
     /// The plan of `prompt`, memoized.
     fn plan(&self, prompt: &str) -> Arc<Plan> {
-        let key = xxh3_64(prompt.as_bytes());
-        if let Some(plan) = self.plans.get(&key) {
-            return Arc::clone(&plan);
-        }
-        Arc::clone(&self.plans.entry(key).or_insert_with(|| Arc::new(Plan::of(prompt))))
+        memoized(&self.plans, prompt.as_bytes(), || Arc::new(Plan::of(prompt)))
     }
 }
 
