@@ -73,6 +73,7 @@ pub fn build(strategy: &dyn Strategy, plan: &Plan<'_>, counter: &TokenCounter) -
     let env = Env { counter, summarizer: &summarizer };
     let mut cases = Vec::new();
     let (mut sessions, mut logs) = (0usize, 0usize);
+    let variations = rotation(plan.failed_replies);
     let mut seed = plan.first_seed;
     while sessions < plan.sessions && seed < plan.first_seed + 1_000 {
         for scenario in plan.scenarios {
@@ -101,7 +102,6 @@ pub fn build(strategy: &dyn Strategy, plan: &Plan<'_>, counter: &TokenCounter) -
                 // to this log gives way to the next.
                 let turn = logs;
                 logs += 1;
-                let variations = rotation(plan.failed_replies);
                 let Some((variation, log)) =
                     (0..variations.len()).map(|k| variations[(turn + k) % variations.len()]).find_map(|v| Some((v, v.apply(&log, &mut rng)?)))
                 else {
